@@ -1,0 +1,20 @@
+// Channel-axis data movement on channels-last tensors, where every pixel is a row of C floats:
+// concat/split/shuffle permute within each row.
+#pragma once
+
+#include <cstdint>
+
+namespace winfer {
+
+// out[p][offset_i + c] = inputs[i][p][c]; out row width = sum(channels).
+void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* inputs,
+                          const int64_t* channels, float* out, int threads);
+// outputs[i][p][c] = in[p][offset_i + c]; in row width = sum(channels).
+void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs,
+                         const int64_t* channels, float* const* outputs, int threads);
+// ShuffleNet channel shuffle (PyTorch: view(N,g,C/g,H,W).transpose(1,2).reshape):
+// out channel j*g + i  <-  in channel i*(C/g) + j.
+void channel_shuffle_nhwc(int64_t pixels, int64_t channels, int64_t groups, const float* in,
+                          float* out, int threads);
+
+}  // namespace winfer

@@ -1,0 +1,41 @@
+// One interface for every CPU convolution algorithm (direct, im2col, depthwise now; im2win and
+// indirect later). Tensors are channels-last:
+//   input  [N][H][W][C]            (C = in_channels)
+//   output [N][Ho][Wo][Co]
+//   weight [Co][C/groups][Kh][Kw]  (PyTorch OIHW), given to pack_weights() once
+// run() must be safe to call concurrently from several threads with distinct output/workspace.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "kernels/cpu/conv_params.h"
+
+namespace winfer {
+
+class ConvAlgorithm {
+ public:
+  virtual ~ConvAlgorithm() = default;
+
+  virtual const char* name() const = 0;
+  virtual bool supports(const ConvParams& p) const = 0;
+  // Scratch memory run() needs (bytes), for exactly these params (batch included).
+  virtual size_t workspace_bytes(const ConvParams& p) const = 0;
+  // Size of the algorithm's own weight layout (bytes).
+  virtual size_t packed_weight_bytes(const ConvParams& p) const = 0;
+  // Rearranges OIHW weights into `packed` (packed_weight_bytes(p) bytes, 64-byte aligned).
+  virtual void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const = 0;
+  // output = act(conv(input, weights) + bias). bias may be null. workspace has
+  // workspace_bytes(p) bytes (may be null when that is 0). threads >= 1.
+  virtual void run(const ConvParams& p, const float* input_nhwc, const float* packed,
+                   const float* bias, float* output_nhwc, void* workspace, Activation act,
+                   int threads) const = 0;
+};
+
+// Every registered algorithm, in a fixed order ("direct", "im2col", "depthwise", ...).
+const std::vector<const ConvAlgorithm*>& conv_algorithms();
+// nullptr when no algorithm has that name.
+const ConvAlgorithm* find_conv_algorithm(std::string_view name);
+
+}  // namespace winfer

@@ -1,0 +1,42 @@
+// Plain description of one 2-D convolution, shared by every algorithm and backend.
+// Free of graph types on purpose: kernels see only this struct and raw pointers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace winfer {
+
+// Activation fused into a kernel's epilogue.
+enum class Activation { kNone, kRelu, kRelu6 };
+const char* activation_name(Activation a);
+
+inline float apply_activation(float v, Activation a) {
+  if (a == Activation::kRelu) return v > 0.f ? v : 0.f;
+  if (a == Activation::kRelu6) return v < 0.f ? 0.f : (v > 6.f ? 6.f : v);
+  return v;
+}
+
+struct ConvParams {
+  int64_t batch = 1;
+  int64_t in_channels = 0, in_h = 0, in_w = 0;
+  int64_t out_channels = 0;
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;
+
+  int64_t out_h() const { return (in_h + pad_top + pad_bottom - dilation_h * (kernel_h - 1) - 1) / stride_h + 1; }
+  int64_t out_w() const { return (in_w + pad_left + pad_right - dilation_w * (kernel_w - 1) - 1) / stride_w + 1; }
+  int64_t in_channels_per_group() const { return in_channels / groups; }
+  int64_t out_channels_per_group() const { return out_channels / groups; }
+  bool is_depthwise() const { return groups > 1 && groups == in_channels && groups == out_channels; }
+  // Multiply-adds x 2.
+  int64_t flops() const {
+    return 2 * batch * out_h() * out_w() * out_channels * in_channels_per_group() * kernel_h * kernel_w;
+  }
+  std::string to_string() const;  // "N1 C3 H32 W32 -> Co8 k3x3 s1x1 p1,1,1,1 d1x1 g1"
+};
+
+}  // namespace winfer

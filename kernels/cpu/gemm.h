@@ -1,0 +1,28 @@
+// Single-precision GEMM through OpenBLAS, loaded at run time.
+//
+// Debian's OpenBLAS 0.3.21 does not recognise recent Xeons and silently falls back to an SSE3
+// kernel ~5x slower than its AVX-512 one unless OPENBLAS_CORETYPE is set before the library
+// loads. We therefore dlopen() it ourselves after setting OPENBLAS_CORETYPE from the CPU's
+// features (SkylakeX with AVX-512F, Haswell with AVX2+FMA), unless the user already set it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace winfer {
+
+// C[M][N] = alpha * op(A) * op(B) + beta * C, all row-major.
+// op(A) is M x K (A is K x M when trans_a), op(B) is K x N (B is N x K when trans_b).
+// Falls back to a portable (slow, correct) loop if OpenBLAS cannot be loaded.
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+           int64_t ldc);
+
+// Threads OpenBLAS may use for one sgemm call.
+void gemm_set_threads(int threads);
+
+// "OpenBLAS 0.3.21 core=SkylakeX (OPENBLAS_CORETYPE=SkylakeX set by winfer)" or
+// "portable fallback (libopenblas.so.0 not found: ...)". Loads the library if needed.
+std::string gemm_backend_description();
+
+}  // namespace winfer
