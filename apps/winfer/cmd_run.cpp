@@ -1,0 +1,139 @@
+// `winfer run MODEL`: one input tensor through the model; top classes to stdout, time to stderr.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+
+#include "apps/winfer/commands.h"
+#include "apps/winfer/format.h"
+#include "kernels/cpu/gemm.h"
+#include "winfer/model.h"
+#include "winfer/npy.h"
+#include "winfer/session.h"
+
+namespace winfer::cli {
+namespace {
+
+Result<Tensor> load_or_make_input(const RunArgs& args, const Model& model, int64_t* batch) {
+  if (args.input.empty()) {
+    Shape shape = model.input_shape();
+    if (args.batch > 0) shape[0] = args.batch;
+    *batch = shape[0];
+    return random_tensor(shape, args.input_seed);
+  }
+  auto input = read_npy(args.input);
+  if (!input.ok()) return input.status();
+  const Shape& s = input.value().shape();
+  Shape expected = model.input_shape();
+  expected[0] = s.rank() > 0 ? s[0] : 0;
+  if (s != expected) {
+    return shape_mismatch(args.input + ": input has shape " + s.to_string() + ", the model expects " +
+                          model.input_shape().to_string() + " (any batch)");
+  }
+  if (args.batch > 0 && args.batch != s[0]) {
+    return invalid_argument(args.input + ": --batch " + std::to_string(args.batch) + " disagrees with the input's batch " +
+                            std::to_string(s[0]));
+  }
+  *batch = s[0];
+  return input;
+}
+
+// Prints the top-k classes of every row of a [N, classes] output.
+void print_top_classes(const Model& model, const Tensor& output, int top) {
+  if (output.shape().rank() != 2 || top == 0) {
+    std::printf("output %s (not [N, classes]: no classes to rank)\n", output.shape().to_string().c_str());
+    return;
+  }
+  std::string error;
+  std::vector<std::string> labels;
+  if (!model.labels_path().empty()) labels = read_labels(model.labels_path(), &error);
+  const int64_t rows = output.shape()[0], classes = output.shape()[1];
+  if (!error.empty()) std::cerr << "warning: " << error << "; printing class indices\n";
+  if (!labels.empty() && static_cast<int64_t>(labels.size()) != classes) {
+    std::cerr << "warning: " << model.labels_path() << " has " << labels.size() << " labels for " << classes
+              << " classes; printing class indices\n";
+    labels.clear();
+  }
+  const bool already_probabilities = !model.layers().empty() && model.layers().back().type == "softmax";
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = output.data() + r * classes;
+    std::vector<double> p(row, row + classes);
+    if (!already_probabilities) {  // softmax of the logits, for display
+      const double mx = *std::max_element(p.begin(), p.end());
+      double sum = 0;
+      for (double& v : p) sum += (v = std::exp(v - mx));
+      for (double& v : p) v /= sum;
+    }
+    std::vector<int64_t> order(static_cast<size_t>(classes));
+    std::iota(order.begin(), order.end(), 0);
+    const int64_t k = std::min<int64_t>(top, classes);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+    if (rows > 1) std::printf("image %lld\n", static_cast<long long>(r));
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t c = order[i];
+      const std::string label = labels.empty() ? "class " + std::to_string(c) : labels[c];
+      std::printf("%2lld  %.4f  %s\n", static_cast<long long>(i + 1), p[c], label.c_str());
+    }
+  }
+}
+
+}  // namespace
+
+int run_run(const RunArgs& args) {
+  LoadOptions load_options;
+  load_options.weights_path = args.weights;
+  load_options.random_weights_seed = args.random_weights_seed;
+  const auto load_start = std::chrono::steady_clock::now();
+  auto model = Model::load(args.model, load_options);
+  if (!model.ok()) return fail(model.status());
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
+
+  int64_t batch = 0;
+  auto input = load_or_make_input(args, *model.value(), &batch);
+  if (!input.ok()) return fail(input.status());
+
+  SessionOptions options;
+  options.conv_algorithm = args.conv;
+  options.threads = args.threads;
+  options.batch = batch;
+  auto session = Session::create(model.value(), options);
+  if (!session.ok()) return fail(session.status());
+
+  std::vector<double> times;
+  Tensor output;
+  for (int i = 0; i <= args.repeat; ++i) {  // run 0 is the warm-up
+    const auto start = std::chrono::steady_clock::now();
+    auto result = session.value()->run(input.value());
+    if (!result.ok()) return fail(result.status());
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i > 0) times.push_back(ms);
+    output = std::move(result).value();
+  }
+
+  print_top_classes(*model.value(), output, args.top);
+  if (!args.output.empty()) {
+    Status s = write_npy(args.output, output);
+    if (!s.ok()) return fail(s);
+  }
+  const Model& m = *model.value();
+  std::fprintf(stderr, "model %s, weights %s, input %s%s\n", m.name().c_str(), m.weights_source().c_str(),
+               input.value().shape().to_string().c_str(), args.input.empty() ? " (random)" : "");
+  std::fprintf(stderr, "conv %s, threads %d, gemm: %s\n", args.conv.c_str(), args.threads,
+               gemm_backend_description().c_str());
+  const double med = median(times);
+  std::fprintf(stderr, "load %.1f ms; run: median %.2f ms over %d runs (min %.2f, max %.2f), %.1f GFLOP/s\n", load_ms,
+               med, args.repeat, *std::min_element(times.begin(), times.end()),
+               *std::max_element(times.begin(), times.end()),
+               double(m.total_flops()) * double(batch) / double(m.input_shape().n()) / (med * 1e6));
+  if (args.profile) {
+    std::fprintf(stderr, "\n%-32s %-18s %-28s %10s\n", "layer", "op", "kernel", "ms");
+    for (const LayerTiming& t : session.value()->last_timings()) {
+      std::fprintf(stderr, "%-32s %-18s %-28s %10.3f\n", t.name.c_str(), t.type.c_str(), t.kernel.c_str(), t.milliseconds);
+    }
+  }
+  return 0;
+}
+
+}  // namespace winfer::cli

@@ -1,0 +1,91 @@
+// Model: a network loaded from a YAML description plus weights, validated, with shapes inferred
+// and weights prepared (batch norm folded, activations fused). Immutable once loaded and safe
+// to share between threads; run it through a winfer::Session.
+//
+//   auto model = winfer::Model::load("models/examples/tiny_net.yaml");
+//   if (!model.ok()) { std::cerr << model.status().message() << "\n"; return 1; }
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "winfer/shape.h"
+#include "winfer/status.h"
+
+namespace winfer {
+
+class Graph;
+
+struct LoadOptions {
+  // Overrides the `weights:` file named in the YAML.
+  std::string weights_path;
+  // Fills every parameter deterministically from this seed instead of reading weights
+  // (He-style scales for conv/linear weights, batch-norm statistics near 0 and 1).
+  std::optional<uint64_t> random_weights_seed;
+  // Fold batch norm into convolutions and fuse activations (off only to test the fusion).
+  bool fuse = true;
+  // When the model names no weights at all, load only the structure (shapes, FLOPs) instead of
+  // failing; such a model cannot be run. Used by `winfer info`.
+  bool allow_missing_weights = false;
+};
+
+// Image preprocessing declared by the model (used by `winfer classify`).
+struct Preprocess {
+  int64_t resize = 0;  // shorter side; 0 = none
+  int64_t crop = 0;    // center crop; 0 = none
+  std::vector<float> mean, std;
+  std::string channel_order = "RGB";  // RGB, BGR or GRAY
+  bool present = false;
+};
+
+struct LayerInfo {
+  std::string name;
+  std::string type;
+  std::vector<std::string> inputs, outputs;
+  std::vector<Shape> output_shapes;
+  std::vector<std::string> fused;  // names of the layers folded into this one
+  int64_t flops = 0;
+  int64_t params = 0;
+};
+
+class Model {
+ public:
+  static Result<std::shared_ptr<const Model>> load(const std::string& yaml_path,
+                                                   const LoadOptions& options = {});
+  ~Model();
+
+  const std::string& name() const { return name_; }
+  const std::string& path() const { return path_; }
+  const std::string& input_name() const { return input_name_; }
+  const Shape& input_shape() const { return input_shape_; }  // NCHW, declared batch
+  std::vector<std::string> output_names() const;
+  std::vector<Shape> output_shapes() const;
+  const std::string& labels_path() const { return labels_path_; }  // resolved; "" if none
+  const Preprocess& preprocess() const { return preprocess_; }
+  // Where the weights came from: a file path, "inline", "random(seed=N)" or "none" (then the
+  // model was loaded with allow_missing_weights and cannot run).
+  const std::string& weights_source() const { return weights_source_; }
+  // True when loaded with allow_missing_weights and no weights were found: not runnable.
+  bool structure_only() const { return structure_only_; }
+
+  std::vector<LayerInfo> layers() const;  // after fusion, in execution order
+  int64_t total_flops() const;
+  int64_t total_params() const;
+
+  const Graph& graph() const { return *graph_; }  // for Session; internal type
+
+ private:
+  friend class ModelLoader;
+  Model();
+  std::string name_, path_, input_name_, labels_path_, weights_source_;
+  Shape input_shape_;
+  bool structure_only_ = false;
+  Preprocess preprocess_;
+  std::unique_ptr<Graph> graph_;
+};
+
+}  // namespace winfer

@@ -1,0 +1,72 @@
+// safetensors: the weights format (https://github.com/huggingface/safetensors).
+//
+// Layout: an 8-byte little-endian u64 N, then N bytes of UTF-8 JSON (possibly padded with
+// trailing spaces) mapping each tensor name to {"dtype", "shape", "data_offsets": [begin, end]}
+// plus an optional "__metadata__" object of strings; the raw little-endian data follows, and
+// offsets count from the first byte after the header.
+//
+// SafeTensorsFile maps the file read-only and validates everything at open(), so that a tensor
+// handed out afterwards always lies inside the mapping with exactly numel x dtype-size bytes.
+// Error codes: kNotFound (missing file), kIoError (permission, directory, mmap), kParseError
+// (anything malformed in the file), kUnsupported (a dtype winfer does not know).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "winfer/shape.h"
+#include "winfer/status.h"
+#include "winfer/tensor.h"
+
+namespace winfer {
+
+struct SafeTensor {
+  std::string name;
+  std::string dtype;  // as in the file: "F32", "F16", "I64", ...
+  Shape shape;
+  // Points into the mapping. Not necessarily aligned to the element size: the format only
+  // promises byte offsets, so copy (memcpy) rather than dereference when alignment matters.
+  const void* data;
+  size_t byte_size;
+};
+
+// Size in bytes of one element of a safetensors dtype, or 0 when the dtype is unknown.
+size_t safetensors_dtype_size(const std::string& dtype);
+
+class SafeTensorsFile {
+ public:
+  static Result<std::shared_ptr<const SafeTensorsFile>> open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  // Sorted by data offset, i.e. in the order the data lies in the file.
+  const std::vector<SafeTensor>& tensors() const { return tensors_; }
+  const SafeTensor* find(const std::string& name) const;  // nullptr if absent
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  ~SafeTensorsFile();
+  SafeTensorsFile(const SafeTensorsFile&) = delete;
+  SafeTensorsFile& operator=(const SafeTensorsFile&) = delete;
+
+ private:
+  SafeTensorsFile() = default;
+
+  std::string path_;
+  const unsigned char* map_ = nullptr;
+  size_t map_size_ = 0;
+  std::vector<SafeTensor> tensors_;
+  std::map<std::string, size_t> index_;  // name -> position in tensors_
+  std::map<std::string, std::string> metadata_;
+};
+
+// Writes a safetensors file of F32 tensors whose data lies in the given order. Tensors are
+// written in logical C order (an NHWC tensor is converted to NCHW first). Fails on duplicate or
+// reserved ("__metadata__") names and on tensors without data.
+Status write_safetensors(const std::string& path,
+                         const std::vector<std::pair<std::string, Tensor>>& tensors,
+                         const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace winfer

@@ -1,0 +1,314 @@
+#include "winfer/safetensors.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "file_io.h"
+
+namespace winfer {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr size_t kLengthBytes = 8;
+// The reference implementation refuses headers over 100 MB; a real header (a few hundred bytes
+// per tensor) is far smaller, so anything larger is corrupt or hostile.
+constexpr uint64_t kMaxHeaderBytes = uint64_t(100) << 20;
+// The writer pads the header with spaces so that the data starts at a multiple of this, which
+// keeps the first tensor aligned in the (page-aligned) mapping, as the reference writer does.
+constexpr size_t kDataAlignment = 8;
+const char* const kMetadataKey = "__metadata__";
+
+struct DtypeSize {
+  const char* name;
+  size_t bytes;
+};
+constexpr DtypeSize kDtypes[] = {
+    {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
+    {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+    {"U32", 4},  {"F32", 4}, {"I64", 8}, {"U64", 8},     {"F64", 8},
+};
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+// Parses the header, refusing duplicate keys at any level: nlohmann would silently keep the
+// last one, and a duplicated tensor name would make "which data is conv1.weight?" ambiguous.
+Result<json> parse_header_json(const std::string& path, const char* begin, const char* end) {
+  std::vector<std::set<std::string>> open_objects;  // keys seen so far, innermost object last
+  std::string duplicate;
+  auto on_event = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open_objects.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!open_objects.empty()) open_objects.pop_back();
+    } else if (event == json::parse_event_t::key && !open_objects.empty() && duplicate.empty()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!open_objects.back().insert(key).second) duplicate = key;
+    }
+    return true;
+  };
+
+  json header;
+  try {
+    header = json::parse(begin, end, on_event);
+  } catch (const json::exception& e) {
+    return parse_error(path + ": header is not valid JSON: " + e.what());
+  }
+  if (!duplicate.empty()) return parse_error(path + ": header has duplicate key " + in_quotes(duplicate));
+  if (!header.is_object()) {
+    return parse_error(path + ": header must be a JSON object, got " + header.type_name());
+  }
+  return header;
+}
+
+// A field of a tensor entry with the expected JSON type, or a message saying what was found.
+Result<const json*> get_field(const std::string& where, const json& entry, const char* key,
+                              json::value_t type) {
+  auto it = entry.find(key);
+  if (it == entry.end()) return parse_error(where + ": missing \"" + key + "\"");
+  if (it->type() != type) {
+    return parse_error(where + ": \"" + key + "\" must be " + json(type).type_name() + ", got " +
+                       it->type_name());
+  }
+  return &*it;
+}
+
+Result<Shape> read_shape(const std::string& where, const json& dims_json) {
+  std::vector<int64_t> dims;
+  for (const json& d : dims_json) {
+    if (d.is_number_unsigned()) {
+      // Values beyond int64 cannot be a real dimension; map them to a value Shape::make rejects.
+      const uint64_t u = d.get<uint64_t>();
+      dims.push_back(u > uint64_t(std::numeric_limits<int64_t>::max())
+                         ? std::numeric_limits<int64_t>::max()
+                         : static_cast<int64_t>(u));
+    } else if (d.is_number_integer()) {
+      dims.push_back(d.get<int64_t>());
+    } else {
+      return parse_error(where + ": \"shape\" must hold integers, got " + d.dump());
+    }
+  }
+  Result<Shape> shape = Shape::make(dims);
+  if (!shape.ok()) return parse_error(where + ": " + shape.status().message());
+  return shape;
+}
+
+struct ByteRange {
+  uint64_t begin;
+  uint64_t end;
+};
+
+Result<ByteRange> read_offsets(const std::string& where, const json& offsets, uint64_t data_size) {
+  if (offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
+    return parse_error(where + ": \"data_offsets\" must be [begin, end] with non-negative integers, got " +
+                       offsets.dump());
+  }
+  const ByteRange r{offsets[0].get<uint64_t>(), offsets[1].get<uint64_t>()};
+  if (r.begin > r.end) {
+    return parse_error(where + ": data_offsets begin " + std::to_string(r.begin) + " > end " +
+                       std::to_string(r.end));
+  }
+  if (r.end > data_size) {
+    return parse_error(where + ": data_offsets end " + std::to_string(r.end) +
+                       " is beyond the data region of " + std::to_string(data_size) + " bytes");
+  }
+  return r;
+}
+
+struct Entry {
+  SafeTensor tensor;
+  ByteRange range;
+};
+
+Result<Entry> read_entry(const std::string& path, const std::string& name, const json& entry,
+                         const unsigned char* data, uint64_t data_size) {
+  const std::string where = path + ": tensor " + in_quotes(name);
+  if (!entry.is_object()) {
+    return parse_error(where + ": entry must be an object, got " + entry.type_name());
+  }
+  WINFER_ASSIGN_OR_RETURN(const json* dtype, get_field(where, entry, "dtype", json::value_t::string));
+  WINFER_ASSIGN_OR_RETURN(const json* dims, get_field(where, entry, "shape", json::value_t::array));
+  WINFER_ASSIGN_OR_RETURN(const json* offsets,
+                          get_field(where, entry, "data_offsets", json::value_t::array));
+
+  Entry e;
+  e.tensor.name = name;
+  e.tensor.dtype = dtype->get<std::string>();
+  WINFER_ASSIGN_OR_RETURN(e.tensor.shape, read_shape(where, *dims));
+  const size_t element_bytes = safetensors_dtype_size(e.tensor.dtype);
+  if (element_bytes == 0) return unsupported(where + ": unknown dtype " + in_quotes(e.tensor.dtype));
+  WINFER_ASSIGN_OR_RETURN(e.range, read_offsets(where, *offsets, data_size));
+
+  // numel <= 2^40 (Shape::make) and element_bytes <= 8, so this cannot overflow.
+  const uint64_t expected = uint64_t(e.tensor.shape.numel()) * element_bytes;
+  const uint64_t actual = e.range.end - e.range.begin;
+  if (actual != expected) {
+    return parse_error(where + ": data_offsets span " + std::to_string(actual) + " bytes but " +
+                       e.tensor.dtype + " " + e.tensor.shape.to_string() + " needs " +
+                       std::to_string(expected));
+  }
+  e.tensor.data = data + e.range.begin;
+  e.tensor.byte_size = static_cast<size_t>(actual);
+  return e;
+}
+
+Status read_metadata(const std::string& path, const json& value,
+                     std::map<std::string, std::string>& out) {
+  if (!value.is_object()) {
+    return parse_error(path + ": \"__metadata__\" must be an object, got " + value.type_name());
+  }
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (!it.value().is_string()) {
+      return parse_error(path + ": \"__metadata__\" value of " + in_quotes(it.key()) +
+                         " must be a string, got " + it.value().type_name());
+    }
+    out[it.key()] = it.value().get<std::string>();
+  }
+  return Status::Ok();
+}
+
+// Sorts by data offset and rejects two tensors sharing bytes: a writer never produces that, and
+// an engine that prepares weights in place must not find one tensor aliasing another.
+Status sort_and_check_overlap(const std::string& path, std::vector<Entry>& entries) {
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.range.begin != b.range.begin ? a.range.begin < b.range.begin : a.range.end < b.range.end;
+  });
+  const Entry* previous = nullptr;  // the non-empty range ending furthest so far
+  for (const Entry& e : entries) {
+    if (e.range.begin == e.range.end) continue;  // an empty tensor shares no bytes
+    if (previous != nullptr && e.range.begin < previous->range.end) {
+      return parse_error(path + ": data of tensors " + in_quotes(previous->tensor.name) + " [" +
+                         std::to_string(previous->range.begin) + ", " +
+                         std::to_string(previous->range.end) + ") and " + in_quotes(e.tensor.name) +
+                         " [" + std::to_string(e.range.begin) + ", " + std::to_string(e.range.end) +
+                         ") overlap");
+    }
+    if (previous == nullptr || e.range.end > previous->range.end) previous = &e;
+  }
+  return Status::Ok();
+}
+
+// Reads the 8-byte length and checks that the header fits in the file.
+Result<uint64_t> read_header_length(const std::string& path, const unsigned char* bytes,
+                                    size_t file_size) {
+  if (file_size < kLengthBytes) {
+    return parse_error(path + ": file is " + std::to_string(file_size) +
+                       " bytes, too short for the 8-byte safetensors header length");
+  }
+  const uint64_t n = detail::load_le_u64(bytes);
+  if (n > kMaxHeaderBytes) {
+    return parse_error(path + ": header length " + std::to_string(n) + " is absurd (limit " +
+                       std::to_string(kMaxHeaderBytes) + " bytes); not a safetensors file?");
+  }
+  if (n > file_size - kLengthBytes) {
+    return parse_error(path + ": header length " + std::to_string(n) +
+                       " reaches beyond the file of " + std::to_string(file_size) + " bytes");
+  }
+  return n;
+}
+
+}  // namespace
+
+size_t safetensors_dtype_size(const std::string& dtype) {
+  for (const DtypeSize& d : kDtypes) {
+    if (dtype == d.name) return d.bytes;
+  }
+  return 0;
+}
+
+Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::open(const std::string& path) {
+  WINFER_ASSIGN_OR_RETURN(detail::MappedFile mapped, detail::MappedFile::map(path));
+  const unsigned char* bytes = mapped.data();
+  WINFER_ASSIGN_OR_RETURN(const uint64_t header_size, read_header_length(path, bytes, mapped.size()));
+
+  const char* header_begin = reinterpret_cast<const char*>(bytes + kLengthBytes);
+  WINFER_ASSIGN_OR_RETURN(json header,
+                          parse_header_json(path, header_begin, header_begin + header_size));
+
+  const unsigned char* data = bytes + kLengthBytes + header_size;
+  const uint64_t data_size = mapped.size() - kLengthBytes - header_size;
+
+  std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
+  file->path_ = path;
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == kMetadataKey) {
+      WINFER_RETURN_IF_ERROR(read_metadata(path, it.value(), file->metadata_));
+      continue;
+    }
+    WINFER_ASSIGN_OR_RETURN(Entry e, read_entry(path, it.key(), it.value(), data, data_size));
+    entries.push_back(std::move(e));
+  }
+  WINFER_RETURN_IF_ERROR(sort_and_check_overlap(path, entries));
+
+  for (Entry& e : entries) {
+    file->index_[e.tensor.name] = file->tensors_.size();
+    file->tensors_.push_back(std::move(e.tensor));
+  }
+  // Hand the mapping over to the file object only now that everything is valid.
+  file->map_size_ = mapped.size();
+  file->map_ = bytes;
+  mapped.release();
+  return std::shared_ptr<const SafeTensorsFile>(std::move(file));
+}
+
+SafeTensorsFile::~SafeTensorsFile() {
+  if (map_ != nullptr) ::munmap(const_cast<unsigned char*>(map_), map_size_);
+}
+
+const SafeTensor* SafeTensorsFile::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+Status write_safetensors(const std::string& path,
+                         const std::vector<std::pair<std::string, Tensor>>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  // Logical C order: an NHWC activation is stored as its NCHW equivalent.
+  std::vector<Tensor> logical;
+  logical.reserve(tensors.size());
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    const std::string where = path + ": tensor " + in_quotes(name);
+    if (name == kMetadataKey) return invalid_argument(where + ": the name is reserved");
+    if (header.contains(name)) return invalid_argument(where + ": duplicate name");
+    if (tensor.data() == nullptr && tensor.numel() != 0) {
+      return invalid_argument(where + ": tensor has no data");
+    }
+    logical.push_back(tensor.layout() == Layout::kNHWC ? tensor.to_layout(Layout::kNCHW) : tensor);
+    const uint64_t bytes = logical.back().bytes();
+    header[name] = {{"dtype", "F32"},
+                    {"shape", tensor.shape().dims()},
+                    {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  if (!metadata.empty()) header[kMetadataKey] = metadata;
+
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const json::exception& e) {  // names or metadata that are not valid UTF-8
+    return invalid_argument(path + ": cannot encode the header: " + e.what());
+  }
+  while ((kLengthBytes + text.size()) % kDataAlignment != 0) text.push_back(' ');
+
+  unsigned char length[kLengthBytes];
+  detail::store_le(length, text.size(), kLengthBytes);
+  detail::FileWriter out(path);
+  WINFER_RETURN_IF_ERROR(out.open());
+  WINFER_RETURN_IF_ERROR(out.write(length, kLengthBytes));
+  WINFER_RETURN_IF_ERROR(out.write(text.data(), text.size()));
+  for (const Tensor& t : logical) {
+    if (t.bytes() != 0) WINFER_RETURN_IF_ERROR(out.write(t.data(), t.bytes()));
+  }
+  return out.close();
+}
+
+}  // namespace winfer

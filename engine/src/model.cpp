@@ -1,0 +1,58 @@
+#include "winfer/model.h"
+
+#include "engine/src/graph.h"
+
+namespace winfer {
+
+Model::Model() = default;
+Model::~Model() = default;
+
+std::vector<std::string> Model::output_names() const {
+  std::vector<std::string> names;
+  for (int t : graph_->outputs) names.push_back(graph_->tensors[t].name);
+  return names;
+}
+
+std::vector<Shape> Model::output_shapes() const {
+  std::vector<Shape> shapes;
+  for (int t : graph_->outputs) shapes.push_back(graph_->tensors[t].shape);
+  return shapes;
+}
+
+std::vector<LayerInfo> Model::layers() const {
+  std::vector<LayerInfo> layers;
+  for (const GraphNode& node : graph_->nodes) {
+    LayerInfo info;
+    info.name = node.name;
+    info.type = node.type;
+    std::vector<Shape> in, out;
+    for (int t : node.inputs) {
+      info.inputs.push_back(graph_->tensors[t].name);
+      in.push_back(graph_->tensors[t].shape);
+    }
+    for (int t : node.outputs) {
+      info.outputs.push_back(graph_->tensors[t].name);
+      out.push_back(graph_->tensors[t].shape);
+    }
+    info.output_shapes = out;
+    info.fused = node.op->fused_names();
+    info.flops = node.op->flops(in, out);
+    info.params = node.op->param_count() + node.op->fused_param_count();
+    layers.push_back(std::move(info));
+  }
+  return layers;
+}
+
+int64_t Model::total_flops() const {
+  int64_t total = 0;
+  for (const LayerInfo& layer : layers()) total += layer.flops;
+  return total;
+}
+
+int64_t Model::total_params() const {
+  int64_t total = 0;
+  for (const GraphNode& node : graph_->nodes) total += node.op->param_count() + node.op->fused_param_count();
+  return total;
+}
+
+}  // namespace winfer

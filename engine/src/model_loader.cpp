@@ -1,0 +1,438 @@
+// Model loading: YAML -> Graph (validated) -> shapes -> parameters -> fusion.
+// Every error is prefixed with the file and, where it applies, the line and the layer.
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "engine/src/fusion.h"
+#include "engine/src/graph.h"
+#include "engine/src/op_registry.h"
+#include "engine/src/param_sources.h"
+#include "winfer/model.h"
+
+namespace winfer {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFormat = "winfer/1";
+const std::set<std::string> kTopLevelKeys = {"format", "name", "description", "input", "weights", "labels",
+                                             "preprocess", "outputs", "tensors", "layers"};
+const std::set<std::string> kLayerKeys = {"name", "op", "input", "inputs", "params"};
+
+int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 0; }
+
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
+  return s;
+}
+
+// Reads YAML with typed errors: "model.yaml:7: 'input.shape' must be a list of integers".
+class YamlReader {
+ public:
+  explicit YamlReader(std::string file) : file_(std::move(file)) {}
+  const std::string& file() const { return file_; }
+
+  Status error(const YAML::Node& node, const std::string& message) const {
+    return invalid_argument(at(node) + message);
+  }
+  std::string at(const YAML::Node& node) const {
+    const int line = line_of(node);
+    return file_ + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": ";
+  }
+
+  Status string(const YAML::Node& node, const std::string& what, std::string* out) const {
+    if (!node.IsScalar()) return error(node, "'" + what + "' must be a string");
+    *out = node.Scalar();
+    return Status::Ok();
+  }
+
+  Status int_list(const YAML::Node& node, const std::string& what, std::vector<int64_t>* out) const {
+    if (!node.IsSequence()) return error(node, "'" + what + "' must be a list of integers");
+    out->clear();
+    for (const YAML::Node& item : node) {
+      int64_t v = 0;
+      if (!item.IsScalar() || !YAML::convert<int64_t>::decode(item, v)) {
+        return error(item, "'" + what + "' must be a list of integers, got '" +
+                               (item.IsScalar() ? item.Scalar() : std::string("a nested value")) + "'");
+      }
+      out->push_back(v);
+    }
+    return Status::Ok();
+  }
+
+  Status float_list(const YAML::Node& node, const std::string& what, std::vector<float>* out) const {
+    if (!node.IsSequence()) return error(node, "'" + what + "' must be a list of numbers");
+    out->clear();
+    out->reserve(node.size());
+    for (const YAML::Node& item : node) {
+      double v = 0;
+      if (!item.IsScalar() || !YAML::convert<double>::decode(item, v)) {
+        return error(item, "'" + what + "' must be a list of numbers");
+      }
+      out->push_back(static_cast<float>(v));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace
+
+class ModelLoader {
+ public:
+  ModelLoader(const std::string& path, const LoadOptions& options)
+      : path_(path), options_(options), yaml_(path), model_(new Model()) {}
+
+  Result<std::shared_ptr<const Model>> load() {
+    YAML::Node root;
+    WINFER_RETURN_IF_ERROR(read_file(&root));
+    WINFER_RETURN_IF_ERROR(read_header(root));
+    WINFER_RETURN_IF_ERROR(read_layers(root["layers"]));
+    WINFER_RETURN_IF_ERROR(read_outputs(root["outputs"]));
+    Graph& graph = *model_->graph_;
+    {
+      Status s = graph.sort_topologically();
+      if (!s.ok()) return s.with_context(path_);
+    }
+    std::vector<Shape> shapes;
+    WINFER_RETURN_IF_ERROR(graph.infer_shapes(model_->input_shape_, &shapes, path_));
+    for (size_t t = 0; t < shapes.size(); ++t) graph.tensors[t].shape = shapes[t];
+    WINFER_RETURN_IF_ERROR(load_params(root));
+    if (options_.fuse && !model_->structure_only_) fuse_graph(graph);
+    graph.remove_dead_tensors();
+    return std::shared_ptr<const Model>(std::move(model_));
+  }
+
+ private:
+  Status read_file(YAML::Node* root) {
+    std::error_code ec;
+    if (!fs::exists(path_, ec)) return not_found("model file '" + path_ + "' does not exist");
+    if (fs::is_directory(path_, ec)) return invalid_argument("model file '" + path_ + "' is a directory");
+    std::ifstream probe(path_);
+    if (!probe) return io_error("cannot read model file '" + path_ + "'");
+    try {
+      *root = YAML::LoadFile(path_);
+    } catch (const YAML::Exception& e) {
+      const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
+      return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) +
+                         ": YAML syntax error: " + e.msg);
+    }
+    if (!root->IsMap()) return parse_error(path_ + ": expected a YAML mapping with 'format', 'input' and 'layers'");
+    model_->path_ = path_;
+    model_->graph_.reset(new Graph());
+    return Status::Ok();
+  }
+
+  Status read_header(const YAML::Node& root) {
+    for (const auto& kv : root) {
+      const std::string key = kv.first.Scalar();
+      if (!kTopLevelKeys.count(key)) {
+        return yaml_.error(kv.first, "unknown top-level key '" + key + "' (known: " +
+                                         join({kTopLevelKeys.begin(), kTopLevelKeys.end()}) + ")");
+      }
+    }
+    std::string format;
+    if (!root["format"]) return invalid_argument(path_ + ": missing 'format: " + kFormat + "'");
+    WINFER_RETURN_IF_ERROR(yaml_.string(root["format"], "format", &format));
+    if (format != kFormat) {
+      return yaml_.error(root["format"], "unsupported format '" + format + "', expected '" + kFormat + "'");
+    }
+    model_->name_ = fs::path(path_).stem().string();
+    if (root["name"]) WINFER_RETURN_IF_ERROR(yaml_.string(root["name"], "name", &model_->name_));
+    WINFER_RETURN_IF_ERROR(read_input(root["input"]));
+    if (root["labels"]) {
+      std::string labels;
+      WINFER_RETURN_IF_ERROR(yaml_.string(root["labels"], "labels", &labels));
+      model_->labels_path_ = relative_to_model(labels);
+    }
+    if (root["preprocess"]) WINFER_RETURN_IF_ERROR(read_preprocess(root["preprocess"]));
+    return Status::Ok();
+  }
+
+  std::string relative_to_model(const std::string& file) const {
+    const fs::path p(file);
+    return p.is_absolute() ? file : (fs::path(path_).parent_path() / p).lexically_normal().string();
+  }
+
+  Status read_input(const YAML::Node& node) {
+    if (!node) return invalid_argument(path_ + ": missing 'input: {name: input, shape: [N, C, H, W]}'");
+    if (!node.IsMap()) return yaml_.error(node, "'input' must be a mapping with 'shape' (and 'name')");
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      if (key != "name" && key != "shape") return yaml_.error(kv.first, "unknown key 'input." + key + "'");
+    }
+    model_->input_name_ = "input";
+    if (node["name"]) WINFER_RETURN_IF_ERROR(yaml_.string(node["name"], "input.name", &model_->input_name_));
+    if (!node["shape"]) return yaml_.error(node, "missing 'input.shape'");
+    std::vector<int64_t> dims;
+    WINFER_RETURN_IF_ERROR(yaml_.int_list(node["shape"], "input.shape", &dims));
+    if (dims.size() != 4 && dims.size() != 2) {
+      return yaml_.error(node["shape"], "'input.shape' must have 4 dims [N, C, H, W] (or 2 [N, F]), got " +
+                                            std::to_string(dims.size()));
+    }
+    for (int64_t d : dims) {
+      if (d < 1) return yaml_.error(node["shape"], "'input.shape' dims must be >= 1, got " + Shape(dims).to_string());
+    }
+    auto shape = Shape::make(dims);
+    if (!shape.ok()) return Status(shape.status()).with_context(yaml_.at(node["shape"]) + "input.shape");
+    model_->input_shape_ = shape.value();
+    auto id = model_->graph_->add_tensor(model_->input_name_);
+    if (!id.ok()) return Status(id.status()).with_context(path_);
+    model_->graph_->input = id.value();
+    return Status::Ok();
+  }
+
+  Status read_preprocess(const YAML::Node& node) {
+    if (!node.IsMap()) return yaml_.error(node, "'preprocess' must be a mapping");
+    Preprocess& p = model_->preprocess_;
+    p.present = true;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      const YAML::Node& v = kv.second;
+      if (key == "resize" || key == "crop") {
+        int64_t x = 0;
+        if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 1) {
+          return yaml_.error(v, "'preprocess." + key + "' must be a positive integer");
+        }
+        (key == "resize" ? p.resize : p.crop) = x;
+      } else if (key == "mean" || key == "std") {
+        WINFER_RETURN_IF_ERROR(yaml_.float_list(v, "preprocess." + key, key == "mean" ? &p.mean : &p.std));
+      } else if (key == "channel_order") {
+        WINFER_RETURN_IF_ERROR(yaml_.string(v, "preprocess.channel_order", &p.channel_order));
+        if (p.channel_order != "RGB" && p.channel_order != "BGR" && p.channel_order != "GRAY") {
+          return yaml_.error(v, "'preprocess.channel_order' must be RGB, BGR or GRAY, got '" + p.channel_order + "'");
+        }
+      } else {
+        return yaml_.error(kv.first, "unknown key 'preprocess." + key +
+                                         "' (known: resize, crop, mean, std, channel_order)");
+      }
+    }
+    for (float s : p.std) {
+      if (!(s > 0)) return yaml_.error(node["std"], "'preprocess.std' values must be > 0");
+    }
+    return Status::Ok();
+  }
+
+  // One layer: structural keys, then everything else becomes an attribute of the op.
+  Status read_layer(const YAML::Node& node, size_t index, std::string* previous_output) {
+    if (!node.IsMap()) return yaml_.error(node, "layer " + std::to_string(index) + " must be a mapping");
+    GraphNode g;
+    g.line = line_of(node);
+    if (!node["name"]) return yaml_.error(node, "layer " + std::to_string(index) + " has no 'name'");
+    WINFER_RETURN_IF_ERROR(yaml_.string(node["name"], "name", &g.name));
+    if (g.name.empty() || g.name.find(':') != std::string::npos) {
+      return yaml_.error(node["name"], "layer name '" + g.name + "' must be non-empty and contain no ':'");
+    }
+    const std::string where = yaml_.at(node) + "layer '" + g.name + "'";
+    if (!node["op"]) return invalid_argument(where + ": missing 'op'");
+    WINFER_RETURN_IF_ERROR(yaml_.string(node["op"], "op", &g.type));
+    const OpInfo* info = builtin_op_registry().find(g.type);
+    if (info == nullptr) {
+      return invalid_argument(where + ": unknown op '" + g.type + "' (known ops: " +
+                              join(builtin_op_registry().types()) + ")");
+    }
+    const std::string context = where + " (" + g.type + ")";
+
+    Attrs attrs;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      if (kLayerKeys.count(key)) continue;
+      if (kv.second.IsScalar()) {
+        attrs.set(key, AttrValue::scalar(kv.second.Scalar(), line_of(kv.second)));
+      } else if (kv.second.IsSequence()) {
+        std::vector<std::string> items;
+        for (const YAML::Node& item : kv.second) {
+          if (!item.IsScalar()) return invalid_argument(context + ": attribute '" + key + "' must be a flat list");
+          items.push_back(item.Scalar());
+        }
+        attrs.set(key, AttrValue::list(std::move(items), line_of(kv.second)));
+      } else {
+        return invalid_argument(context + ": attribute '" + key + "' must be a value or a list");
+      }
+    }
+    auto op = info->create(attrs);
+    if (!op.ok()) return Status(op.status()).with_context(context);
+    const std::vector<std::string> unknown = attrs.unread_keys();
+    if (!unknown.empty()) {
+      return invalid_argument(context + ": unknown attribute '" + unknown[0] + "' for op " + g.type);
+    }
+    g.op = std::move(op).value();
+
+    // Inputs: 'input' (one name), 'inputs' (list), or the previous layer's output.
+    std::vector<std::string> input_names;
+    if (node["input"] && node["inputs"]) return invalid_argument(context + ": give 'input' or 'inputs', not both");
+    if (node["input"]) {
+      std::string name;
+      WINFER_RETURN_IF_ERROR(yaml_.string(node["input"], "input", &name));
+      input_names.push_back(name);
+    } else if (node["inputs"]) {
+      if (!node["inputs"].IsSequence()) return invalid_argument(context + ": 'inputs' must be a list of tensor names");
+      for (const YAML::Node& item : node["inputs"]) {
+        std::string name;
+        WINFER_RETURN_IF_ERROR(yaml_.string(item, "inputs", &name));
+        input_names.push_back(name);
+      }
+    } else {
+      input_names.push_back(*previous_output);
+    }
+    const int count = static_cast<int>(input_names.size());
+    if (count < info->min_inputs || (info->max_inputs >= 0 && count > info->max_inputs)) {
+      std::string expected = std::to_string(info->min_inputs);
+      if (info->max_inputs != info->min_inputs) {
+        expected += info->max_inputs < 0 ? " or more" : " to " + std::to_string(info->max_inputs);
+      }
+      return invalid_argument(context + ": takes " + expected + " input(s), got " + std::to_string(count));
+    }
+    pending_inputs_.push_back(input_names);
+
+    g.param_prefix = g.name;
+    if (node["params"]) WINFER_RETURN_IF_ERROR(yaml_.string(node["params"], "params", &g.param_prefix));
+
+    const int outputs = info->num_outputs(attrs);
+    for (int i = 0; i < outputs; ++i) {
+      const std::string tensor = outputs == 1 ? g.name : g.name + ":" + std::to_string(i);
+      auto id = model_->graph_->add_tensor(tensor);
+      if (!id.ok()) return invalid_argument(context + ": " + id.status().message());
+      g.outputs.push_back(id.value());
+    }
+    *previous_output = model_->graph_->tensors[g.outputs[0]].name;
+    model_->graph_->nodes.push_back(std::move(g));
+    return Status::Ok();
+  }
+
+  Status read_layers(const YAML::Node& node) {
+    if (!node) return invalid_argument(path_ + ": missing 'layers'");
+    if (!node.IsSequence() || node.size() == 0) return yaml_.error(node, "'layers' must be a non-empty list");
+    std::string previous = model_->input_name_;
+    size_t index = 0;
+    for (const YAML::Node& layer : node) WINFER_RETURN_IF_ERROR(read_layer(layer, index++, &previous));
+    // Inputs may name layers defined later (the graph is sorted afterwards), so resolve now.
+    Graph& graph = *model_->graph_;
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      for (const std::string& name : pending_inputs_[n]) {
+        const int id = graph.find_tensor(name);
+        if (id < 0) {
+          return invalid_argument(graph.nodes[n].context(path_) + ": input '" + name +
+                                  "' is not the graph input or any layer's output");
+        }
+        graph.nodes[n].inputs.push_back(id);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status read_outputs(const YAML::Node& node) {
+    Graph& graph = *model_->graph_;
+    if (!node) {
+      graph.outputs = {graph.nodes.back().outputs[0]};
+      return Status::Ok();
+    }
+    std::vector<std::string> names;
+    if (node.IsScalar()) {
+      names.push_back(node.Scalar());
+    } else if (node.IsSequence() && node.size() > 0) {
+      for (const YAML::Node& item : node) {
+        std::string name;
+        WINFER_RETURN_IF_ERROR(yaml_.string(item, "outputs", &name));
+        names.push_back(name);
+      }
+    } else {
+      return yaml_.error(node, "'outputs' must be a tensor name or a non-empty list of names");
+    }
+    for (const std::string& name : names) {
+      const int id = graph.find_tensor(name);
+      if (id < 0) return yaml_.error(node, "output '" + name + "' is not any layer's output");
+      graph.outputs.push_back(id);
+    }
+    return Status::Ok();
+  }
+
+  Status read_inline_tensors(const YAML::Node& node, std::map<std::string, InlineTensor>* out) {
+    if (!node.IsMap()) return yaml_.error(node, "'tensors' must map parameter names to {shape, data}");
+    for (const auto& kv : node) {
+      const std::string name = kv.first.Scalar();
+      const YAML::Node& t = kv.second;
+      const std::string what = "tensors." + name;
+      if (!t.IsMap() || !t["shape"] || !t["data"]) return yaml_.error(t, "'" + what + "' needs 'shape' and 'data'");
+      InlineTensor tensor;
+      tensor.line = line_of(t);
+      std::vector<int64_t> dims;
+      WINFER_RETURN_IF_ERROR(yaml_.int_list(t["shape"], what + ".shape", &dims));
+      auto shape = Shape::make(dims);
+      if (!shape.ok()) return Status(shape.status()).with_context(yaml_.at(t) + what);
+      tensor.shape = shape.value();
+      WINFER_RETURN_IF_ERROR(yaml_.float_list(t["data"], what + ".data", &tensor.data));
+      if (static_cast<int64_t>(tensor.data.size()) != tensor.shape.numel()) {
+        return yaml_.error(t["data"], "'" + what + "' has shape " + tensor.shape.to_string() + " (" +
+                                          std::to_string(tensor.shape.numel()) + " numbers) but " +
+                                          std::to_string(tensor.data.size()) + " numbers of data");
+      }
+      (*out)[name] = std::move(tensor);
+    }
+    return Status::Ok();
+  }
+
+  Status load_params(const YAML::Node& root) {
+    std::map<std::string, InlineTensor> inline_tensors;
+    if (root["tensors"]) WINFER_RETURN_IF_ERROR(read_inline_tensors(root["tensors"], &inline_tensors));
+    const bool has_inline = !inline_tensors.empty();
+    auto inline_source = std::make_unique<InlineParamSource>(path_, std::move(inline_tensors));
+
+    std::unique_ptr<SafeTensorsParamSource> file_source;
+    std::unique_ptr<RandomParamSource> random_source;
+    std::string weights = options_.weights_path;
+    if (weights.empty() && root["weights"]) {
+      WINFER_RETURN_IF_ERROR(yaml_.string(root["weights"], "weights", &weights));
+      weights = relative_to_model(weights);
+    }
+    if (options_.random_weights_seed) {
+      random_source = std::make_unique<RandomParamSource>(*options_.random_weights_seed);
+      model_->weights_source_ = "random(seed=" + std::to_string(*options_.random_weights_seed) + ")";
+    } else if (!weights.empty()) {
+      auto file = SafeTensorsFile::open(weights);
+      if (!file.ok()) return Status(file.status()).with_context(path_ + ": weights");
+      file_source = std::make_unique<SafeTensorsParamSource>(file.value());
+      model_->weights_source_ = weights;
+    } else {
+      model_->weights_source_ = has_inline ? "inline" : "none";
+      if (!has_inline && options_.allow_missing_weights) {
+        model_->structure_only_ = true;
+        return Status::Ok();
+      }
+    }
+    ModelParamSource params(path_, std::move(inline_source), std::move(file_source), std::move(random_source));
+    Graph& graph = *model_->graph_;
+    for (GraphNode& node : graph.nodes) {
+      std::vector<Shape> inputs;
+      for (int t : node.inputs) inputs.push_back(graph.tensors[t].shape);
+      Status s = node.op->load_params(node.param_prefix, inputs, params);
+      if (!s.ok()) return s.with_context(node.context(path_));
+    }
+    return Status::Ok();
+  }
+
+  std::string path_;
+  LoadOptions options_;
+  YamlReader yaml_;
+  std::unique_ptr<Model> model_;
+  std::vector<std::vector<std::string>> pending_inputs_;  // per node, in file order
+};
+
+Result<std::shared_ptr<const Model>> Model::load(const std::string& yaml_path, const LoadOptions& options) {
+  try {
+    return ModelLoader(yaml_path, options).load();
+  } catch (const std::bad_alloc&) {
+    return invalid_argument(yaml_path + ": out of memory while loading the model");
+  } catch (const std::exception& e) {
+    // yaml-cpp can throw on conversions we did not foresee; never let it escape the library.
+    return internal_error(yaml_path + ": unexpected error while loading: " + e.what());
+  }
+}
+
+}  // namespace winfer

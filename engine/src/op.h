@@ -1,0 +1,103 @@
+// The operator interface. An Op is one node's definition: its parsed attributes and (after
+// load_params) its weights. It is immutable once the model is loaded and shared by every
+// session. compile() turns it into a Kernel: the executable form for one session's shapes and
+// options (packed weights for the chosen convolution algorithm, workspace size).
+//
+// Layout convention of the CPU backend: rank-4 activations are stored NHWC (logical shapes
+// stay NCHW), every other rank is plain row-major. Kernels receive tensors in that layout.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/src/attrs.h"
+#include "kernels/cpu/conv_params.h"
+#include "winfer/shape.h"
+#include "winfer/status.h"
+#include "winfer/tensor.h"
+
+namespace winfer {
+
+class ConvAlgorithm;
+
+// Where weights come from (a safetensors file, inline YAML tensors, or a seeded generator).
+class ParamSource {
+ public:
+  virtual ~ParamSource() = default;
+  // Copies parameter `name` into `out` (allocated by the callee, Layout::kPlain) after checking
+  // that it exists, is float32 and has exactly `expected` shape. Errors name the tensor.
+  virtual Status get(const std::string& name, const Shape& expected, Tensor* out) = 0;
+};
+
+struct CompileOptions {
+  // The session's convolution algorithm (never null). Layers whose shape it does not support
+  // (and depthwise layers, which always use "depthwise") pick another and say so in describe().
+  const ConvAlgorithm* conv_algorithm = nullptr;
+  int threads = 1;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual size_t workspace_bytes() const { return 0; }
+  // One line for `winfer info`/logs, e.g. "im2col" or "depthwise (fused relu)".
+  virtual std::string describe() const { return std::string(); }
+  // Shapes were checked at compile time; run() cannot fail on valid tensors.
+  virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+                   void* workspace, int threads) const = 0;
+};
+
+class Op {
+ public:
+  virtual ~Op() = default;
+  virtual const char* type() const = 0;
+
+  // Output shapes from input shapes; errors say what was expected and what was given.
+  virtual Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const = 0;
+  // Reads this op's weights as `prefix + "." + param` (input shapes are known by now).
+  virtual Status load_params(const std::string& /*prefix*/, const std::vector<Shape>& /*inputs*/,
+                             ParamSource& /*params*/) {
+    return Status::Ok();
+  }
+  virtual Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
+                                                  const std::vector<Shape>& outputs,
+                                                  const CompileOptions& options) const = 0;
+
+  // Multiply-adds x 2 (0 for data movement).
+  virtual int64_t flops(const std::vector<Shape>& /*inputs*/, const std::vector<Shape>& /*outputs*/) const {
+    return 0;
+  }
+  // Learnable parameters as PyTorch counts them (batch-norm running statistics excluded).
+  virtual int64_t param_count() const { return 0; }
+
+  // Fusion: absorb the op that consumes this op's only output (e.g. conv <- batchnorm, relu;
+  // add <- relu). Returns true if absorbed; `next` is then removed from the graph.
+  virtual bool try_absorb(const Op& /*next*/) { return false; }
+  // Layers this op absorbed (for display) and their parameter count (so totals stay PyTorch's).
+  const std::vector<std::string>& fused_names() const { return fused_names_; }
+  int64_t fused_param_count() const { return fused_params_; }
+  void record_fused(const std::string& name, int64_t params) {
+    fused_names_.push_back(name);
+    fused_params_ += params;
+  }
+
+ private:
+  std::vector<std::string> fused_names_;
+  int64_t fused_params_ = 0;
+};
+
+// Builds an Op from its attributes; fails on missing or invalid attributes.
+using OpFactory = Result<std::unique_ptr<Op>> (*)(const Attrs& attrs);
+
+struct OpInfo {
+  const char* type;
+  OpFactory create;
+  int min_inputs;
+  int max_inputs;   // -1: unbounded
+  // Number of outputs (split computes it from its attributes; every other op has 1).
+  int (*num_outputs)(const Attrs& attrs);
+};
+
+}  // namespace winfer

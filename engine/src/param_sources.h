@@ -1,0 +1,75 @@
+// Sources of layer parameters: a safetensors file, tensors written inline in the YAML, or a
+// seeded generator for benchmarks without weight files.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/src/op.h"
+#include "winfer/safetensors.h"
+
+namespace winfer {
+
+class SafeTensorsParamSource : public ParamSource {
+ public:
+  explicit SafeTensorsParamSource(std::shared_ptr<const SafeTensorsFile> file) : file_(std::move(file)) {}
+  Status get(const std::string& name, const Shape& expected, Tensor* out) override;
+  bool has(const std::string& name) const { return file_->find(name) != nullptr; }
+
+ private:
+  std::shared_ptr<const SafeTensorsFile> file_;
+};
+
+struct InlineTensor {
+  Shape shape;
+  std::vector<float> data;
+  int line = 0;
+};
+
+class InlineParamSource : public ParamSource {
+ public:
+  InlineParamSource(std::string file, std::map<std::string, InlineTensor> tensors)
+      : file_(std::move(file)), tensors_(std::move(tensors)) {}
+  Status get(const std::string& name, const Shape& expected, Tensor* out) override;
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  bool empty() const { return tensors_.empty(); }
+
+ private:
+  std::string file_;
+  std::map<std::string, InlineTensor> tensors_;
+};
+
+// Deterministic weights from (seed, parameter name): the same model and seed always give the
+// same numbers, whatever the layer order. Scales keep deep networks finite:
+//   rank >= 2 "*.weight" (conv/linear): He-uniform, U(-a, a) with a = sqrt(6 / fan_in)
+//   rank-1 "*.weight" (batch-norm gamma): U(0.9, 1.1);  "*.running_var": U(0.9, 1.1)
+//   "*.running_mean", "*.bias": U(-0.1, 0.1)
+class RandomParamSource : public ParamSource {
+ public:
+  explicit RandomParamSource(uint64_t seed) : seed_(seed) {}
+  Status get(const std::string& name, const Shape& expected, Tensor* out) override;
+
+ private:
+  uint64_t seed_;
+};
+
+// Inline tensors first, then the weights file; reports which source a model needed.
+class ModelParamSource : public ParamSource {
+ public:
+  ModelParamSource(std::string model_file, std::unique_ptr<InlineParamSource> inline_tensors,
+                   std::unique_ptr<SafeTensorsParamSource> file, std::unique_ptr<RandomParamSource> random)
+      : model_file_(std::move(model_file)), inline_(std::move(inline_tensors)), file_(std::move(file)),
+        random_(std::move(random)) {}
+  Status get(const std::string& name, const Shape& expected, Tensor* out) override;
+
+ private:
+  std::string model_file_;
+  std::unique_ptr<InlineParamSource> inline_;
+  std::unique_ptr<SafeTensorsParamSource> file_;
+  std::unique_ptr<RandomParamSource> random_;
+};
+
+}  // namespace winfer

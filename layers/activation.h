@@ -1,0 +1,29 @@
+// relu / relu6: element-wise activations. Convolutions and adds absorb them (fused epilogue).
+#pragma once
+
+#include "engine/src/op.h"
+
+namespace winfer {
+
+class ActivationOp : public Op {
+ public:
+  explicit ActivationOp(Activation kind) : kind_(kind) {}
+  const char* type() const override { return activation_name(kind_); }
+  Activation kind() const { return kind_; }
+
+  Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override;
+  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
+                                          const std::vector<Shape>& outputs,
+                                          const CompileOptions& options) const override;
+
+ private:
+  Activation kind_;
+};
+
+Result<std::unique_ptr<Op>> create_relu(const Attrs& attrs);
+Result<std::unique_ptr<Op>> create_relu6(const Attrs& attrs);
+
+// The activation `next` applies, if it is a relu/relu6 op (for fusion), else kNone.
+Activation activation_of(const Op& next);
+
+}  // namespace winfer

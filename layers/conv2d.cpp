@@ -1,0 +1,166 @@
+#include "layers/conv2d.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/conv_algorithm.h"
+#include "layers/activation.h"
+#include "layers/batchnorm2d.h"
+
+namespace winfer {
+namespace {
+
+class ConvKernel : public Kernel {
+ public:
+  ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op,
+             std::string note)
+      : algorithm_(algorithm), params_(params), bias_(op.bias()), activation_(op.activation()),
+        note_(std::move(note)) {
+    const size_t floats = (algorithm->packed_weight_bytes(params) + sizeof(float) - 1) / sizeof(float);
+    packed_ = Tensor::allocate(Shape{static_cast<int64_t>(floats)});
+    algorithm->pack_weights(params, op.weight().data(), packed_.data());
+  }
+  size_t workspace_bytes() const override { return algorithm_->workspace_bytes(params_); }
+  std::string describe() const override {
+    std::string s = algorithm_->name();
+    if (!note_.empty()) s += " (" + note_ + ")";
+    return s;
+  }
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
+           int threads) const override {
+    algorithm_->run(params_, in[0]->data(), packed_.data(), bias_.empty() ? nullptr : bias_.data(),
+                    out[0]->data(), workspace, activation_, threads);
+  }
+
+ private:
+  const ConvAlgorithm* algorithm_;
+  ConvParams params_;
+  Tensor packed_;
+  Tensor bias_;  // shares the op's storage
+  Activation activation_;
+  std::string note_;
+};
+
+}  // namespace
+
+ConvParams Conv2dOp::params_for(const Shape& input) const {
+  ConvParams p;
+  p.batch = input.n();
+  p.in_channels = attrs_.in_channels;
+  p.in_h = input.h();
+  p.in_w = input.w();
+  p.out_channels = attrs_.out_channels;
+  p.kernel_h = attrs_.kernel_h;
+  p.kernel_w = attrs_.kernel_w;
+  p.stride_h = attrs_.stride_h;
+  p.stride_w = attrs_.stride_w;
+  p.pad_top = attrs_.padding.top;
+  p.pad_left = attrs_.padding.left;
+  p.pad_bottom = attrs_.padding.bottom;
+  p.pad_right = attrs_.padding.right;
+  p.dilation_h = attrs_.dilation_h;
+  p.dilation_w = attrs_.dilation_w;
+  p.groups = attrs_.groups;
+  return p;
+}
+
+Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const {
+  const Shape& in = inputs[0];
+  WINFER_RETURN_IF_ERROR(expect_rank(in, 4, "input"));
+  if (in.c() != attrs_.in_channels) {
+    return shape_mismatch("input " + in.to_string() + " has " + std::to_string(in.c()) +
+                          " channels, expected in_channels = " + std::to_string(attrs_.in_channels));
+  }
+  const ConvParams p = params_for(in);
+  if (p.out_h() < 1 || p.out_w() < 1) {
+    return shape_mismatch("input " + in.to_string() + " is smaller than the dilated kernel " +
+                          std::to_string(attrs_.dilation_h * (attrs_.kernel_h - 1) + 1) + "x" +
+                          std::to_string(attrs_.dilation_w * (attrs_.kernel_w - 1) + 1) +
+                          " plus padding");
+  }
+  *outputs = {Shape{in.n(), attrs_.out_channels, p.out_h(), p.out_w()}};
+  return Status::Ok();
+}
+
+Status Conv2dOp::load_params(const std::string& prefix, const std::vector<Shape>&, ParamSource& params) {
+  const Shape weight_shape{attrs_.out_channels, attrs_.in_channels / attrs_.groups, attrs_.kernel_h,
+                           attrs_.kernel_w};
+  WINFER_RETURN_IF_ERROR(params.get(prefix + ".weight", weight_shape, &weight_));
+  if (attrs_.bias) WINFER_RETURN_IF_ERROR(params.get(prefix + ".bias", Shape{attrs_.out_channels}, &bias_));
+  return Status::Ok();
+}
+
+bool Conv2dOp::try_absorb(const Op& next) {
+  if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
+  if (const auto* bn = dynamic_cast<const BatchNorm2dOp*>(&next)) {
+    // w'[o] = w[o] * scale[o];  b'[o] = b[o] * scale[o] + shift[o].
+    const int64_t per_output = weight_.numel() / attrs_.out_channels;
+    if (bias_.empty()) bias_ = Tensor::allocate(Shape{attrs_.out_channels});
+    for (int64_t o = 0; o < attrs_.out_channels; ++o) {
+      const float s = bn->scale()[o];
+      float* w = weight_.data() + o * per_output;
+      for (int64_t i = 0; i < per_output; ++i) w[i] *= s;
+      bias_.data()[o] = bias_.data()[o] * s + bn->shift()[o];
+    }
+    return true;
+  }
+  const Activation act = activation_of(next);
+  if (act == Activation::kNone) return false;
+  activation_ = act;
+  return true;
+}
+
+Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inputs, const std::vector<Shape>&,
+                                                  const CompileOptions& options) const {
+  const ConvParams p = params_for(inputs[0]);
+  const ConvAlgorithm* algorithm = options.conv_algorithm;
+  std::string note;
+  if (p.is_depthwise()) {
+    algorithm = find_conv_algorithm("depthwise");
+  } else if (!algorithm->supports(p)) {
+    note = std::string(options.conv_algorithm->name()) + " does not support " + p.to_string();
+    algorithm = find_conv_algorithm("direct");
+  }
+  if (algorithm == nullptr || !algorithm->supports(p)) {
+    return internal_error("no convolution algorithm supports " + p.to_string());
+  }
+  return std::unique_ptr<Kernel>(new ConvKernel(algorithm, p, *this, std::move(note)));
+}
+
+int64_t Conv2dOp::flops(const std::vector<Shape>& inputs, const std::vector<Shape>&) const {
+  return params_for(inputs[0]).flops();
+}
+
+int64_t Conv2dOp::param_count() const {
+  return attrs_.out_channels * (attrs_.in_channels / attrs_.groups) * attrs_.kernel_h * attrs_.kernel_w +
+         (attrs_.bias ? attrs_.out_channels : 0);
+}
+
+Result<std::unique_ptr<Op>> create_conv2d(const Attrs& attrs) {
+  Conv2dAttrs a;
+  WINFER_RETURN_IF_ERROR(attrs.get_int("in_channels", &a.in_channels));
+  WINFER_RETURN_IF_ERROR(attrs.get_int("out_channels", &a.out_channels));
+  WINFER_RETURN_IF_ERROR(read_hw(attrs, "kernel_size", &a.kernel_h, &a.kernel_w));
+  WINFER_RETURN_IF_ERROR(read_hw(attrs, "stride", &a.stride_h, &a.stride_w, 1, 1));
+  WINFER_RETURN_IF_ERROR(read_hw(attrs, "dilation", &a.dilation_h, &a.dilation_w, 1, 1));
+  WINFER_RETURN_IF_ERROR(read_padding(attrs, "padding", &a.padding));
+  WINFER_RETURN_IF_ERROR(attrs.get_int("groups", &a.groups, 1));
+  WINFER_RETURN_IF_ERROR(attrs.get_bool("bias", &a.bias, true));
+  WINFER_RETURN_IF_ERROR(expect_at_least("in_channels", a.in_channels, 1));
+  WINFER_RETURN_IF_ERROR(expect_at_least("out_channels", a.out_channels, 1));
+  WINFER_RETURN_IF_ERROR(expect_at_least("kernel_size", std::min(a.kernel_h, a.kernel_w), 1));
+  WINFER_RETURN_IF_ERROR(expect_at_least("stride", std::min(a.stride_h, a.stride_w), 1));
+  WINFER_RETURN_IF_ERROR(expect_at_least("dilation", std::min(a.dilation_h, a.dilation_w), 1));
+  WINFER_RETURN_IF_ERROR(expect_at_least("groups", a.groups, 1));
+  if (a.in_channels % a.groups != 0 || a.out_channels % a.groups != 0) {
+    return invalid_argument("groups = " + std::to_string(a.groups) + " must divide in_channels = " +
+                            std::to_string(a.in_channels) + " and out_channels = " +
+                            std::to_string(a.out_channels));
+  }
+  // Reject absurd sizes before any multiplication can overflow.
+  auto shape = Shape::make({a.out_channels, a.in_channels / a.groups, a.kernel_h, a.kernel_w});
+  if (!shape.ok()) return Status(shape.status()).with_context("weight");
+  return std::unique_ptr<Op>(new Conv2dOp(a));
+}
+
+}  // namespace winfer
