@@ -1,0 +1,94 @@
+// The winfer command line: exit codes, stdout/stderr split, and files it writes.
+#include <array>
+#include <cstdio>
+
+#include "engine/model_test_util.h"
+
+using namespace winfer_test;
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+CommandResult run_cli(const std::string& args) {
+  TempDir dir;
+  const std::string err = dir.file("stderr.txt");
+  const std::string command = std::string(WINFER_BINARY_DIR) + "/bin/winfer " + args + " 2>" + err;
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.stdout_text.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.stderr_text = read_bytes(err);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("cli: info prints layers, fusion, params and FLOPs") {
+  const CommandResult r = run_cli("info " + repo_path("models/examples/tiny_net.yaml"));
+  INFO(r.stderr_text);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.stdout_text, "stem"));
+  CHECK(contains(r.stdout_text, "+stem_bn +stem_relu"));
+  CHECK(contains(r.stdout_text, "params   4126"));
+  CHECK(contains(r.stdout_text, "FLOPs"));
+}
+
+TEST_CASE("cli: info works on a zoo model without weights") {
+  const CommandResult r = run_cli("info " + repo_path("models/zoo/resnet18.yaml"));
+  INFO(r.stderr_text);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.stdout_text, "structure only"));
+  CHECK(contains(r.stdout_text, "params   11689512"));  // torchvision's resnet18 parameter count
+}
+
+TEST_CASE("cli: run reproduces PyTorch's output file and prints labelled classes") {
+  TempDir dir;
+  const std::string out = dir.file("out.npy");
+  const CommandResult r = run_cli("run " + repo_path("models/examples/tiny_net.yaml") + " --input " +
+                                  repo_path("models/examples/tiny_net.input.npy") + " --output " + out +
+                                  " --top 3 --repeat 2 --conv direct");
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.stdout_text, " 1  0."));
+  CHECK(contains(r.stderr_text, "median"));
+  CHECK(contains(r.stderr_text, "gemm:"));
+  auto got = winfer::read_npy(out);
+  auto expected = winfer::read_npy(repo_path("models/examples/tiny_net.output.npy"));
+  REQUIRE(got.ok());
+  REQUIRE(expected.ok());
+  CHECK(max_abs_diff(got.value(), expected.value()) <= 1e-5f);
+}
+
+TEST_CASE("cli: run with random weights and input, batch 2, threads 2") {
+  const CommandResult r = run_cli("run " + repo_path("models/examples/tiny_net.yaml") +
+                                  " --random-weights 3 --batch 2 --threads 2 --repeat 1 --profile");
+  INFO(r.stderr_text);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.stdout_text, "image 1"));
+  CHECK(contains(r.stderr_text, "random(seed=3)"));
+  CHECK(contains(r.stderr_text, "stem"));  // the per-layer profile
+}
+
+TEST_CASE("cli: errors exit non-zero with a message on stderr") {
+  CommandResult r = run_cli("run /nonexistent.yaml");
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "error: model file '/nonexistent.yaml' does not exist"));
+  r = run_cli("run " + repo_path("models/examples/tiny_net.yaml") + " --input " +
+              repo_path("models/examples/tiny_inline.input.npy"));
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "the model expects [1,3,32,32]"));
+  r = run_cli("run " + repo_path("models/examples/tiny_net.yaml") + " --conv nope");
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "unknown convolution algorithm 'nope'"));
+  r = run_cli("frobnicate");
+  CHECK(r.exit_code != 0);
+}
