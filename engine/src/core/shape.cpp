@@ -4,20 +4,6 @@
 
 namespace winfer {
 
-const char* error_code_name(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kIoError: return "I/O error";
-    case ErrorCode::kParseError: return "parse error";
-    case ErrorCode::kShapeMismatch: return "shape mismatch";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kInternal: return "internal error";
-  }
-  return "unknown error";
-}
-
 Result<Shape> Shape::make(const std::vector<int64_t>& dims) {
   int64_t count = 1;
   for (size_t i = 0; i < dims.size(); ++i) {

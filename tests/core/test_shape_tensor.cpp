@@ -1,0 +1,79 @@
+#include <doctest/doctest.h>
+
+#include <cstdint>
+
+#include "core/test_files.h"
+#include "winfer/shape.h"
+#include "winfer/tensor.h"
+
+using namespace winfer;
+using winfer_test::contains;
+using winfer_test::random_tensor;
+
+TEST_CASE("Shape::make accepts valid dims and counts elements") {
+  Result<Shape> s = Shape::make({2, 3, 4, 5});
+  REQUIRE(s.ok());
+  CHECK(s->numel() == 120);
+  CHECK(s->to_string() == "[2,3,4,5]");
+  CHECK(Shape::make({}).value().numel() == 1);  // rank 0: a scalar
+  CHECK(Shape::make({4, 0, 7}).value().numel() == 0);
+}
+
+TEST_CASE("Shape::make rejects negative dims") {
+  Result<Shape> s = Shape::make({2, -3, 4});
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(contains(s.status().message(), "negative"));
+}
+
+TEST_CASE("Shape::make rejects element counts that would overflow") {
+  const int64_t big = int64_t(1) << 31;
+  for (auto dims : {std::vector<int64_t>{big, big, big}, std::vector<int64_t>{INT64_MAX, 2},
+                    std::vector<int64_t>{1 << 20, 1 << 20, 2}}) {
+    Result<Shape> s = Shape::make(dims);
+    REQUIRE_FALSE(s.ok());
+    CHECK(contains(s.status().message(), "2^40"));
+  }
+  CHECK(Shape::make({1 << 20, 1 << 20}).ok());  // exactly 2^40 is the limit, still allowed
+  CHECK(Shape::make({0, INT64_MAX, INT64_MAX}).ok());  // zero elements whatever the other dims
+}
+
+TEST_CASE("Tensor::allocate is 64-byte aligned and zero-filled") {
+  for (int64_t n : {0, 1, 3, 15, 16, 17, 1000}) {
+    Tensor t = Tensor::allocate(Shape{n});
+    REQUIRE(t.data() != nullptr);
+    CHECK(reinterpret_cast<uintptr_t>(t.data()) % Tensor::kAlignment == 0);
+    for (int64_t i = 0; i < n; ++i) REQUIRE(t.data()[i] == 0.0f);
+  }
+}
+
+TEST_CASE("to_layout NCHW -> NHWC -> NCHW round trips odd sizes") {
+  const int64_t N = 2, C = 3, H = 5, W = 7;
+  Tensor nchw = random_tensor(Shape{N, C, H, W}, 11, Layout::kNCHW);
+  Tensor nhwc = nchw.to_layout(Layout::kNHWC);
+  CHECK(nhwc.layout() == Layout::kNHWC);
+  CHECK(nhwc.shape() == nchw.shape());  // the shape stays logical NCHW
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          REQUIRE(nhwc.data()[((n * H + h) * W + w) * C + c] ==
+                  nchw.data()[((n * C + c) * H + h) * W + w]);
+  Tensor back = nhwc.to_layout(Layout::kNCHW);
+  CHECK(back.layout() == Layout::kNCHW);
+  CHECK(winfer_test::same_bits(back, nchw));
+}
+
+TEST_CASE("reshaped shares storage with the original") {
+  Tensor t = random_tensor(Shape{2, 6}, 3);
+  Tensor r = t.reshaped(Shape{3, 4}, Layout::kPlain);
+  CHECK(r.data() == t.data());
+  CHECK(r.shape() == Shape{3, 4});
+  r.data()[5] = 42.0f;
+  CHECK(t.data()[5] == 42.0f);
+  // The storage outlives the original handle.
+  float* p = t.data();
+  t = Tensor();
+  CHECK(r.data() == p);
+  CHECK(r.data()[5] == 42.0f);
+}
