@@ -1,0 +1,362 @@
+#!/usr/bin/python3
+"""Generate the winfer model zoo YAML files (models/zoo/*.yaml).
+
+Each network family (ResNet, VGG, ShuffleNetV2) is described here from its architecture, with
+layer names equal to torchvision's module paths, so the parameter names are exactly torchvision's
+state_dict() keys. Nothing is traced; check_zoo.py proves each file equals torchvision.
+
+Usage:
+    /usr/bin/python3 models/tools/gen_zoo.py                 # (re)write every zoo file
+    /usr/bin/python3 models/tools/gen_zoo.py resnet18 vgg16  # only these
+    /usr/bin/python3 models/tools/gen_zoo.py --check         # exit 1 if a file differs
+"""
+
+import argparse
+import os
+import sys
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+ZOO_DIR = os.path.normpath(os.path.join(TOOLS, "..", "zoo"))
+COMMAND = "/usr/bin/python3 models/tools/gen_zoo.py"
+
+IMAGENET_PREPROCESS = [
+    ("resize", 256), ("crop", 224),
+    ("mean", [0.485, 0.456, 0.406]), ("std", [0.229, 0.224, 0.225]),
+    ("channel_order", "RGB"),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# A graph under construction
+
+
+class Net:
+    """Collects layers in execution order. Each add_* returns the name of the output tensor."""
+
+    def __init__(self):
+        self.rows = []       # ("layer", dict) or ("comment", text)
+        self.last = "input"
+
+    def comment(self, text):
+        self.rows.append(("comment", text))
+
+    def layer(self, name, op, input=None, inputs=None, **attrs):
+        entry = {"name": name, "op": op}
+        if inputs is not None:
+            entry["inputs"] = list(inputs)
+        elif input is not None and input != self.last:
+            entry["input"] = input
+        entry.update(attrs)
+        self.rows.append(("layer", entry))
+        self.last = name
+        return name
+
+    def conv(self, name, cin, cout, k, stride=1, padding=0, groups=1, bias=True, input=None):
+        attrs = {"in_channels": cin, "out_channels": cout, "kernel_size": k}
+        if stride != 1:
+            attrs["stride"] = stride
+        if padding != 0:
+            attrs["padding"] = padding
+        if groups != 1:
+            attrs["groups"] = groups
+        if not bias:
+            attrs["bias"] = False
+        return self.layer(name, "conv2d", input=input, **attrs)
+
+    def bn(self, name, channels, input=None):
+        return self.layer(name, "batchnorm2d", input=input, num_features=channels)
+
+    def relu(self, name, input=None):
+        return self.layer(name, "relu", input=input)
+
+    def linear(self, name, fin, fout, input=None):
+        return self.layer(name, "linear", input=input, in_features=fin, out_features=fout)
+
+
+# ---------------------------------------------------------------------------------------------
+# ResNet (He et al. 2015; torchvision layout, stride in the 3x3 conv of bottlenecks: "v1.5")
+
+RESNETS = {
+    "resnet18": ("basic", [2, 2, 2, 2]),
+    "resnet34": ("basic", [3, 4, 6, 3]),
+    "resnet50": ("bottleneck", [3, 4, 6, 3]),
+    "resnet101": ("bottleneck", [3, 4, 23, 3]),
+    "resnet152": ("bottleneck", [3, 8, 36, 3]),
+}
+
+
+def basic_block(net, p, cin, planes, stride):
+    x = net.last
+    net.conv(f"{p}.conv1", cin, planes, 3, stride, 1, bias=False)
+    net.bn(f"{p}.bn1", planes)
+    net.relu(f"{p}.relu1")
+    net.conv(f"{p}.conv2", planes, planes, 3, 1, 1, bias=False)
+    out = net.bn(f"{p}.bn2", planes)
+    shortcut = downsample(net, p, x, cin, planes, stride)
+    net.layer(f"{p}.add", "add", inputs=[out, shortcut])
+    net.relu(f"{p}.relu2")
+    return planes
+
+
+def bottleneck_block(net, p, cin, planes, stride):
+    x = net.last
+    width, cout = planes, planes * 4
+    net.conv(f"{p}.conv1", cin, width, 1, bias=False)
+    net.bn(f"{p}.bn1", width)
+    net.relu(f"{p}.relu1")
+    net.conv(f"{p}.conv2", width, width, 3, stride, 1, bias=False)
+    net.bn(f"{p}.bn2", width)
+    net.relu(f"{p}.relu2")
+    net.conv(f"{p}.conv3", width, cout, 1, bias=False)
+    out = net.bn(f"{p}.bn3", cout)
+    shortcut = downsample(net, p, x, cin, cout, stride)
+    net.layer(f"{p}.add", "add", inputs=[out, shortcut])
+    net.relu(f"{p}.relu3")
+    return cout
+
+
+def downsample(net, p, x, cin, cout, stride):
+    """The shortcut: identity, or 1x1 conv + bn when the shape changes."""
+    if stride == 1 and cin == cout:
+        return x
+    net.conv(f"{p}.downsample.0", cin, cout, 1, stride, bias=False, input=x)
+    return net.bn(f"{p}.downsample.1", cout)
+
+
+def resnet(name):
+    kind, repeats = RESNETS[name]
+    block = basic_block if kind == "basic" else bottleneck_block
+    net = Net()
+    net.comment("stem")
+    net.conv("conv1", 3, 64, 7, 2, 3, bias=False)
+    net.bn("bn1", 64)
+    net.relu("relu")
+    net.layer("maxpool", "maxpool2d", kernel_size=3, stride=2, padding=1)
+    channels = 64
+    for stage, (planes, count) in enumerate(zip([64, 128, 256, 512], repeats), start=1):
+        for i in range(count):
+            stride = 2 if stage > 1 and i == 0 else 1
+            net.comment(f"layer{stage}.{i} ({kind} block, stride {stride})")
+            channels = block(net, f"layer{stage}.{i}", channels, planes, stride)
+    net.comment("head")
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    net.linear("fc", channels, 1000)
+    depth = name[len("resnet"):]
+    return net, f"ResNet-{depth} (He et al. 2015), torchvision layout, ImageNet 1000 classes"
+
+
+# ---------------------------------------------------------------------------------------------
+# VGG (Simonyan & Zisserman 2014), with and without batch norm
+
+VGG_CONFIGS = {  # "M" = 2x2 max pool
+    "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "vgg13": [64, 64, "M", 128, 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
+              512, 512, 512, "M"],
+    "vgg19": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M",
+              512, 512, 512, 512, "M"],
+}
+
+
+def vgg(name):
+    batch_norm = name.endswith("_bn")
+    config = VGG_CONFIGS[name.replace("_bn", "")]
+    net = Net()
+    net.comment("features (torchvision numbers the modules of nn.Sequential 0, 1, 2, ...)")
+    index, channels = 0, 3
+    for item in config:
+        if item == "M":
+            net.layer(f"features.{index}", "maxpool2d", kernel_size=2, stride=2)
+            index += 1
+            continue
+        net.conv(f"features.{index}", channels, item, 3, 1, 1)
+        if batch_norm:
+            net.bn(f"features.{index + 1}", item)
+        net.relu(f"features.{index + 1 + batch_norm}")
+        index += 2 + batch_norm
+        channels = item
+    net.comment("classifier")
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=7)
+    net.layer("flatten", "flatten")
+    net.linear("classifier.0", channels * 7 * 7, 4096)
+    net.relu("classifier.1")
+    net.layer("classifier.2", "dropout")
+    net.linear("classifier.3", 4096, 4096)
+    net.relu("classifier.4")
+    net.layer("classifier.5", "dropout")
+    net.linear("classifier.6", 4096, 1000)
+    depth = name[3:5]
+    bn_text = " with batch norm" if batch_norm else ""
+    return net, f"VGG-{depth}{bn_text} (Simonyan & Zisserman 2014), ImageNet 1000 classes"
+
+
+# ---------------------------------------------------------------------------------------------
+# ShuffleNetV2 (Ma et al. 2018)
+
+SHUFFLENETS = {  # stage output channels: conv1, stage2, stage3, stage4, conv5
+    "shufflenet_v2_x0_5": [24, 48, 96, 192, 1024],
+    "shufflenet_v2_x1_0": [24, 116, 232, 464, 1024],
+    "shufflenet_v2_x1_5": [24, 176, 352, 704, 1024],
+    "shufflenet_v2_x2_0": [24, 244, 488, 976, 2048],
+}
+SHUFFLENET_REPEATS = [4, 8, 4]
+
+
+def conv_bn(net, p, index, cin, cout, k=1, stride=1, padding=0, groups=1, input=None):
+    """conv (no bias) at p.index and its batch norm at p.(index+1); returns the bn name."""
+    net.conv(f"{p}.{index}", cin, cout, k, stride, padding, groups, bias=False, input=input)
+    return net.bn(f"{p}.{index + 1}", cout)
+
+
+def branch2(net, p, x, cin, half, stride):
+    """1x1 conv-bn-relu, 3x3 depthwise conv-bn (stride), 1x1 conv-bn-relu."""
+    conv_bn(net, p, 0, cin, half, input=x)
+    net.relu(f"{p}.2")
+    conv_bn(net, p, 3, half, half, 3, stride, 1, groups=half)
+    conv_bn(net, p, 5, half, half)
+    return net.relu(f"{p}.7")
+
+
+def down_unit(net, p, cin, cout):
+    """Stride-2 unit: both branches see the whole input; their outputs are concatenated."""
+    x, half = net.last, cout // 2
+    conv_bn(net, f"{p}.branch1", 0, cin, cin, 3, 2, 1, groups=cin)
+    conv_bn(net, f"{p}.branch1", 2, cin, half)
+    left = net.relu(f"{p}.branch1.4")
+    right = branch2(net, f"{p}.branch2", x, cin, half, 2)
+    net.layer(f"{p}.concat", "concat", inputs=[left, right])
+    return net.layer(f"{p}.shuffle", "channel_shuffle", groups=2)
+
+
+def basic_unit(net, p, channels):
+    """Stride-1 unit: half the channels pass through, the other half go through branch2."""
+    half = channels // 2
+    split = net.layer(f"{p}.split", "split", chunks=2)
+    right = branch2(net, f"{p}.branch2", f"{split}:1", half, half, 1)
+    net.layer(f"{p}.concat", "concat", inputs=[f"{split}:0", right])
+    return net.layer(f"{p}.shuffle", "channel_shuffle", groups=2)
+
+
+def shufflenet(name):
+    widths = SHUFFLENETS[name]
+    net = Net()
+    net.comment("stem")
+    conv_bn(net, "conv1", 0, 3, widths[0], 3, 2, 1)
+    net.relu("conv1.2")
+    net.layer("maxpool", "maxpool2d", kernel_size=3, stride=2, padding=1)
+    channels = widths[0]
+    for stage, (count, cout) in enumerate(zip(SHUFFLENET_REPEATS, widths[1:4]), start=2):
+        for i in range(count):
+            p = f"stage{stage}.{i}"
+            if i == 0:
+                net.comment(f"{p} (down-sampling unit, stride 2)")
+                down_unit(net, p, channels, cout)
+            else:
+                net.comment(f"{p} (basic unit: split, branch2 on the second half, concat)")
+                basic_unit(net, p, cout)
+            channels = cout
+    net.comment("head (torchvision: x.mean([2, 3]) == global average pool + flatten)")
+    conv_bn(net, "conv5", 0, channels, widths[4])
+    net.relu("conv5.2")
+    net.layer("globalpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    net.linear("fc", widths[4], 1000)
+    width = name[len("shufflenet_v2_x"):].replace("_", ".")
+    return net, f"ShuffleNetV2 {width}x (Ma et al. 2018), torchvision layout, ImageNet 1000 classes"
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing YAML
+
+
+def build(name):
+    if name in RESNETS:
+        return resnet(name)
+    if name in SHUFFLENETS:
+        return shufflenet(name)
+    if name.replace("_bn", "") in VGG_CONFIGS:
+        return vgg(name)
+    raise KeyError(name)
+
+
+MODELS = (list(RESNETS) + [v + s for s in ("", "_bn") for v in VGG_CONFIGS] + list(SHUFFLENETS))
+
+
+def scalar(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(scalar(v) for v in value) + "]"
+    text = str(value)
+    # quote anything a YAML reader could take for syntax (e.g. "stage2.1.split:1")
+    if any(c in text for c in ":#,[]{}&*!|>'\"%@`") or text in ("true", "false", "null", ""):
+        return "'" + text.replace("'", "''") + "'"
+    return text
+
+
+def flow(entry):
+    return "{" + ", ".join(f"{k}: {scalar(v)}" for k, v in entry.items()) + "}"
+
+
+def render(name):
+    """The complete YAML text of one zoo model."""
+    net, description = build(name)
+    lines = [
+        f"# Generated by models/tools/gen_zoo.py from its description of the network; do not",
+        f"# edit by hand. Regenerate: {COMMAND} {name}",
+        f"# Layer names are torchvision's module paths, so parameters are its state_dict() keys.",
+        f"format: winfer/1",
+        f"name: {name}",
+        f"description: {description}",
+        f"input: {{name: input, shape: [1, 3, 224, 224]}}",
+        f"labels: ../labels/imagenet.txt",
+        f"preprocess:",
+    ]
+    lines += [f"  {key}: {scalar(value)}" for key, value in IMAGENET_PREPROCESS]
+    lines += [f"outputs: [{net.last}]", "layers:"]
+    for kind, row in net.rows:
+        lines.append(f"  # {row}" if kind == "comment" else f"  - {flow(row)}")
+    return "\n".join(lines) + "\n"
+
+
+def check(names, directory):
+    stale = []
+    for name in names:
+        path = os.path.join(directory, f"{name}.yaml")
+        current = open(path).read() if os.path.exists(path) else None
+        if current != render(name):
+            stale.append(path if current is not None else f"{path} (missing)")
+    for path in stale:
+        print(f"gen_zoo --check: out of date: {path}", file=sys.stderr)
+    if stale:
+        print(f"gen_zoo --check: regenerate with: {COMMAND}", file=sys.stderr)
+    return 1 if stale else 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Generate the winfer model zoo YAML files.")
+    ap.add_argument("models", nargs="*", help=f"models to write (default: all): {MODELS}")
+    ap.add_argument("--check", action="store_true",
+                    help="compare the files with a fresh generation; exit 1 on any difference")
+    ap.add_argument("--out-dir", default=ZOO_DIR, help="folder of the YAML files")
+    args = ap.parse_args(argv)
+    unknown = [m for m in args.models if m not in MODELS]
+    if unknown:
+        ap.error(f"unknown models {unknown}; known: {MODELS}")
+    names = args.models or MODELS
+    if args.check:
+        return check(names, args.out_dir)
+    os.makedirs(args.out_dir, exist_ok=True)
+    for name in names:
+        path = os.path.join(args.out_dir, f"{name}.yaml")
+        with open(path, "w") as f:
+            f.write(render(name))
+        print(f"wrote {os.path.relpath(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
