@@ -278,6 +278,9 @@ class ModelLoader {
         WINFER_RETURN_IF_ERROR(yaml_.string(item, "inputs", &name));
         input_names.push_back(name);
       }
+    } else if (previous_output->empty()) {
+      return invalid_argument(context + ": the previous layer has several outputs; name this layer's 'input' "
+                              "(e.g. '" + model_->graph_->nodes.back().name + ":0')");
     } else {
       input_names.push_back(*previous_output);
     }
@@ -301,7 +304,8 @@ class ModelLoader {
       if (!id.ok()) return invalid_argument(context + ": " + id.status().message());
       g.outputs.push_back(id.value());
     }
-    *previous_output = model_->graph_->tensors[g.outputs[0]].name;
+    // A layer with several outputs (split) has no single "previous output" to default to.
+    *previous_output = outputs == 1 ? model_->graph_->tensors[g.outputs[0]].name : std::string();
     model_->graph_->nodes.push_back(std::move(g));
     return Status::Ok();
   }
@@ -330,6 +334,9 @@ class ModelLoader {
   Status read_outputs(const YAML::Node& node) {
     Graph& graph = *model_->graph_;
     if (!node) {
+      if (graph.nodes.back().outputs.size() != 1) {
+        return invalid_argument(path_ + ": the last layer has several outputs; list them under 'outputs'");
+      }
       graph.outputs = {graph.nodes.back().outputs[0]};
       return Status::Ok();
     }
@@ -397,6 +404,11 @@ class ModelLoader {
     } else if (!weights.empty()) {
       auto file = SafeTensorsFile::open(weights);
       if (!file.ok()) return Status(file.status()).with_context(path_ + ": weights");
+      for (const std::string& name : inline_source->names()) {
+        if (file.value()->find(name) != nullptr) {
+          return invalid_argument(path_ + ": tensor '" + name + "' is defined both inline and in '" + weights + "'");
+        }
+      }
       file_source = std::make_unique<SafeTensorsParamSource>(file.value());
       model_->weights_source_ = weights;
     } else {

@@ -36,6 +36,11 @@ class InlineParamSource : public ParamSource {
   Status get(const std::string& name, const Shape& expected, Tensor* out) override;
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
   bool empty() const { return tensors_.empty(); }
+  std::vector<std::string> names() const {
+    std::vector<std::string> result;
+    for (const auto& kv : tensors_) result.push_back(kv.first);
+    return result;
+  }
 
  private:
   std::string file_;

@@ -76,6 +76,9 @@ TEST_CASE("model error: layer structure (name, duplicate, inputs)") {
   expect_load_error(model_header() + "layers:\n  - {name: s, op: relu, input: input, inputs: [input]}\n", {"not both"});
   expect_load_error(model_header() + "layers: []\n", {"non-empty list"});
   expect_load_error(model_header() + "layers:\n  - {name: r, op: relu}\noutputs: [nothing]\n", {"output 'nothing'"});
+  expect_load_error(model_header() + "layers:\n  - {name: s, op: split, chunks: 3}\n  - {name: r, op: relu}\n",
+                    {"layer 'r' (relu)", "several outputs", "'s:0'"});
+  expect_load_error(model_header() + "layers:\n  - {name: s, op: split, chunks: 3}\n", {"last layer has several outputs"});
 }
 
 TEST_CASE("model error: a cycle names the layers on it") {
@@ -177,4 +180,17 @@ TEST_CASE("session error: wrong input shape, unknown algorithm, bad threads") {
   REQUIRE_FALSE(out.ok());
   CHECK(contains(out.status().message(), "[1,3,9,8]"));
   CHECK(contains(out.status().message(), "expected [1,3,8,8]"));
+}
+
+TEST_CASE("model error: a tensor both inline and in the weights file") {
+  TempDir dir;
+  REQUIRE(winfer::write_safetensors(dir.file("w.safetensors"),
+                                    {{"conv.weight", random_tensor(winfer::Shape{1, 1, 1, 1}, 1)},
+                                     {"conv.bias", random_tensor(winfer::Shape{1}, 2)}})
+              .ok());
+  auto model = load_text(dir, model_header(1, 4, 4) + "weights: w.safetensors\nlayers:\n"
+                              "  - {name: conv, op: conv2d, in_channels: 1, out_channels: 1, kernel_size: 1}\n"
+                              "tensors:\n  conv.bias: {shape: [1], data: [0.5]}\n");
+  REQUIRE_FALSE(model.ok());
+  CHECK(contains(model.status().message(), "'conv.bias' is defined both inline and in"));
 }
