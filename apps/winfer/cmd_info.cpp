@@ -38,8 +38,11 @@ int run_info(const InfoArgs& args) {
   }
   std::printf("\noutputs  %s\n", outputs.c_str());
   std::printf("params   %lld (%s)\n", static_cast<long long>(m.total_params()), human_count(double(m.total_params())).c_str());
-  std::printf("FLOPs    %lld (%s) per batch of %lld\n", static_cast<long long>(m.total_flops()),
-              human_count(double(m.total_flops())).c_str(), static_cast<long long>(m.input_shape().n()));
+  // FLOPs count a multiply-add as 2 operations; torchvision's model cards list multiply-adds
+  // ("GFLOPS" 4.09 for resnet50), so print both.
+  std::printf("FLOPs    %s (%lld), i.e. %s multiply-adds, per batch of %lld (FLOPs = 2 x multiply-adds)\n",
+              human_count(double(m.total_flops())).c_str(), static_cast<long long>(m.total_flops()),
+              human_count(double(m.total_flops()) / 2).c_str(), static_cast<long long>(m.input_shape().n()));
   return 0;
 }
 

@@ -108,7 +108,7 @@ int run_run(const RunArgs& args) {
     auto result = session.value()->run(input.value());
     if (!result.ok()) return fail(result.status());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i > 0) times.push_back(ms);
+    if (i > 0 || args.repeat == 0) times.push_back(ms);
     output = std::move(result).value();
   }
 
@@ -123,8 +123,8 @@ int run_run(const RunArgs& args) {
   std::fprintf(stderr, "conv %s, threads %d, gemm: %s\n", args.conv.c_str(), args.threads,
                gemm_backend_description().c_str());
   const double med = median(times);
-  std::fprintf(stderr, "load %.1f ms; run: median %.2f ms over %d runs (min %.2f, max %.2f), %.1f GFLOP/s\n", load_ms,
-               med, args.repeat, *std::min_element(times.begin(), times.end()),
+  std::fprintf(stderr, "load %.1f ms; run: median %.2f ms over %zu run(s)%s (min %.2f, max %.2f), %.1f GFLOP/s\n",
+               load_ms, med, times.size(), args.repeat == 0 ? " (cold)" : "", *std::min_element(times.begin(), times.end()),
                *std::max_element(times.begin(), times.end()),
                double(m.total_flops()) * double(batch) / double(m.input_shape().n()) / (med * 1e6));
   if (args.profile) {

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--threads", run.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")->check(CLI::Range(1, 1 << 20));
   run_cmd->add_option("--top", run.top, "Classes to print per image")->capture_default_str()->check(CLI::Range(0, 1 << 20));
-  run_cmd->add_option("--repeat", run.repeat, "Timed runs after one warm-up run")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  run_cmd->add_option("--repeat", run.repeat, "Timed runs after one warm-up run (0: just one cold run)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   run_cmd->add_flag("--profile", run.profile, "Print per-layer times of the last run");
 
   CLI11_PARSE(app, argc, argv);
