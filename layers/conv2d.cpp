@@ -72,7 +72,11 @@ Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shap
                           " channels, expected in_channels = " + std::to_string(attrs_.in_channels));
   }
   const ConvParams p = params_for(in);
-  if (p.out_h() < 1 || p.out_w() < 1) {
+  // Compared on the padded extent, not via out_h() < 1: out_h() divides a negative span
+  // rounding towards zero, so a kernel 1 tap too large with stride 2 would pass.
+  const bool fits = in.h() + p.pad_top + p.pad_bottom >= attrs_.dilation_h * (attrs_.kernel_h - 1) + 1 &&
+                    in.w() + p.pad_left + p.pad_right >= attrs_.dilation_w * (attrs_.kernel_w - 1) + 1;
+  if (!fits) {
     return shape_mismatch("input " + in.to_string() + " is smaller than the dilated kernel " +
                           std::to_string(attrs_.dilation_h * (attrs_.kernel_h - 1) + 1) + "x" +
                           std::to_string(attrs_.dilation_w * (attrs_.kernel_w - 1) + 1) +
@@ -157,7 +161,14 @@ Result<std::unique_ptr<Op>> create_conv2d(const Attrs& attrs) {
                             std::to_string(a.in_channels) + " and out_channels = " +
                             std::to_string(a.out_channels));
   }
-  // Reject absurd sizes before any multiplication can overflow.
+  // Reject absurd sizes before any sum or product of them can overflow.
+  constexpr int64_t kMaxExtent = int64_t(1) << 24;
+  for (int64_t v : {a.kernel_h, a.kernel_w, a.stride_h, a.stride_w, a.dilation_h, a.dilation_w, a.padding.top,
+                    a.padding.left, a.padding.bottom, a.padding.right}) {
+    if (v > kMaxExtent) {
+      return invalid_argument("kernel_size, stride, dilation and padding must be <= 2^24, got " + std::to_string(v));
+    }
+  }
   auto shape = Shape::make({a.out_channels, a.in_channels / a.groups, a.kernel_h, a.kernel_w});
   if (!shape.ok()) return Status(shape.status()).with_context("weight");
   return std::unique_ptr<Op>(new Conv2dOp(a));

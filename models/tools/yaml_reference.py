@@ -226,10 +226,13 @@ def split_run(layer, xs, p):
     x = expect_4d(layer, xs[0])
     channels = x.shape[1]
     if a["chunks"] is not None:
-        if channels % a["chunks"]:
-            raise ModelError(f"layer {layer.name}: {channels} channels do not split into "
-                             f"{a['chunks']} equal chunks")
-        sizes = [channels // a["chunks"]] * a["chunks"]
+        # torch.chunk: pieces of ceil(C / chunks), the last one what is left; a graph has a
+        # fixed number of outputs, so fewer pieces than asked is an error.
+        piece = -(-channels // a["chunks"])
+        sizes = [min(piece, channels - start) for start in range(0, channels, piece)]
+        if len(sizes) != a["chunks"]:
+            raise ModelError(f"layer {layer.name}: chunks = {a['chunks']} of {channels} channels "
+                             f"gives {len(sizes)} pieces {sizes}; use sizes instead")
     else:
         sizes = a["sizes"]
         if sum(sizes) != channels:

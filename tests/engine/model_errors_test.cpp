@@ -194,3 +194,12 @@ TEST_CASE("model error: a tensor both inline and in the weights file") {
   REQUIRE_FALSE(model.ok());
   CHECK(contains(model.status().message(), "'conv.bias' is defined both inline and in"));
 }
+
+TEST_CASE("model error: absurd padding or stride") {
+  expect_load_error(model_header() + "layers:\n  - {name: conv, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: 3, "
+                                     "padding: 9223372036854775807}\n",
+                    {"layer 'conv' (conv2d)", "<= 2^24"});
+  expect_load_error(model_header() + "layers:\n  - {name: conv, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: 3, "
+                                     "stride: [1, 99999999999]}\n",
+                    {"layer 'conv' (conv2d)", "<= 2^24"});
+}

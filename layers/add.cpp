@@ -1,0 +1,60 @@
+#include "layers/add.h"
+
+#include "kernels/cpu/elementwise.h"
+#include "layers/activation.h"
+
+namespace winfer {
+namespace {
+
+class AddKernel : public Kernel {
+ public:
+  explicit AddKernel(Activation act) : act_(act) {}
+  std::string describe() const override {
+    return act_ == Activation::kNone ? std::string() : std::string("fused ") + activation_name(act_);
+  }
+  // Both inputs have the same shape and therefore the same layout: a flat sum is exact.
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
+           int threads) const override {
+    add(in[0]->data(), in[1]->data(), out[0]->data(), in[0]->numel(), act_, threads);
+  }
+
+ private:
+  Activation act_;
+};
+
+// flops() stays 0: one addition per element, no multiply-adds.
+class AddOp : public Op {
+ public:
+  const char* type() const override { return "add"; }
+
+  Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override {
+    if (inputs[0] != inputs[1]) {
+      return shape_mismatch("inputs must have the same shape (no broadcasting), got " +
+                            inputs[0].to_string() + " and " + inputs[1].to_string());
+    }
+    *outputs = {inputs[0]};
+    return Status::Ok();
+  }
+  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>&, const std::vector<Shape>&,
+                                          const CompileOptions&) const override {
+    return std::unique_ptr<Kernel>(new AddKernel(activation_));
+  }
+  bool try_absorb(const Op& next) override {
+    if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
+    const Activation act = activation_of(next);
+    if (act == Activation::kNone) return false;
+    activation_ = act;
+    return true;
+  }
+
+ private:
+  Activation activation_ = Activation::kNone;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Op>> create_add(const Attrs&) {
+  return std::unique_ptr<Op>(new AddOp());
+}
+
+}  // namespace winfer

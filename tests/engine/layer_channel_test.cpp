@@ -1,0 +1,269 @@
+// linear, add, concat, split, channel_shuffle, flatten, softmax, dropout and identity
+// against float64 references in PyTorch's (NCHW) element order.
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "layer_test_util.h"
+
+namespace winfer {
+namespace layer_test {
+namespace {
+
+// Elements of dim 1 at "row" r (all other indices fixed) of a 2-D or 4-D logical tensor,
+// as (flat index) = base(r) + channel * stride.
+struct ChannelView {
+  int64_t rows, channels, inner;  // inner = H*W for rank 4, 1 for rank 2
+  explicit ChannelView(const Shape& s)
+      : rows(s[0] * (s.rank() == 4 ? s.h() * s.w() : 1)), channels(s[1]), inner(s.rank() == 4 ? s.h() * s.w() : 1) {}
+  size_t index(int64_t row, int64_t c) const {
+    const int64_t n = row / inner, pixel = row % inner;
+    return static_cast<size_t>((n * channels + c) * inner + pixel);
+  }
+};
+
+RefTensor concat_reference(const std::vector<HostTensor>& inputs) {
+  Shape out = inputs[0].shape;
+  out[1] = 0;
+  for (const HostTensor& t : inputs) out[1] += t.shape[1];
+  RefTensor y{out, std::vector<double>(static_cast<size_t>(out.numel()))};
+  const ChannelView ov(out);
+  int64_t offset = 0;
+  for (const HostTensor& t : inputs) {
+    const ChannelView iv(t.shape);
+    for (int64_t r = 0; r < iv.rows; ++r)
+      for (int64_t c = 0; c < iv.channels; ++c) y.data[ov.index(r, offset + c)] = t.data[iv.index(r, c)];
+    offset += iv.channels;
+  }
+  return y;
+}
+
+RefTensor channel_slice(const HostTensor& x, int64_t begin, int64_t count) {
+  Shape out = x.shape;
+  out[1] = count;
+  RefTensor y{out, std::vector<double>(static_cast<size_t>(out.numel()))};
+  const ChannelView iv(x.shape), ov(out);
+  for (int64_t r = 0; r < iv.rows; ++r)
+    for (int64_t c = 0; c < count; ++c) y.data[ov.index(r, c)] = x.data[iv.index(r, begin + c)];
+  return y;
+}
+
+// ---- linear -----------------------------------------------------------------------------
+
+RefTensor linear_reference(const HostTensor& x, const HostTensor& w, const HostTensor* b) {
+  const int64_t rows = x.shape[0], in = x.shape[1], out = w.shape[0];
+  RefTensor y{Shape{rows, out}, {}};
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = b ? b->data[static_cast<size_t>(o)] : 0.0;
+      for (int64_t i = 0; i < in; ++i) acc += double(x.data[r * in + i]) * w.data[o * in + i];
+      y.data.push_back(acc);
+    }
+  return y;
+}
+
+TEST_CASE("layer linear matches the float64 reference") {
+  struct Case {
+    int64_t rows, in, out;
+    bool bias;
+  };
+  for (const Case& c : {Case{3, 17, 10, true}, Case{1, 64, 5, false}, Case{4, 1, 3, true}, Case{2, 33, 65, true}}) {
+    MapParams params;
+    const HostTensor& w = params.add_random("fc.weight", Shape{c.out, c.in});
+    if (c.bias) params.add_random("fc.bias", Shape{c.out});
+    std::unique_ptr<Op> fc = make_op("linear", {{"in_features", int_attr(c.in)},
+                                                 {"out_features", int_attr(c.out)},
+                                                 {"bias", bool_attr(c.bias)}});
+    const std::vector<Shape> out = prepare(*fc, {Shape{c.rows, c.in}}, params, "fc");
+    CHECK(out[0] == Shape{c.rows, c.out});
+    CHECK(fc->param_count() == c.out * c.in + (c.bias ? c.out : 0));
+    CHECK(fc->flops({Shape{c.rows, c.in}}, out) == 2 * c.rows * c.in * c.out);
+
+    const HostTensor x = random_tensor(Shape{c.rows, c.in});
+    const RefTensor expected = linear_reference(x, w, c.bias ? &params.at("fc.bias") : nullptr);
+    check_close(run_op(*fc, {x}, RunOptions{nullptr, 2, nullptr})[0], expected, kSumTol,
+                "linear " + x.shape.to_string() + " -> " + std::to_string(c.out));
+
+    // Fused relu equals linear then relu.
+    std::unique_ptr<Op> relu = make_op("relu");
+    const HostTensor separate = run_op(*relu, run_op(*fc, {x}))[0];
+    REQUIRE(fc->try_absorb(*relu));
+    CHECK_FALSE(fc->try_absorb(*make_op("relu6")));
+    check_close(run_op(*fc, {x})[0], separate, kExact, "linear + relu");
+  }
+}
+
+// ---- add --------------------------------------------------------------------------------
+
+TEST_CASE("layer add, plain and with fused relu/relu6") {
+  for (const Shape& shape : {Shape{3, 5, 4, 7}, Shape{2, 9}}) {
+    const HostTensor a = random_tensor(shape, 5.f), b = random_tensor(shape, 5.f);
+    RefTensor sum = to_ref(a);
+    for (size_t i = 0; i < sum.data.size(); ++i) sum.data[i] += b.data[i];
+
+    std::unique_ptr<Op> add = make_op("add");
+    MapParams none;
+    prepare(*add, {shape, shape}, none);
+    check_close(run_op(*add, {a, b})[0], sum, kExact, "add " + shape.to_string());
+
+    for (const char* act : {"relu", "relu6"}) {
+      std::unique_ptr<Op> fused = make_op("add");
+      std::unique_ptr<Op> activation = make_op(act);
+      REQUIRE(fused->try_absorb(*activation));
+      const HostTensor separate = run_op(*activation, run_op(*add, {a, b}))[0];
+      check_close(run_op(*fused, {a, b})[0], separate, kExact, std::string("add + ") + act);
+    }
+  }
+}
+
+// ---- concat / split ---------------------------------------------------------------------
+
+TEST_CASE("layer concat of two and three inputs, 4-D and 2-D") {
+  const std::vector<std::vector<Shape>> cases = {
+      {Shape{3, 3, 5, 7}, Shape{3, 1, 5, 7}, Shape{3, 5, 5, 7}},
+      {Shape{1, 4, 3, 3}, Shape{1, 4, 3, 3}},
+      {Shape{3, 7}, Shape{3, 2}, Shape{3, 9}},
+  };
+  for (const auto& shapes : cases) {
+    std::vector<HostTensor> inputs;
+    for (const Shape& s : shapes) inputs.push_back(random_tensor(s));
+    std::unique_ptr<Op> concat = make_op("concat", {{"dim", int_attr(1)}});
+    MapParams none;
+    prepare(*concat, shapes, none);
+    check_close(run_op(*concat, inputs)[0], concat_reference(inputs), kExact, shapes[0].to_string());
+  }
+}
+
+// Runs split and checks every piece against the matching channel slice.
+void check_split(const HostTensor& x, const AttrList& attrs, const std::vector<int64_t>& expected_sizes) {
+  INFO("split of ", x.shape.to_string());
+  const Attrs a = make_attrs(attrs);
+  CHECK(builtin_op_registry().find("split")->num_outputs(a) == static_cast<int>(expected_sizes.size()));
+  std::unique_ptr<Op> split = make_op("split", attrs);
+  MapParams none;
+  prepare(*split, {x.shape}, none);
+  const std::vector<HostTensor> pieces = run_op(*split, {x});
+  REQUIRE(pieces.size() == expected_sizes.size());
+  int64_t begin = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    check_close(pieces[i], channel_slice(x, begin, expected_sizes[i]), kExact, "piece " + std::to_string(i));
+    begin += expected_sizes[i];
+  }
+}
+
+TEST_CASE("layer split by chunks and by sizes") {
+  // torch.chunk: ceil(C / chunks) channels per piece, the last one smaller.
+  check_split(random_tensor(Shape{3, 7, 3, 5}), {{"chunks", int_attr(3)}}, {3, 3, 1});
+  check_split(random_tensor(Shape{2, 10, 1, 3}), {{"chunks", int_attr(4)}}, {3, 3, 3, 1});
+  check_split(random_tensor(Shape{2, 6, 4, 4}), {{"chunks", int_attr(2)}, {"dim", int_attr(1)}}, {3, 3});  // ShuffleNet
+  check_split(random_tensor(Shape{1, 5, 2, 2}), {{"chunks", int_attr(1)}}, {5});
+  check_split(random_tensor(Shape{2, 8, 3, 3}), {{"sizes", ints_attr({2, 5, 1})}}, {2, 5, 1});
+  check_split(random_tensor(Shape{3, 9}), {{"sizes", ints_attr({4, 5})}}, {4, 5});
+  check_split(random_tensor(Shape{3, 9}), {{"chunks", int_attr(3)}}, {3, 3, 3});
+}
+
+TEST_CASE("layer split then concat restores the input") {
+  const HostTensor x = random_tensor(Shape{2, 11, 3, 4});
+  std::unique_ptr<Op> split = make_op("split", {{"sizes", ints_attr({4, 2, 5})}});
+  std::unique_ptr<Op> concat = make_op("concat");
+  MapParams none;
+  const std::vector<Shape> pieces = prepare(*split, {x.shape}, none);
+  prepare(*concat, pieces, none);
+  check_close(run_op(*concat, run_op(*split, {x}))[0], x, kExact);
+}
+
+// ---- channel_shuffle --------------------------------------------------------------------
+
+// PyTorch: x.view(N, g, C/g, H, W).transpose(1, 2).reshape(N, C, H, W), i.e. output
+// channel j*g + i is input channel i*(C/g) + j.
+RefTensor shuffle_reference(const HostTensor& x, int64_t groups) {
+  const Shape& s = x.shape;
+  const int64_t per_group = s.c() / groups, hw = s.h() * s.w();
+  RefTensor y{s, std::vector<double>(x.data.size())};
+  for (int64_t n = 0; n < s.n(); ++n)
+    for (int64_t i = 0; i < groups; ++i)
+      for (int64_t j = 0; j < per_group; ++j)
+        for (int64_t p = 0; p < hw; ++p)
+          y.data[static_cast<size_t>((n * s.c() + j * groups + i) * hw + p)] =
+              x.data[static_cast<size_t>((n * s.c() + i * per_group + j) * hw + p)];
+  return y;
+}
+
+TEST_CASE("layer channel_shuffle matches PyTorch's view/transpose definition") {
+  struct Case {
+    Shape shape;
+    int64_t groups;
+  };
+  for (const Case& c : {Case{Shape{3, 12, 3, 5}, 3}, Case{Shape{2, 6, 4, 4}, 2}, Case{Shape{1, 5, 2, 3}, 1},
+                        Case{Shape{1, 7, 3, 3}, 7}, Case{Shape{2, 116, 1, 1}, 2}}) {
+    const HostTensor x = random_tensor(c.shape);
+    const HostTensor y = run_simple("channel_shuffle", {{"groups", int_attr(c.groups)}}, x);
+    check_close(y, shuffle_reference(x, c.groups), kExact,
+                c.shape.to_string() + " groups " + std::to_string(c.groups));
+  }
+}
+
+// ---- flatten ----------------------------------------------------------------------------
+
+TEST_CASE("layer flatten keeps PyTorch's NCHW element order") {
+  for (const Shape& shape : {Shape{3, 5, 3, 2}, Shape{2, 7, 1, 1}, Shape{2, 1, 3, 3}, Shape{1, 4, 1, 5}}) {
+    const HostTensor x = random_tensor(shape);
+    const HostTensor y = run_simple("flatten", {{"start_dim", int_attr(1)}}, x);
+    // The logical data of x is already NCHW: flattening only renames the shape.
+    HostTensor expected{Shape{shape.n(), shape.c() * shape.h() * shape.w()}, x.data};
+    check_close(y, expected, kExact, "flatten " + shape.to_string());
+  }
+  const HostTensor flat = random_tensor(Shape{3, 7});
+  check_close(run_simple("flatten", {}, flat), flat, kExact, "2-D input is copied");
+}
+
+// ---- softmax ----------------------------------------------------------------------------
+
+RefTensor softmax_reference(const HostTensor& x) {
+  const ChannelView v(x.shape);
+  RefTensor y{x.shape, std::vector<double>(x.data.size())};
+  for (int64_t r = 0; r < v.rows; ++r) {
+    double max = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < v.channels; ++c) max = std::max(max, double(x.data[v.index(r, c)]));
+    for (int64_t c = 0; c < v.channels; ++c) sum += std::exp(x.data[v.index(r, c)] - max);
+    for (int64_t c = 0; c < v.channels; ++c) y.data[v.index(r, c)] = std::exp(x.data[v.index(r, c)] - max) / sum;
+  }
+  return y;
+}
+
+TEST_CASE("layer softmax over dim 1, 2-D and 4-D, with large logits") {
+  // Logits up to 100: exp() overflows float unless the row maximum is subtracted first.
+  for (const Shape& shape : {Shape{3, 10}, Shape{2, 5, 3, 3}, Shape{1, 1000}, Shape{2, 1, 2, 2}}) {
+    for (float scale : {1.f, 100.f}) {
+      const HostTensor x = random_tensor(shape, scale);
+      check_close(run_simple("softmax", {{"dim", int_attr(1)}}, x), softmax_reference(x), 1e-5,
+                  "softmax " + shape.to_string() + " scale " + std::to_string(scale));
+    }
+  }
+}
+
+// ---- dropout / identity -----------------------------------------------------------------
+
+TEST_CASE("layer dropout and identity pass data through, also in place") {
+  for (const Shape& shape : {Shape{3, 5, 2, 7}, Shape{4, 9}}) {
+    const HostTensor x = random_tensor(shape);
+    check_close(run_simple("identity", {}, x), x, kExact, "identity");
+    check_close(run_simple("dropout", {{"p", text_attr("0.2")}}, x), x, kExact, "dropout");
+    check_close(run_simple("dropout", {}, x), x, kExact, "dropout, default p");
+  }
+  // The planner may alias output and input: the kernel must then leave the data alone.
+  std::unique_ptr<Op> dropout = make_op("dropout", {{"p", text_attr("0")}});
+  const Shape shape{2, 3, 4, 4};
+  CompileOptions options;
+  options.conv_algorithm = find_conv_algorithm("direct");
+  auto kernel = dropout->compile({shape}, {shape}, options);
+  REQUIRE(kernel.ok());
+  const HostTensor x = random_tensor(shape);
+  Tensor storage = to_storage(x);
+  kernel.value()->run({&storage}, {&storage}, nullptr, 1);
+  check_close(from_storage(storage), x, kExact, "in place");
+}
+
+}  // namespace
+}  // namespace layer_test
+}  // namespace winfer

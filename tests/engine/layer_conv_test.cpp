@@ -1,0 +1,245 @@
+// conv2d (every algorithm, depthwise), batchnorm2d, relu/relu6 and the fusions that rewrite
+// them (BN folding, fused activations) against float64 references.
+#include <cmath>
+#include <string>
+
+#include "layer_test_util.h"
+#include "layers/conv2d.h"
+
+namespace winfer {
+namespace layer_test {
+namespace {
+
+struct ConvCase {
+  const char* name;
+  int64_t n, c, h, w, co;
+  int64_t kh, kw, sh, sw, dh, dw;
+  int64_t pt, pl, pb, pr;  // padding: top, left, bottom, right
+  int64_t groups;
+  bool bias;
+};
+
+AttrList conv_attrs(const ConvCase& k) {
+  return {{"in_channels", int_attr(k.c)},
+          {"out_channels", int_attr(k.co)},
+          {"kernel_size", ints_attr({k.kh, k.kw})},
+          {"stride", ints_attr({k.sh, k.sw})},
+          {"dilation", ints_attr({k.dh, k.dw})},
+          {"padding", ints_attr({k.pt, k.pl, k.pb, k.pr})},
+          {"groups", int_attr(k.groups)},
+          {"bias", bool_attr(k.bias)}};
+}
+
+// PyTorch Conv2d in float64, NCHW, weights OIHW.
+RefTensor conv_reference(const ConvCase& k, const HostTensor& x, const HostTensor& weight, const HostTensor* bias) {
+  const int64_t ho = (k.h + k.pt + k.pb - k.dh * (k.kh - 1) - 1) / k.sh + 1;
+  const int64_t wo = (k.w + k.pl + k.pr - k.dw * (k.kw - 1) - 1) / k.sw + 1;
+  const int64_t cin_g = k.c / k.groups, cout_g = k.co / k.groups;
+  RefTensor y{Shape{k.n, k.co, ho, wo}, {}};
+  y.data.reserve(static_cast<size_t>(y.shape.numel()));
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t o = 0; o < k.co; ++o)
+      for (int64_t oy = 0; oy < ho; ++oy)
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          double acc = bias ? bias->data[o] : 0.0;
+          const int64_t g = o / cout_g;
+          for (int64_t ci = 0; ci < cin_g; ++ci)
+            for (int64_t ky = 0; ky < k.kh; ++ky)
+              for (int64_t kx = 0; kx < k.kw; ++kx) {
+                const int64_t iy = oy * k.sh - k.pt + ky * k.dh, ix = ox * k.sw - k.pl + kx * k.dw;
+                if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+                const double xv = x.data[((n * k.c + g * cin_g + ci) * k.h + iy) * k.w + ix];
+                const double wv = weight.data[((o * cin_g + ci) * k.kh + ky) * k.kw + kx];
+                acc += xv * wv;
+              }
+          y.data.push_back(acc);
+        }
+  return y;
+}
+
+// Inference batch norm in float64 on NCHW: (x - mean) / sqrt(var + eps) * gamma + beta.
+RefTensor bn_reference(const RefTensor& x, const MapParams& p, const std::string& prefix, double eps) {
+  const HostTensor &gamma = p.at(prefix + ".weight"), &beta = p.at(prefix + ".bias");
+  const HostTensor &mean = p.at(prefix + ".running_mean"), &var = p.at(prefix + ".running_var");
+  RefTensor y = x;
+  const int64_t C = x.shape.c(), HW = x.shape.h() * x.shape.w();
+  for (size_t i = 0; i < y.data.size(); ++i) {
+    const size_t c = static_cast<size_t>((static_cast<int64_t>(i) / HW) % C);
+    y.data[i] = (x.data[i] - mean.data[c]) / std::sqrt(var.data[c] + eps) * gamma.data[c] + beta.data[c];
+  }
+  return y;
+}
+
+RefTensor relu6_reference(RefTensor x, bool six) {
+  for (double& v : x.data) v = v < 0 ? 0 : (six && v > 6 ? 6 : v);
+  return x;
+}
+
+void add_bn_params(MapParams& p, const std::string& prefix, int64_t channels) {
+  p.add_random(prefix + ".weight", Shape{channels}, 0.5f, 1.0f);  // [0.5, 1.5]
+  p.add_random(prefix + ".bias", Shape{channels});
+  p.add_random(prefix + ".running_mean", Shape{channels});
+  p.add_random(prefix + ".running_var", Shape{channels}, 0.75f, 1.25f);  // [0.5, 2]
+}
+
+// Loads a conv with random weights named "conv.weight"/"conv.bias" into `params`.
+// Also returns its output shape when asked.
+std::unique_ptr<Op> loaded_conv(const ConvCase& k, MapParams& params, Shape* out_shape = nullptr) {
+  params.add_random("conv.weight", Shape{k.co, k.c / k.groups, k.kh, k.kw});
+  if (k.bias) params.add_random("conv.bias", Shape{k.co});
+  std::unique_ptr<Op> conv = make_op("conv2d", conv_attrs(k));
+  const Shape out = prepare(*conv, {Shape{k.n, k.c, k.h, k.w}}, params, "conv")[0];
+  if (out_shape != nullptr) *out_shape = out;
+  return conv;
+}
+
+const ConvCase kConvCases[] = {
+    //  name                 n  c   h   w  co  kh kw sh sw dh dw pt pl pb pr  g  bias
+    {"3x3 pad 1 batch 3", 3, 5, 7, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true},
+    {"3x3 stride 2 odd", 1, 3, 11, 10, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, true},
+    {"3x3 dilation 2", 2, 4, 9, 8, 5, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, false},
+    {"groups 2", 2, 6, 6, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, true},
+    {"groups 3 stride 2", 1, 9, 8, 8, 6, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, 3, true},
+    {"1x1", 3, 17, 5, 3, 19, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true},
+    {"1x1 stride 2", 2, 8, 7, 7, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1, false},
+    {"7x7 stride 2 stem", 1, 3, 17, 17, 8, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, false},
+    {"asymmetric pad", 2, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1, 0, 1, 1, 0, 1, true},
+    {"1x3 kernel", 1, 4, 5, 9, 3, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, true},
+    {"kernel = input", 2, 3, 4, 4, 5, 4, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, true},
+    {"depthwise 3x3", 2, 6, 7, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6, true},
+    {"depthwise stride 2", 3, 5, 9, 8, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5, false},
+    {"depthwise dilation 2", 1, 4, 9, 9, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 4, true},
+    {"depthwise 5x5 odd", 1, 3, 6, 11, 3, 5, 5, 2, 1, 1, 1, 2, 2, 2, 2, 3, true},
+    // Larger than one GEMM tile in every direction (K = 360 taps per output).
+    {"40 -> 33 channels 3x3", 2, 40, 9, 9, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true},
+};
+
+TEST_CASE("layer conv2d matches the float64 reference with every algorithm") {
+  for (const ConvCase& k : kConvCases) {
+    MapParams params;
+    std::unique_ptr<Op> conv = loaded_conv(k, params);
+    const HostTensor x = random_tensor(Shape{k.n, k.c, k.h, k.w});
+    const RefTensor expected =
+        conv_reference(k, x, params.at("conv.weight"), k.bias ? &params.at("conv.bias") : nullptr);
+    const ConvParams p = dynamic_cast<const Conv2dOp&>(*conv).params_for(x.shape);
+    for (const ConvAlgorithm* algorithm : conv_algorithms()) {
+      std::string used;
+      RunOptions options;
+      options.conv_algorithm = algorithm;
+      options.describe = &used;
+      options.threads = 2;
+      const HostTensor y = run_op(*conv, {x}, options)[0];
+      check_close(y, expected, kSumTol, std::string(k.name) + " with " + algorithm->name());
+      // The layer must use the requested algorithm when it can, and depthwise for depthwise.
+      const std::string expected_algorithm = p.is_depthwise()             ? "depthwise"
+                                             : algorithm->supports(p)    ? algorithm->name()
+                                                                         : "direct";
+      INFO(k.name, ": requested ", algorithm->name(), ", kernel says '", used, "'");
+      CHECK(used.rfind(expected_algorithm, 0) == 0);
+    }
+  }
+}
+
+TEST_CASE("layer conv2d flops and parameter count") {
+  const ConvCase k = kConvCases[3];  // groups 2, bias
+  MapParams params;
+  std::unique_ptr<Op> conv = loaded_conv(k, params);
+  std::vector<Shape> out;
+  REQUIRE(conv->infer_shapes({Shape{k.n, k.c, k.h, k.w}}, &out).ok());
+  CHECK(out[0] == Shape{2, 4, 6, 7});
+  CHECK(conv->param_count() == 4 * 3 * 3 * 3 + 4);
+  CHECK(conv->flops({Shape{k.n, k.c, k.h, k.w}}, out) == 2 * (2 * 4 * 6 * 7) * (3 * 3 * 3));
+}
+
+TEST_CASE("layer batchnorm2d and relu/relu6 standalone") {
+  const Shape shape{3, 5, 4, 7};
+  MapParams params;
+  add_bn_params(params, "bn", 5);
+  std::unique_ptr<Op> bn = make_op("batchnorm2d", {{"num_features", int_attr(5)}, {"eps", text_attr("0.001")}});
+  prepare(*bn, {shape}, params, "bn");
+  const HostTensor x = random_tensor(shape, 4.f);
+  const RefTensor expected = bn_reference(to_ref(x), params, "bn", 1e-3);
+  check_close(run_op(*bn, {x})[0], expected, kSumTol, "batchnorm2d");
+
+  // Values beyond [-6, 6] so that both clamps of relu6 matter; relu also on a 2-D tensor.
+  const HostTensor big = random_tensor(shape, 9.f);
+  check_close(run_simple("relu", {}, big), relu6_reference(to_ref(big), false), kExact, "relu");
+  check_close(run_simple("relu6", {}, big), relu6_reference(to_ref(big), true), kExact, "relu6");
+  const HostTensor flat = random_tensor(Shape{3, 11}, 9.f);
+  check_close(run_simple("relu6", {}, flat), relu6_reference(to_ref(flat), true), kExact, "relu6 2-D");
+
+  // batchnorm2d absorbs an activation.
+  REQUIRE(bn->try_absorb(*make_op("relu6")));
+  check_close(run_op(*bn, {x})[0], relu6_reference(expected, true), kSumTol, "batchnorm2d + relu6");
+}
+
+// conv -> bn (-> act) run as separate kernels vs. bn folded into the conv at load.
+void check_bn_folding(const ConvCase& k, const char* activation) {
+  INFO(k.name, activation ? std::string(" + ") + activation : std::string());
+  MapParams params;
+  Shape out_shape;
+  std::unique_ptr<Op> unfused_conv = loaded_conv(k, params, &out_shape);
+  add_bn_params(params, "bn", k.co);
+  std::unique_ptr<Op> bn = make_op("batchnorm2d", {{"num_features", int_attr(k.co)}});
+  prepare(*bn, {out_shape}, params, "bn");
+
+  std::unique_ptr<Op> fused_conv = make_op("conv2d", conv_attrs(k));
+  prepare(*fused_conv, {Shape{k.n, k.c, k.h, k.w}}, params, "conv");
+  REQUIRE(fused_conv->try_absorb(*bn));
+
+  std::unique_ptr<Op> act;
+  if (activation != nullptr) {
+    act = make_op(activation);
+    REQUIRE(fused_conv->try_absorb(*act));
+    // The activation ends the chain: nothing more may be absorbed after it.
+    CHECK_FALSE(fused_conv->try_absorb(*bn));
+  }
+
+  const HostTensor x = random_tensor(Shape{k.n, k.c, k.h, k.w}, 3.f);  // large enough to reach 6
+  HostTensor unfused = run_op(*bn, run_op(*unfused_conv, {x}))[0];
+  if (act) unfused = run_op(*act, {unfused})[0];
+  for (const ConvAlgorithm* algorithm : conv_algorithms()) {
+    RunOptions options;
+    options.conv_algorithm = algorithm;
+    const HostTensor fused = run_op(*fused_conv, {x}, options)[0];
+    check_close(fused, unfused, kSumTol, std::string("folded vs unfolded with ") + algorithm->name());
+  }
+
+  // And both against float64.
+  RefTensor expected = bn_reference(
+      conv_reference(k, x, params.at("conv.weight"), k.bias ? &params.at("conv.bias") : nullptr), params, "bn",
+      1e-5);
+  if (act) expected = relu6_reference(expected, std::string(activation) == "relu6");
+  check_close(unfused, expected, kSumTol, "unfolded vs float64");
+}
+
+TEST_CASE("layer conv2d + batchnorm2d folding equals the unfolded pair") {
+  check_bn_folding(kConvCases[0], nullptr);   // with conv bias
+  check_bn_folding(kConvCases[2], nullptr);   // without conv bias: folding creates one
+  check_bn_folding(kConvCases[12], nullptr);  // depthwise, no bias
+  check_bn_folding(kConvCases[7], "relu");
+  check_bn_folding(kConvCases[4], "relu6");
+  check_bn_folding(kConvCases[11], "relu6");  // depthwise
+}
+
+TEST_CASE("layer conv2d + relu6 fusion equals conv then relu6") {
+  for (const ConvCase& k : {kConvCases[1], kConvCases[11]}) {
+    MapParams params;
+    std::unique_ptr<Op> conv = loaded_conv(k, params);
+    std::unique_ptr<Op> fused = make_op("conv2d", conv_attrs(k));
+    prepare(*fused, {Shape{k.n, k.c, k.h, k.w}}, params, "conv");
+    std::unique_ptr<Op> relu6 = make_op("relu6");
+    REQUIRE(fused->try_absorb(*relu6));
+    CHECK_FALSE(fused->try_absorb(*make_op("relu")));  // only one activation
+
+    const HostTensor x = random_tensor(Shape{k.n, k.c, k.h, k.w}, 4.f);
+    const HostTensor separate = run_op(*relu6, run_op(*conv, {x}))[0];
+    check_close(run_op(*fused, {x})[0], separate, kSumTol, k.name);
+    // Not an op conv2d can absorb.
+    CHECK_FALSE(fused->try_absorb(*make_op("identity")));
+  }
+}
+
+}  // namespace
+}  // namespace layer_test
+}  // namespace winfer
