@@ -13,7 +13,8 @@ void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* in
 void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs,
                          const int64_t* channels, float* const* outputs, int threads);
 // ShuffleNet channel shuffle (PyTorch: view(N,g,C/g,H,W).transpose(1,2).reshape):
-// out channel j*g + i  <-  in channel i*(C/g) + j.
+// out channel j*g + i  <-  in channel i*(C/g) + j. channels % groups == 0. May run in place
+// (out == in).
 void channel_shuffle_nhwc(int64_t pixels, int64_t channels, int64_t groups, const float* in,
                           float* out, int threads);
 

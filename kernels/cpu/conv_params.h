@@ -37,6 +37,9 @@ struct ConvParams {
     return 2 * batch * out_h() * out_w() * out_channels * in_channels_per_group() * kernel_h * kernel_w;
   }
   std::string to_string() const;  // "N1 C3 H32 W32 -> Co8 k3x3 s1x1 p1,1,1,1 d1x1 g1"
+  // Every size positive (padding >= 0), channels divisible by groups, output at least 1x1.
+  // Algorithms' supports() return false for invalid params.
+  bool is_valid() const;
 };
 
 }  // namespace winfer

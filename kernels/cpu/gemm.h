@@ -18,11 +18,21 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
            const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
            int64_t ldc);
 
-// Threads OpenBLAS may use for one sgemm call.
+// Threads OpenBLAS may use for one sgemm call (process-wide). winfer's own kernels set 1 and
+// parallelise with OpenMP around single-threaded calls: OpenBLAS' pthreads and OpenMP's
+// threads busy-wait on the same cores and slow each other down (see conv_im2col.cpp).
 void gemm_set_threads(int threads);
 
 // "OpenBLAS 0.3.21 core=SkylakeX (OPENBLAS_CORETYPE=SkylakeX set by winfer)" or
-// "portable fallback (libopenblas.so.0 not found: ...)". Loads the library if needed.
+// "portable fallback sgemm (libopenblas.so.0: cannot open shared object file: ...)". Loads
+// the library if needed.
 std::string gemm_backend_description();
+
+// True when sgemm() calls OpenBLAS (it was loaded and the fallback is not forced).
+bool gemm_uses_openblas();
+
+// Test hook: route sgemm() to the portable fallback even when OpenBLAS is loaded, so both
+// paths can be checked in one process. Not for production use.
+void gemm_force_portable_for_testing(bool force);
 
 }  // namespace winfer

@@ -1,4 +1,5 @@
 // Layout conversion at the graph's edges (NCHW user tensors <-> NHWC CPU activations).
+// Not in place: out must not overlap in.
 #pragma once
 
 #include <cstdint>

@@ -35,7 +35,7 @@ class Tensor {
   Layout layout() const { return layout_; }
   float* data() { return data_; }
   const float* data() const { return data_; }
-  int64_t numel() const { return data_ == nullptr ? 0 : shape_.numel(); }  // 0 when empty
+  int64_t numel() const { return shape_.numel(); }
   size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
   bool empty() const { return data_ == nullptr; }
 

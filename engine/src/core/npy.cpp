@@ -324,7 +324,7 @@ Result<Tensor> read_npy(const std::string& path) {
 }
 
 Status write_npy(const std::string& path, const Tensor& t) {
-  if (t.data() == nullptr && t.numel() != 0) return invalid_argument(path + ": tensor has no data");
+  if (t.empty()) return invalid_argument(path + ": tensor has no data");
   const Tensor logical = t.layout() == Layout::kNHWC ? t.to_layout(Layout::kNCHW) : t;
 
   std::string header =

@@ -279,7 +279,7 @@ Status write_safetensors(const std::string& path,
     const std::string where = path + ": tensor " + in_quotes(name);
     if (name == kMetadataKey) return invalid_argument(where + ": the name is reserved");
     if (header.contains(name)) return invalid_argument(where + ": duplicate name");
-    if (tensor.data() == nullptr && tensor.numel() != 0) {
+    if (tensor.empty()) {
       return invalid_argument(where + ": tensor has no data");
     }
     logical.push_back(tensor.layout() == Layout::kNHWC ? tensor.to_layout(Layout::kNCHW) : tensor);

@@ -49,6 +49,7 @@ Tensor Tensor::reshaped(const Shape& shape, Layout layout) const {
 }
 
 Tensor Tensor::to_layout(Layout layout) const {
+  if (empty()) return Tensor();
   Tensor out = allocate(shape_, layout);
   const bool four_d = shape_.rank() == 4;
   if (four_d && layout_ == Layout::kNCHW && layout == Layout::kNHWC) {

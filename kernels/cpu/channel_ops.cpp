@@ -1,0 +1,64 @@
+// Channel-axis data movement on NHWC tensors: every pixel is a row of C floats, so concat,
+// split and shuffle are per-row copies/permutations, independent across pixels (split over
+// pixels between threads).
+#include "kernels/cpu/channel_ops.h"
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/cpu_common.h"
+
+namespace winfer {
+
+void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* inputs,
+                          const int64_t* channels, float* out, int threads) {
+  int64_t width = 0;
+  for (int i = 0; i < num_inputs; ++i) width += channels[i];
+  cpu::parallel_chunks(pixels, width, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t px = begin; px < end; ++px) {
+      float* dst = out + px * width;
+      for (int i = 0; i < num_inputs; ++i) {
+        std::memcpy(dst, inputs[i] + px * channels[i], static_cast<size_t>(channels[i]) * sizeof(float));
+        dst += channels[i];
+      }
+    }
+  });
+}
+
+void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs,
+                         const int64_t* channels, float* const* outputs, int threads) {
+  int64_t width = 0;
+  for (int i = 0; i < num_outputs; ++i) width += channels[i];
+  cpu::parallel_chunks(pixels, width, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t px = begin; px < end; ++px) {
+      const float* src = in + px * width;
+      for (int i = 0; i < num_outputs; ++i) {
+        std::memcpy(outputs[i] + px * channels[i], src, static_cast<size_t>(channels[i]) * sizeof(float));
+        src += channels[i];
+      }
+    }
+  });
+}
+
+// out channel j*g + i <- in channel i*(C/g) + j. Viewing the input row as a (g x C/g) matrix,
+// the output row is its transpose, so the loop reads input rows contiguously. In place
+// (in == out) is allowed: each pixel is first copied to a per-chunk scratch row.
+void channel_shuffle_nhwc(int64_t pixels, int64_t channels, int64_t groups, const float* in,
+                          float* out, int threads) {
+  const int64_t per_group = channels / groups;
+  cpu::parallel_chunks(pixels, channels, threads, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(in == out ? static_cast<size_t>(channels) : 0);
+    for (int64_t px = begin; px < end; ++px) {
+      const float* src = in + px * channels;
+      float* dst = out + px * channels;
+      if (in == out) {
+        std::memcpy(scratch.data(), src, static_cast<size_t>(channels) * sizeof(float));
+        src = scratch.data();
+      }
+      for (int64_t i = 0; i < groups; ++i)
+        for (int64_t j = 0; j < per_group; ++j) dst[j * groups + i] = src[i * per_group + j];
+    }
+  });
+}
+
+}  // namespace winfer

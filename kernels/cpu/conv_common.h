@@ -1,0 +1,30 @@
+// Pieces shared by the CPU convolution algorithms (internal to kernels/cpu).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/conv_params.h"
+
+namespace winfer {
+namespace cpu {
+
+// The registered algorithms, one per file; conv_registry.cpp lists them in a fixed order.
+const ConvAlgorithm& direct_conv_algorithm();
+const ConvAlgorithm& im2col_conv_algorithm();
+const ConvAlgorithm& depthwise_conv_algorithm();
+
+// Weights OIHW [Co][C/g][Kh][Kw] -> "GHWIO" [g][Kh][Kw][C/g][Co/g]. For a fixed group and tap,
+// rows over input channels are contiguous and each row holds that group's output channels, so
+// this is both the direct kernel's layout (inner loop over output channels) and, per group, the
+// row-major K x N matrix B of im2col's GEMM with K = Kh*Kw*C/g ordered (kh, kw, c).
+int64_t ghwio_weight_floats(const ConvParams& p);
+void pack_weights_ghwio(const ConvParams& p, const float* weight_oihw, float* packed);
+
+// out[p][c] = act(out[p][c] + bias[c]) over `pixels` rows of `channels` floats. Does nothing
+// when bias is null and act is kNone.
+void bias_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
+                          Activation act, int threads);
+
+}  // namespace cpu
+}  // namespace winfer

@@ -1,0 +1,122 @@
+// Pooling on NHWC tensors with PyTorch's semantics. Every output pixel reduces a window of
+// input pixels, each a contiguous row of C channels, so the inner loops run over channels
+// (vectorised) and the window bounds are computed once per output pixel. Work is split over
+// output rows (n, oh).
+#include "kernels/cpu/pooling.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "kernels/cpu/cpu_common.h"
+
+namespace winfer {
+namespace {
+
+// out[0, channels) = max over the window's in-bounds taps. As PyTorch: padding never wins,
+// a NaN tap wins (the result is NaN), and a window with no in-bounds tap gives -inf.
+void max_pixel(const PoolParams& p, const float* in_image, int64_t oh, int64_t ow, float* out) {
+  const int64_t c_total = p.channels;
+  int64_t kh0, kh1, kw0, kw1;
+  cpu::valid_taps(oh * p.stride_h - p.pad_top, p.dilation_h, p.kernel_h, p.in_h, &kh0, &kh1);
+  cpu::valid_taps(ow * p.stride_w - p.pad_left, p.dilation_w, p.kernel_w, p.in_w, &kw0, &kw1);
+  std::fill(out, out + c_total, -std::numeric_limits<float>::infinity());
+  for (int64_t kh = kh0; kh < kh1; ++kh) {
+    const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+    for (int64_t kw = kw0; kw < kw1; ++kw) {
+      const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+      const float* x = in_image + (ih * p.in_w + iw) * c_total;
+      // (v != v) is isnan(v), written so that the loop vectorises.
+      for (int64_t c = 0; c < c_total; ++c) out[c] = (x[c] > out[c] || x[c] != x[c]) ? x[c] : out[c];
+    }
+  }
+}
+
+// out[0, channels) = sum over in-bounds taps of the window / divisor (PyTorch AvgPool2d):
+//   hstart = oh*s - pad, hend = min(hstart + k, in_h + pad)   -> pool_size (with padding)
+//   then clip [hstart, hend) to [0, in_h)                        -> the taps summed
+// The divisor is pool_size with count_include_pad, else the clipped count. PyTorch's padding
+// is symmetric; with only pad_top/pad_left given, pad_top (pad_left) plays that role.
+void avg_pixel(const PoolParams& p, bool count_include_pad, const float* in_image, int64_t oh,
+               int64_t ow, float* out) {
+  const int64_t c_total = p.channels;
+  int64_t h0 = oh * p.stride_h - p.pad_top, w0 = ow * p.stride_w - p.pad_left;
+  int64_t h1 = std::min(h0 + p.kernel_h, p.in_h + p.pad_top);
+  int64_t w1 = std::min(w0 + p.kernel_w, p.in_w + p.pad_left);
+  const int64_t pool_size = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, p.in_h);
+  w1 = std::min(w1, p.in_w);
+  std::fill(out, out + c_total, 0.f);
+  if (h0 >= h1 || w0 >= w1) return;  // window entirely in the padding: PyTorch gives 0
+  for (int64_t ih = h0; ih < h1; ++ih)
+    for (int64_t iw = w0; iw < w1; ++iw) {
+      const float* x = in_image + (ih * p.in_w + iw) * c_total;
+      for (int64_t c = 0; c < c_total; ++c) out[c] += x[c];
+    }
+  // A true division (not a reciprocal multiply), as PyTorch does, to match it to the last bit.
+  const float divisor = static_cast<float>(count_include_pad ? pool_size : (h1 - h0) * (w1 - w0));
+  for (int64_t c = 0; c < c_total; ++c) out[c] /= divisor;
+}
+
+// Runs pixel_fn(in_image, oh, ow, out_pixel) for every output pixel, split over output rows.
+template <typename PixelFn>
+void for_each_output_pixel(int64_t batch, int64_t channels, int64_t in_h, int64_t in_w,
+                           int64_t out_h, int64_t out_w, int64_t work_per_pixel, const float* in,
+                           float* out, int threads, PixelFn pixel_fn) {
+  const int64_t rows = batch * out_h;
+  const int nt = cpu::threads_for_work(threads, rows * out_w * work_per_pixel * channels);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = r / out_h, oh = r % out_h;
+    const float* in_image = in + n * in_h * in_w * channels;
+    float* out_row = out + r * out_w * channels;
+    for (int64_t ow = 0; ow < out_w; ++ow) pixel_fn(in_image, oh, ow, out_row + ow * channels);
+  }
+}
+
+}  // namespace
+
+void maxpool2d_nhwc(const PoolParams& p, const float* in, float* out, int threads) {
+  for_each_output_pixel(p.batch, p.channels, p.in_h, p.in_w, p.out_h, p.out_w,
+                        p.kernel_h * p.kernel_w, in, out, threads,
+                        [&](const float* image, int64_t oh, int64_t ow, float* o) {
+                          max_pixel(p, image, oh, ow, o);
+                        });
+}
+
+// Dilation is ignored: PyTorch's AvgPool2d has none.
+void avgpool2d_nhwc(const PoolParams& p, bool count_include_pad, const float* in, float* out,
+                    int threads) {
+  for_each_output_pixel(p.batch, p.channels, p.in_h, p.in_w, p.out_h, p.out_w,
+                        p.kernel_h * p.kernel_w, in, out, threads,
+                        [&](const float* image, int64_t oh, int64_t ow, float* o) {
+                          avg_pixel(p, count_include_pad, image, oh, ow, o);
+                        });
+}
+
+void adaptive_avgpool2d_nhwc(int64_t batch, int64_t channels, int64_t in_h, int64_t in_w,
+                             int64_t out_h, int64_t out_w, const float* in, float* out,
+                             int threads) {
+  // Bin i over n inputs and m outputs: [floor(i*n/m), ceil((i+1)*n/m)). Bins may overlap when
+  // n is not a multiple of m (e.g. 5 -> 3: [0,2) [1,4) [3,5)).
+  auto bin_start = [](int64_t i, int64_t n, int64_t m) { return (i * n) / m; };
+  auto bin_end = [](int64_t i, int64_t n, int64_t m) { return cpu::ceil_div((i + 1) * n, m); };
+  const int64_t bin_area = cpu::ceil_div(in_h, out_h) * cpu::ceil_div(in_w, out_w) + 1;
+  for_each_output_pixel(
+      batch, channels, in_h, in_w, out_h, out_w, bin_area, in, out, threads,
+      [&](const float* image, int64_t oh, int64_t ow, float* o) {
+        const int64_t h0 = bin_start(oh, in_h, out_h), h1 = bin_end(oh, in_h, out_h);
+        const int64_t w0 = bin_start(ow, in_w, out_w), w1 = bin_end(ow, in_w, out_w);
+        std::fill(o, o + channels, 0.f);
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) {
+            const float* x = image + (ih * in_w + iw) * channels;
+            for (int64_t c = 0; c < channels; ++c) o[c] += x[c];
+          }
+        const float divisor = static_cast<float>((h1 - h0) * (w1 - w0));
+        for (int64_t c = 0; c < channels; ++c) o[c] /= divisor;
+      });
+}
+
+}  // namespace winfer

@@ -1,0 +1,159 @@
+// Max, average and adaptive average pooling against the float64 reference (PyTorch semantics).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/pooling.h"
+#include "reference.h"
+#include "test_util.h"
+
+namespace winfer {
+namespace {
+
+struct PoolCase {
+  int64_t n, c, h, w, k, s, pad, d;
+  bool ceil_mode;
+};
+
+PoolParams make_params(const PoolCase& pc) {
+  PoolParams p;
+  p.batch = pc.n;
+  p.channels = pc.c;
+  p.in_h = pc.h;
+  p.in_w = pc.w;
+  p.kernel_h = p.kernel_w = pc.k;
+  p.stride_h = p.stride_w = pc.s;
+  p.pad_top = p.pad_left = pc.pad;
+  p.dilation_h = p.dilation_w = pc.d;
+  p.out_h = ref::pool_out_size(pc.h, pc.k, pc.s, pc.pad, pc.d, pc.ceil_mode);
+  p.out_w = ref::pool_out_size(pc.w, pc.k, pc.s, pc.pad, pc.d, pc.ceil_mode);
+  return p;
+}
+
+std::string describe(const PoolParams& p, bool ceil_mode) {
+  return "N" + std::to_string(p.batch) + " C" + std::to_string(p.channels) + " " + std::to_string(p.in_h) +
+         "x" + std::to_string(p.in_w) + " -> " + std::to_string(p.out_h) + "x" + std::to_string(p.out_w) +
+         " k" + std::to_string(p.kernel_h) + " s" + std::to_string(p.stride_h) + " p" +
+         std::to_string(p.pad_top) + " d" + std::to_string(p.dilation_h) + (ceil_mode ? " ceil" : " floor");
+}
+
+std::vector<float> run_max(const PoolParams& p, const std::vector<float>& in, int threads) {
+  std::vector<float> out(static_cast<size_t>(p.batch * p.out_h * p.out_w * p.channels), NAN);
+  maxpool2d_nhwc(p, in.data(), out.data(), threads);
+  return out;
+}
+
+std::vector<float> run_avg(const PoolParams& p, bool include_pad, const std::vector<float>& in, int threads) {
+  std::vector<float> out(static_cast<size_t>(p.batch * p.out_h * p.out_w * p.channels), NAN);
+  avgpool2d_nhwc(p, include_pad, in.data(), out.data(), threads);
+  return out;
+}
+
+TEST_CASE("pooling output sizes of the test helper follow PyTorch") {
+  // The ceil-mode cases below rely on these: the last window hangs past the padding.
+  CHECK(ref::pool_out_size(8, 3, 2, 1, 1, true) == 5);   // last window rows 7..9, in + pad = 9
+  CHECK(ref::pool_out_size(8, 3, 2, 1, 1, false) == 4);
+  CHECK(ref::pool_out_size(7, 2, 2, 0, 1, true) == 4);   // last window rows 6..7, 7 past the input
+  CHECK(ref::pool_out_size(5, 2, 2, 1, 1, true) == 3);   // a 4th window would start in the padding: dropped
+  CHECK(ref::pool_out_size(112, 3, 2, 1, 1, false) == 56);
+}
+
+TEST_CASE("maxpool2d matches the reference; padding never wins") {
+  const std::vector<PoolCase> cases = {
+      {2, 5, 9, 8, 3, 2, 1, 1, false},  {2, 5, 9, 8, 3, 2, 1, 1, true},  {1, 3, 7, 7, 2, 2, 0, 1, true},
+      {1, 17, 8, 11, 3, 2, 1, 1, true}, {1, 4, 11, 9, 3, 1, 1, 2, false}, {3, 1, 5, 5, 5, 1, 2, 1, false},
+      {1, 70, 13, 11, 3, 2, 1, 1, false},
+  };
+  uint32_t seed = 10;
+  for (const PoolCase& pc : cases) {
+    const PoolParams p = make_params(pc);
+    INFO(describe(p, pc.ceil_mode));
+    // All-negative data: a kernel that let a zero padding tap win would show it.
+    const auto in = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.channels), seed++, -2.f, -0.5f);
+    const auto want = ref::maxpool2d(p, in);
+    const auto got = run_max(p, in, 1);
+    test::check_close_simple(got.data(), want, 0.0, 0.0, "maxpool");  // exact: no arithmetic
+    CHECK(test::bitwise_equal(got.data(), run_max(p, in, 3).data(), got.size()));
+  }
+}
+
+TEST_CASE("maxpool2d propagates NaN like PyTorch") {
+  PoolParams p = make_params({1, 2, 4, 4, 2, 2, 0, 1, false});
+  auto in = test::random_floats(32, 7);
+  in[0] = NAN;  // pixel (0,0) channel 0, in the first window only
+  const auto got = run_max(p, in, 1);
+  CHECK(std::isnan(got[0]));
+  CHECK_FALSE(std::isnan(got[1]));
+  CHECK_FALSE(std::isnan(got[2]));
+}
+
+TEST_CASE("avgpool2d matches the reference with and without count_include_pad") {
+  const std::vector<PoolCase> cases = {
+      {2, 5, 9, 8, 3, 2, 1, 1, false}, {2, 5, 8, 8, 3, 2, 1, 1, true}, {1, 6, 7, 5, 2, 2, 0, 1, false},
+      {1, 6, 7, 5, 2, 2, 0, 1, true},  {1, 9, 6, 7, 3, 3, 1, 1, true}, {3, 20, 5, 5, 5, 1, 2, 1, false},
+      {1, 33, 13, 11, 3, 1, 1, 1, false},
+  };
+  uint32_t seed = 40;
+  for (const PoolCase& pc : cases) {
+    const PoolParams p = make_params(pc);
+    const auto in = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.channels), seed++);
+    for (bool include_pad : {true, false}) {
+      INFO(describe(p, pc.ceil_mode), " count_include_pad=", include_pad);
+      const auto want = ref::avgpool2d(p, include_pad, in);
+      const auto got = run_avg(p, include_pad, in, 1);
+      // A sum of at most k*k values in [-1, 1] and one division: float32 rounding only.
+      test::check_close_simple(got.data(), want, 1e-6, 1e-6, "avgpool");
+      CHECK(test::bitwise_equal(got.data(), run_avg(p, include_pad, in, 2).data(), got.size()));
+    }
+  }
+}
+
+TEST_CASE("avgpool2d divisor at a ceil-mode window hanging past the padding") {
+  // 1 channel, 8x8 of ones, k3 s2 p1 ceil: the last window covers rows 7 (input), 8 (padding)
+  // and 9 (past the padding). With count_include_pad PyTorch divides by the 2 rows up to the
+  // padded edge: the corner output is (1*1) / (2*2) = 0.25; without, by the 1 input tap = 1.
+  PoolParams p = make_params({1, 1, 8, 8, 3, 2, 1, 1, true});
+  REQUIRE(p.out_h == 5);
+  const std::vector<float> ones(64, 1.f);
+  CHECK(run_avg(p, true, ones, 1).back() == doctest::Approx(0.25));
+  CHECK(run_avg(p, false, ones, 1).back() == doctest::Approx(1.0));
+  // The first output: rows/cols -1..1, one padding row and column: 4 of 9 taps in the input.
+  CHECK(run_avg(p, true, ones, 1).front() == doctest::Approx(4.0 / 9.0));
+}
+
+TEST_CASE("adaptive_avgpool2d matches the reference, including non-divisible and global") {
+  struct Case {
+    int64_t n, c, h, w, oh, ow;
+  };
+  const std::vector<Case> cases = {{1, 5, 7, 5, 3, 2}, {2, 3, 5, 5, 3, 3}, {1, 17, 13, 11, 4, 5},
+                                   {3, 8, 7, 7, 1, 1}, {1, 4, 3, 3, 5, 5}, {1, 64, 7, 7, 1, 1},
+                                   {1, 6, 6, 6, 6, 6}};
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    INFO(c.h, "x", c.w, " -> ", c.oh, "x", c.ow, " C", c.c);
+    const auto in = test::random_floats(static_cast<size_t>(c.n * c.h * c.w * c.c), seed++);
+    const auto want = ref::adaptive_avgpool2d(c.n, c.c, c.h, c.w, c.oh, c.ow, in);
+    std::vector<float> got(want.size(), NAN);
+    adaptive_avgpool2d_nhwc(c.n, c.c, c.h, c.w, c.oh, c.ow, in.data(), got.data(), 1);
+    test::check_close_simple(got.data(), want, 1e-6, 1e-6, "adaptive avgpool");
+    std::vector<float> got3(want.size(), NAN);
+    adaptive_avgpool2d_nhwc(c.n, c.c, c.h, c.w, c.oh, c.ow, in.data(), got3.data(), 3);
+    CHECK(test::bitwise_equal(got.data(), got3.data(), got.size()));
+  }
+}
+
+TEST_CASE("pooling threads > 1 on a large tensor") {
+  PoolParams p = make_params({2, 64, 56, 56, 3, 2, 1, 1, false});
+  const auto in = test::random_floats(static_cast<size_t>(2 * 56 * 56 * 64), 99);
+  CHECK(test::bitwise_equal(run_max(p, in, 1).data(), run_max(p, in, 2).data(),
+                            static_cast<size_t>(2 * p.out_h * p.out_w * 64)));
+  CHECK(test::bitwise_equal(run_avg(p, true, in, 1).data(), run_avg(p, true, in, 2).data(),
+                            static_cast<size_t>(2 * p.out_h * p.out_w * 64)));
+  test::check_close_simple(run_max(p, in, 2).data(), ref::maxpool2d(p, in), 0.0, 0.0, "maxpool threads=2");
+}
+
+}  // namespace
+}  // namespace winfer
