@@ -4,6 +4,13 @@ set -euo pipefail
 
 packages=(cmake g++ make pkg-config libopenblas-dev libyaml-cpp-dev doctest-dev libstb-dev zlib1g-dev
           nlohmann-json3-dev libcli11-dev)
+# The PyTorch parity tests (tests/parity/, ctest -L parity) and models/tools run on Debian's
+# /usr/bin/python3 with these; without them those tests are skipped, not failed.
+packages+=(python3-torch python3-torchvision python3-numpy python3-yaml)
+# Fashion-MNIST (/usr/share/datasets/fashion-mnist): `winfer eval` and the test that checks the
+# shipped models against PyTorch's predictions. python3-pil: models/fashion/train.py --examples
+# and the image fixtures' torchvision references (tests/fixtures/images/make_fixtures.py).
+packages+=(dataset-fashion-mnist python3-pil)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+"""Parity test: one zoo model through winfer and through PyTorch, for every conv algorithm.
+
+    parity.py --model resnet18 --winfer build/bin/winfer --work-dir build/parity
+              [--batches 1,2] [--size HxW] [--algorithms auto|a,b] [--unfused-runner PROG]
+              [--seed 0] [--threads 1] [--name TEST] [--no-bisect]
+
+For each batch and each convolution algorithm the engine has (asked from the engine itself
+with --algorithms auto, so new algorithms are picked up without changing anything here), the
+engine runs the torchvision model's random weights on a random input (made with
+models/tools/export_torch.py's functions, BatchNorm calibrated, cached in WORK_DIR/cache: see
+references.py), and its logits are compared with torch's (see compare.py for the criteria:
+relative error <= 1e-4 of the largest |logit|, and the same top-5 classes up to ties). Before
+that, the reference itself is checked: its logits must depend on the input, and torch's own
+float32 rounding must be well below the tolerance (measured against float64).
+
+--size HxW runs the model at another input size through a YAML copy with that `input:` shape
+(a non-square input, or a smaller one for the slowest models). --unfused-runner runs the engine
+with batch norm and activations kept as separate layers (tests/parity/unfused_runner.cpp).
+
+Prints one line per run, writes WORK_DIR/results/NAME.json (summary.py gathers them), and on a
+failure bisects to the first layer that departs from PyTorch (bisect_layers.py).
+Exit status: 0 pass, 1 fail, 77 skipped (PyTorch not installed).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
+ZOO = os.path.join(REPO, "models", "zoo")
+SKIP = 77  # the tests' SKIP_RETURN_CODE in CMakeLists.txt
+
+
+def missing_python_packages():
+    """Names of the packages these tests need that cannot be imported."""
+    missing = []
+    for package in ("numpy", "torch", "torchvision", "yaml"):
+        try:
+            __import__(package)
+        except ImportError:
+            missing.append(package)
+    return missing
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True, help="zoo model name (models/zoo/NAME.yaml)")
+    ap.add_argument("--winfer", required=True, help="the winfer CLI")
+    ap.add_argument("--work-dir", required=True, help="cache, model copies and results go here")
+    ap.add_argument("--batches", default="1,2", help="comma-separated batch sizes (1,2)")
+    ap.add_argument("--size", help="input HxW instead of the YAML's, e.g. 160x224")
+    ap.add_argument("--algorithms", default="auto",
+                    help="comma-separated conv algorithms, or auto: all the engine lists")
+    ap.add_argument("--unfused-runner", default="", help="run with fusion off through this")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the weights and the input")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="engine and torch threads (1: ctest -j runs tests side by side)")
+    ap.add_argument("--name", help="test name for the results file (default: from the options)")
+    ap.add_argument("--no-bisect", action="store_true", help="do not bisect failures")
+    args = ap.parse_args(argv)
+    args.batches = [int(b) for b in args.batches.split(",")]
+    if args.size:
+        args.height, args.width = (int(v) for v in args.size.lower().split("x"))
+    variant = ([args.size] if args.size else []) + (["unfused"] if args.unfused_runner else [])
+    args.name = args.name or ".".join([args.model] + variant)
+    return args
+
+
+def input_shapes(yaml_path, args):
+    """NCHW input shapes to test: the YAML's C (and H, W unless --size), each batch."""
+    from yaml_reference import parse_only
+    shape, _, _ = parse_only(yaml_path)
+    height, width = (args.height, args.width) if args.size else (shape[2], shape[3])
+    return [(batch, shape[1], height, width) for batch in args.batches]
+
+
+def check_reference(refs, shapes):
+    """(input sensitivity, worst torch float32 error, problems): is torch's output a good
+    instrument? See compare.py; a problem here is the reference's, never the engine's."""
+    import numpy as np
+    from compare import MAX_REFERENCE_ERROR, MIN_INPUT_SENSITIVITY, input_sensitivity
+    problems = []
+    batched = [shape for shape in shapes if shape[0] >= 2]
+    sensitivity = input_sensitivity(np.load(refs.torch_output(batched[0]))) if batched else None
+    if sensitivity is not None and sensitivity < MIN_INPUT_SENSITIVITY:
+        problems.append(f"torch's logits for two different images differ by only "
+                        f"{sensitivity:.2g} of their size (< {MIN_INPUT_SENSITIVITY:g}): the "
+                        "comparison would prove nothing")
+    float32_error = max(refs.meta(shape).get("torch_float32_error", float("inf"))
+                        for shape in shapes)
+    if not float32_error <= MAX_REFERENCE_ERROR:
+        problems.append(f"torch's own float32 logits are {float32_error:.2g} away from the "
+                        f"float64 result (> {MAX_REFERENCE_ERROR:g}): the reference is too "
+                        "ill-conditioned for the tolerance")
+    if problems:
+        problems.append("fix the reference (tests/parity/references.py), not the tolerance")
+    return sensitivity, float32_error, problems
+
+
+def run_one(engine, yaml_path, refs, shape, algorithm, work_dir):
+    """One engine run compared with torch; returns the record for the results file."""
+    import numpy as np
+    from compare import compare_logits, relative_difference
+    output = os.path.join(work_dir, "outputs", f"{refs.model}.{shape_text(shape)}.{algorithm}"
+                          f"{'.unfused' if engine.unfused_runner else ''}.npy")
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    meta = refs.meta(shape)
+    record = {"shape": shape_text(shape), "batch": shape[0], "algorithm": algorithm,
+              "torch_seconds": meta.get("torch_seconds"),
+              "torch_float32_error": meta.get("torch_float32_error")}
+    try:
+        got, wall, run_ms = engine.run(yaml_path, refs.weights(), refs.input(shape), output,
+                                       algorithm)
+    except Exception as error:  # the engine failed: a test failure, with its message
+        record.update(passed=False, problem=str(error))
+        return record
+    record.update(engine_seconds=wall, engine_run_ms=run_ms)
+    record.update(compare_logits(got, np.load(refs.torch_output(shape))).as_dict())
+    # For the report: how far the engine and torch each are from the exact result.
+    record["engine_float32_error"] = relative_difference(got, np.load(refs.exact_output(shape)))
+    return record
+
+
+def format_record(model, record):
+    if "max_abs_error" not in record:
+        return (f"{model:<20} {record['shape']:<13} {record['algorithm']:<8} "
+                f"FAIL: {record['problem']}")
+    torch_time = record["torch_seconds"]
+    line = (f"{model:<20} {record['shape']:<13} {record['algorithm']:<8} "
+            f"max|err| {record['max_abs_error']:.3g}  max|torch| {record['max_abs_torch']:.4g}  "
+            f"rel {record['relative_error']:.2e}  top5 {record['top5']:<9} "
+            f"engine {record['engine_seconds']:.2f} s (run {record['engine_run_ms']:.0f} ms)  "
+            f"torch {'?' if torch_time is None else f'{torch_time:.2f}'} s  "
+            f"{'PASS' if record['passed'] else 'FAIL: ' + record['problem']}")
+    line += (f"\n{'':<43}vs float64: engine {record['engine_float32_error']:.2e}, "
+             f"torch {record['torch_float32_error']:.2e}")
+    if record["top5_note"]:
+        line += f"\n{'':<43}top-5 note: {record['top5_note']}"
+    return line
+
+
+def diagnose(failure, engine, yaml_path, refs, work_dir):
+    """Bisect the first failing run to the layer where the engine departs from PyTorch."""
+    from bisect_layers import bisect
+    shape = tuple(int(d) for d in failure["shape"].split("x"))
+    print(f"bisecting {refs.model} {failure['shape']} {failure['algorithm']} ...", flush=True)
+    try:
+        finding = bisect(yaml_path, refs.weights(), refs.input(shape), engine,
+                         failure["algorithm"], os.path.join(work_dir, "bisect"))
+    except Exception as problem:  # the diagnosis must not hide the failure itself
+        return f"bisect failed: {problem}"
+    if finding is None:
+        return "bisect: the last layer agrees when it is the only output; no layer to blame"
+    return finding.describe()
+
+
+def write_results(path, results):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.tmp{os.getpid()}"
+    with open(temporary, "w") as f:
+        json.dump(results, f, indent=1)
+    os.replace(temporary, path)
+
+
+def header(args, algorithms, shapes, generation, sensitivity, float32_error):
+    """The first line of a test's log: what is compared, and how good the reference is."""
+    origin = "from the engine" if args.algorithms == "auto" else "given"
+    made = f"generated in {generation:.1f} s" if generation else "cached"
+    sensitivity_text = "n/a" if sensitivity is None else f"{sensitivity:.2g}"
+    return (f"parity {args.name}: algorithms {', '.join(algorithms)} ({origin}); inputs "
+            f"{', '.join(map(shape_text, shapes))}; "
+            f"{'unfused (batch norm not folded); ' if args.unfused_runner else ''}"
+            f"seed {args.seed}; references {made}; torch's logits: input sensitivity "
+            f"{sensitivity_text}, float32 error {float32_error:.2g}")
+
+
+def shape_text(shape):
+    return "x".join(str(d) for d in shape)
+
+
+def run_parity(args):
+    """The whole test; returns the results written to WORK_DIR/results/NAME.json."""
+    from engine import Engine, discover_algorithms, model_variant
+    from references import References
+    start = time.time()
+    yaml_path = os.path.join(ZOO, f"{args.model}.yaml")
+    algorithms = (discover_algorithms(args.winfer) if args.algorithms == "auto"
+                  else args.algorithms.split(","))
+    shapes = input_shapes(yaml_path, args)
+    refs = References(os.path.join(args.work_dir, "cache"), args.model, args.seed)
+    generation = refs.ensure(shapes, args.threads)
+    if args.size:
+        yaml_path = model_variant(yaml_path, os.path.join(args.work_dir, "models"),
+                                  args.height, args.width)
+    engine = Engine(args.winfer, args.unfused_runner, args.threads)
+    sensitivity, float32_error, reference_problems = check_reference(refs, shapes)
+    print(header(args, algorithms, shapes, generation, sensitivity, float32_error), flush=True)
+    diagnosis = "; ".join(reference_problems)
+    if diagnosis:
+        print(f"FAIL (reference): {diagnosis}")
+
+    records = []
+    for shape in shapes:
+        for algorithm in algorithms:
+            records.append(run_one(engine, yaml_path, refs, shape, algorithm, args.work_dir))
+            print(format_record(args.model, records[-1]), flush=True)
+    failures = [record for record in records if not record["passed"]]
+    # Only wrong numbers can be bisected; an engine that fails to run has said why already.
+    wrong = [record for record in failures if "max_abs_error" in record]
+    if wrong and not args.no_bisect:
+        bisected = diagnose(wrong[0], engine, yaml_path, refs, args.work_dir)
+        print(bisected)
+        diagnosis = "; ".join(text for text in (diagnosis, bisected) if text)
+    return {"test": args.name, "model": args.model, "size": args.size or "",
+            "unfused": bool(args.unfused_runner), "seed": args.seed, "threads": args.threads,
+            "algorithms": algorithms, "generation_seconds": generation,
+            "total_seconds": time.time() - start, "input_sensitivity": sensitivity,
+            "torch_float32_error": float32_error,
+            "passed": not failures and not reference_problems, "diagnosis": diagnosis,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": records}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    missing = missing_python_packages()
+    if missing:
+        print(f"SKIP parity {args.name}: Python packages not importable: {', '.join(missing)} "
+              "(scripts/setup.sh installs python3-torch and python3-torchvision)")
+        return SKIP
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(REPO, "models", "tools"))
+    results = run_parity(args)
+    write_results(os.path.join(args.work_dir, "results", f"{args.name}.json"), results)
+    print(f"parity {args.name}: {'PASS' if results['passed'] else 'FAIL'} in "
+          f"{results['total_seconds']:.1f} s")
+    return 0 if results["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
