@@ -1,0 +1,476 @@
+// The host emulator's scheduler (blocks, fibers, barriers, warp exchange) and runtime API.
+//
+// One Scheduler per OS thread runs a grid: blocks one after another in a fixed shuffled order,
+// and within a block every thread as a fiber (ucontext) on a stack of its own. A fiber runs
+// until it waits (block barrier, warp barrier) or returns; when no fiber can run, the waiting
+// groups whose members have all arrived are released. If nothing can be released the kernel is
+// broken (a barrier some threads never reach) and the launch fails with a description.
+//
+// Threads of a block are resumed in ascending order on even rounds and descending order on odd
+// ones, and blocks run in a shuffled order, so a kernel that reads another thread's shared
+// memory without a barrier, or depends on the order of blocks, has a good chance of giving a
+// wrong result here too instead of passing by luck.
+#include "kernels/cuda/emu/emu.h"
+
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+thread_local uint3 threadIdx;
+thread_local uint3 blockIdx;
+thread_local dim3 blockDim;
+thread_local dim3 gridDim;
+
+namespace winfer_emu {
+namespace {
+
+constexpr int kMaxThreadsPerBlock = 1024;
+constexpr size_t kStackBytes = 128 * 1024;  // per fiber; kernels keep a few hundred bytes of locals
+
+// A fiber stack with an inaccessible guard page below it, so an overflow faults at once instead
+// of corrupting the neighbouring stack.
+class Stack {
+ public:
+  Stack() {
+    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void* p = mmap(nullptr, kStackBytes + page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      std::fprintf(stderr, "winfer emulator: cannot map a fiber stack\n");
+      std::abort();
+    }
+    mprotect(p, page_, PROT_NONE);
+    base_ = static_cast<char*>(p);
+  }
+  ~Stack() { munmap(base_, kStackBytes + page_); }
+  Stack(const Stack&) = delete;
+  Stack& operator=(const Stack&) = delete;
+  void* usable() const { return base_ + page_; }
+
+ private:
+  char* base_ = nullptr;
+  size_t page_ = 0;
+};
+
+enum class Wait { kRunnable, kBlockBarrier, kWarpBarrier, kDone };
+
+struct Fiber {
+  ucontext_t context;
+  uint3 index;
+  Wait wait = Wait::kRunnable;
+  unsigned warp_mask = 0;  // lanes this fiber waits for (kWarpBarrier)
+};
+
+class Scheduler {
+ public:
+  cudaError_t run_grid(dim3 grid, dim3 block, void (*body)(void*), void* closure);
+  void wait_block_barrier() { suspend(Wait::kBlockBarrier, 0); }
+  void wait_warp_barrier(unsigned mask);
+  int current_linear_thread() const { return current_; }
+  unsigned char* warp_slot(int warp, int lane) { return slots_[static_cast<size_t>(warp)].lane[lane]; }
+  bool in_kernel() const { return running_; }
+
+ private:
+  static void fiber_entry();
+  cudaError_t run_block(unsigned block_linear);
+  void start_fibers();
+  void resume(int i);
+  void suspend(Wait wait, unsigned mask);
+  bool release_warp_barriers();
+  bool release_block_barrier();
+  unsigned existing_lanes(int warp) const;
+  std::string describe_stall() const;
+
+  std::vector<std::unique_ptr<Stack>> stacks_;  // grows to the largest block seen, then reused
+  std::vector<Fiber> fibers_;
+  struct WarpSlots {
+    unsigned char lane[32][8];  // warp exchange: 8 bytes per lane
+  };
+  std::vector<WarpSlots> slots_;
+  ucontext_t scheduler_context_;
+  int threads_ = 0, current_ = -1;
+  void (*body_)(void*) = nullptr;
+  void* closure_ = nullptr;
+  bool running_ = false;
+};
+
+thread_local Scheduler scheduler;
+
+void Scheduler::fiber_entry() {
+  Scheduler& s = scheduler;
+  s.body_(s.closure_);
+  s.fibers_[static_cast<size_t>(s.current_)].wait = Wait::kDone;
+  // Returning resumes uc_link, the scheduler.
+}
+
+void Scheduler::start_fibers() {
+  while (static_cast<int>(stacks_.size()) < threads_) stacks_.push_back(std::make_unique<Stack>());
+  fibers_.resize(static_cast<size_t>(threads_));
+  slots_.resize(static_cast<size_t>((threads_ + warpSize - 1) / warpSize));
+  for (int i = 0; i < threads_; ++i) {
+    Fiber& f = fibers_[static_cast<size_t>(i)];
+    const unsigned u = static_cast<unsigned>(i);
+    f.index = uint3{u % blockDim.x, u / blockDim.x % blockDim.y, u / (blockDim.x * blockDim.y)};
+    f.wait = Wait::kRunnable;
+    f.warp_mask = 0;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = stacks_[static_cast<size_t>(i)]->usable();
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = &scheduler_context_;
+    makecontext(&f.context, &Scheduler::fiber_entry, 0);
+  }
+}
+
+void Scheduler::resume(int i) {
+  current_ = i;
+  threadIdx = fibers_[static_cast<size_t>(i)].index;
+  swapcontext(&scheduler_context_, &fibers_[static_cast<size_t>(i)].context);
+  current_ = -1;
+}
+
+void Scheduler::suspend(Wait wait, unsigned mask) {
+  Fiber& f = fibers_[static_cast<size_t>(current_)];
+  f.wait = wait;
+  f.warp_mask = mask;
+  swapcontext(&f.context, &scheduler_context_);
+}
+
+void Scheduler::wait_warp_barrier(unsigned mask) {
+  const unsigned own_lane = 1u << (current_ % warpSize);
+  suspend(Wait::kWarpBarrier, mask | own_lane);
+}
+
+unsigned Scheduler::existing_lanes(int warp) const {
+  const int lanes = std::min(warpSize, threads_ - warp * warpSize);
+  return lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1u;
+}
+
+// A lane waiting at a warp barrier may continue once every existing lane of its mask waits there
+// with the same mask.
+bool Scheduler::release_warp_barriers() {
+  bool released = false;
+  for (int warp = 0; warp * warpSize < threads_; ++warp) {
+    const unsigned existing = existing_lanes(warp);
+    Fiber* lanes = &fibers_[static_cast<size_t>(warp * warpSize)];
+    unsigned release = 0;
+    for (int lane = 0; lane < warpSize && (existing >> lane & 1u); ++lane) {
+      if (lanes[lane].wait != Wait::kWarpBarrier) continue;
+      const unsigned needed = lanes[lane].warp_mask & existing;
+      bool all_there = true;
+      for (int other = 0; other < warpSize; ++other)
+        if ((needed >> other & 1u) &&
+            (lanes[other].wait != Wait::kWarpBarrier || lanes[other].warp_mask != lanes[lane].warp_mask))
+          all_there = false;
+      if (all_there) release |= 1u << lane;
+    }
+    for (int lane = 0; lane < warpSize; ++lane)
+      if (release >> lane & 1u) lanes[lane].wait = Wait::kRunnable;
+    released = released || release != 0;
+  }
+  return released;
+}
+
+// __syncthreads() completes when every thread of the block waits there. A thread that has
+// returned never arrives: on the GPU that is undefined behaviour, here it is reported.
+bool Scheduler::release_block_barrier() {
+  for (const Fiber& f : fibers_)
+    if (f.wait != Wait::kBlockBarrier) return false;
+  for (Fiber& f : fibers_) f.wait = Wait::kRunnable;
+  return true;
+}
+
+std::string Scheduler::describe_stall() const {
+  int at_block = 0, at_warp = 0, done = 0;
+  for (const Fiber& f : fibers_) {
+    at_block += f.wait == Wait::kBlockBarrier;
+    at_warp += f.wait == Wait::kWarpBarrier;
+    done += f.wait == Wait::kDone;
+  }
+  return "block (" + std::to_string(blockIdx.x) + "," + std::to_string(blockIdx.y) + "," +
+         std::to_string(blockIdx.z) + ") of " + std::to_string(threads_) +
+         " threads cannot continue: " + std::to_string(at_block) + " wait in __syncthreads(), " +
+         std::to_string(at_warp) + " in a warp collective (__syncwarp/__shfl_*_sync) whose lanes "
+         "never all arrive, " + std::to_string(done) + " have returned";
+}
+
+cudaError_t Scheduler::run_block(unsigned block_linear) {
+  blockIdx = uint3{block_linear % gridDim.x, block_linear / gridDim.x % gridDim.y,
+                   block_linear / (gridDim.x * gridDim.y)};
+  start_fibers();
+  for (int round = 0;; ++round) {
+    for (int j = 0; j < threads_; ++j) {
+      const int i = (round & 1) ? threads_ - 1 - j : j;
+      if (fibers_[static_cast<size_t>(i)].wait == Wait::kRunnable) resume(i);
+    }
+    bool all_done = true;
+    for (const Fiber& f : fibers_) all_done = all_done && f.wait == Wait::kDone;
+    if (all_done) return cudaSuccess;
+    if (!release_warp_barriers() && !release_block_barrier()) {
+      // The suspended fibers are abandoned; their stacks are reused by the next launch.
+      std::fprintf(stderr, "winfer emulator: launch failed: %s\n", describe_stall().c_str());
+      return cudaErrorLaunchFailure;
+    }
+  }
+}
+
+bool valid_configuration(dim3 grid, dim3 block) {
+  const unsigned long long threads = 1ull * block.x * block.y * block.z;
+  return grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.x <= 0x7fffffffu && grid.y <= 65535 &&
+         grid.z <= 65535 && block.x >= 1 && block.y >= 1 && block.z >= 1 && block.x <= 1024 &&
+         block.y <= 1024 && block.z <= 64 && threads <= kMaxThreadsPerBlock;
+}
+
+// Blocks in a fixed pseudo-random order (Fisher-Yates with a xorshift generator, identical on
+// every platform).
+std::vector<unsigned> block_order(unsigned count) {
+  std::vector<unsigned> order(count);
+  for (unsigned i = 0; i < count; ++i) order[i] = i;
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (unsigned i = count; i > 1; --i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    std::swap(order[i - 1], order[static_cast<unsigned>(state % i)]);
+  }
+  return order;
+}
+
+cudaError_t Scheduler::run_grid(dim3 grid, dim3 block, void (*body)(void*), void* closure) {
+  if (running_) {
+    std::fprintf(stderr, "winfer emulator: a kernel launched another kernel (not supported)\n");
+    return cudaErrorNotSupported;
+  }
+  if (!valid_configuration(grid, block)) return cudaErrorInvalidConfiguration;
+  gridDim = grid;
+  blockDim = block;
+  threads_ = static_cast<int>(block.x * block.y * block.z);
+  body_ = body;
+  closure_ = closure;
+  running_ = true;
+  cudaError_t result = cudaSuccess;
+  const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
+  if (blocks > 0xffffffffull) {
+    result = cudaErrorInvalidConfiguration;  // more blocks than the emulator can order
+  } else {
+    for (unsigned b : block_order(static_cast<unsigned>(blocks))) {
+      result = run_block(b);
+      if (result != cudaSuccess) break;
+    }
+  }
+  running_ = false;
+  return result;
+}
+
+// ---- runtime state --------------------------------------------------------------------------------
+thread_local cudaError_t last_error = cudaSuccess;
+
+cudaError_t record(cudaError_t e) {
+  if (e != cudaSuccess) last_error = e;
+  return e;
+}
+
+// Live allocations (start -> size), to check that copies stay inside them.
+std::mutex allocations_mutex;
+std::map<uintptr_t, size_t>& allocations() {
+  static std::map<uintptr_t, size_t> map;
+  return map;
+}
+
+bool inside_allocation(const void* p, size_t bytes) {
+  if (bytes == 0) return true;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(allocations_mutex);
+  auto it = allocations().upper_bound(a);
+  if (it == allocations().begin()) return false;
+  --it;
+  return a >= it->first && a + bytes <= it->first + it->second;
+}
+
+bool copy_in_bounds(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if ((dst_device && !inside_allocation(dst, bytes)) || (src_device && !inside_allocation(src, bytes))) {
+    std::fprintf(stderr, "winfer emulator: cudaMemcpy of %zu bytes outside a cudaMalloc allocation\n", bytes);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+cudaError_t run_grid(dim3 grid, dim3 block, void (*thread_body)(void*), void* closure) {
+  return record(scheduler.run_grid(grid, block, thread_body, closure));
+}
+
+int shfl_idx_source(int lane, int src, int width) {
+  return (lane / width) * width + ((src % width) + width) % width;
+}
+int shfl_up_source(int lane, int delta, int width) {
+  return lane % width >= delta ? lane - delta : lane;
+}
+int shfl_down_source(int lane, int delta, int width) {
+  return lane % width + delta < width ? lane + delta : lane;
+}
+int shfl_xor_source(int lane, int lane_mask, int width) {
+  const int src = lane ^ lane_mask;
+  return src >= (lane / width + 1) * width ? lane : src;  // later groups are out of reach
+}
+
+void warp_exchange(unsigned mask, const void* value, size_t size, void* out, SourceLaneFn source,
+                   int arg, int width) {
+  const int linear = scheduler.current_linear_thread();
+  const int warp = linear / warpSize, lane = linear % warpSize;
+  std::memcpy(scheduler.warp_slot(warp, lane), value, size);
+  scheduler.wait_warp_barrier(mask);  // every lane of the mask has published its value
+  const int src = source(lane, arg, width);
+  const bool readable = src >= 0 && src < warpSize && (mask >> src & 1u) &&
+                        warp * warpSize + src < static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
+  std::memcpy(out, readable ? scheduler.warp_slot(warp, src) : value, size);
+  scheduler.wait_warp_barrier(mask);  // every lane has read before any publishes again
+}
+
+}  // namespace winfer_emu
+
+void __syncthreads() {
+  if (!winfer_emu::scheduler.in_kernel()) return;
+  winfer_emu::scheduler.wait_block_barrier();
+}
+
+void __syncwarp(unsigned mask) {
+  if (!winfer_emu::scheduler.in_kernel()) return;
+  winfer_emu::scheduler.wait_warp_barrier(mask);
+}
+
+// ---- runtime API -----------------------------------------------------------------------------------
+using winfer_emu::record;
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorNotSupported: return "cudaErrorNotSupported";
+  }
+  return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorLaunchFailure: return "unspecified launch failure (emulator: see stderr)";
+    case cudaErrorNotSupported: return "operation not supported";
+  }
+  return "unknown error";
+}
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = winfer_emu::last_error;
+  winfer_emu::last_error = cudaSuccess;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError() { return winfer_emu::last_error; }
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (!count) return record(cudaErrorInvalidValue);
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (!prop || device != 0) return record(cudaErrorInvalidValue);
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "winfer host emulator");
+  prop->multiProcessorCount = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : record(cudaErrorInvalidValue); }
+
+cudaError_t cudaGetDevice(int* device) {
+  if (!device) return record(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMalloc(void** ptr, size_t bytes) {
+  if (!ptr) return record(cudaErrorInvalidValue);
+  *ptr = nullptr;
+  if (bytes == 0) return cudaSuccess;
+  constexpr size_t kAlign = 256;  // cudaMalloc's guaranteed alignment
+  void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  if (!p) return record(cudaErrorMemoryAllocation);
+  std::memset(p, 0xFF, bytes);
+  std::lock_guard<std::mutex> lock(winfer_emu::allocations_mutex);
+  winfer_emu::allocations()[reinterpret_cast<uintptr_t>(p)] = bytes;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  if (!ptr) return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> lock(winfer_emu::allocations_mutex);
+    if (winfer_emu::allocations().erase(reinterpret_cast<uintptr_t>(ptr)) == 0)
+      return record(cudaErrorInvalidDevicePointer);
+  }
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return cudaSuccess;
+  if (!dst || !src || !winfer_emu::copy_in_bounds(dst, src, bytes, kind)) return record(cudaErrorInvalidValue);
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
+  if (bytes == 0) return cudaSuccess;
+  if (!ptr || !winfer_emu::inside_allocation(ptr, bytes)) return record(cudaErrorInvalidValue);
+  std::memset(ptr, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t) {
+  return cudaMemset(ptr, value, bytes);
+}
+
+struct EmuStream {};
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  if (!stream) return record(cudaErrorInvalidValue);
+  *stream = new EmuStream;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete stream;
+  return cudaSuccess;
+}
+
+// Work runs synchronously (a failed launch is reported by the launch itself), so there is never
+// anything to wait for.
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }

@@ -1,0 +1,211 @@
+// Host emulation of the part of CUDA that winfer's kernels use, so that the same kernel sources
+// (kernels/cuda/*.cu) compile as plain C++ and run on a machine without a GPU.
+//
+// Included through kernels/cuda/runtime.h when WINFER_CUDA_EMULATED is defined; never together
+// with <cuda_runtime.h>. What it provides:
+//
+//   * the CUDA keywords as macros: __global__, __device__, __host__ and __forceinline__ become
+//     ordinary (inline) functions; __shared__ becomes `static thread_local` (see below);
+//   * the built-in variables threadIdx, blockIdx, blockDim, gridDim and warpSize;
+//   * __syncthreads() as a real barrier over the threads of a block, __syncwarp() and the
+//     __shfl_*_sync() warp shuffles over groups of 32 lanes, and atomicAdd;
+//   * launch(): runs every block of a grid, one after another, each thread of a block as a
+//     cooperative fiber (ucontext) with its own stack, switching at barriers and shuffles;
+//   * a small runtime API (cudaMalloc, cudaMemcpyAsync, streams, errors) over host memory.
+//
+// Why fibers: a kernel written for the GPU relies on __syncthreads() being a barrier (all
+// threads have written the shared tile before any reads it). Running the threads of a block one
+// after another to completion would break every such kernel; fibers let each thread run until it
+// reaches a barrier, then the next, and resume them all once every thread has arrived.
+//
+// Limits (see docs/CUDA.md): blocks run sequentially (no concurrency between blocks, so a kernel
+// that waits for another block deadlocks); threads never run concurrently, so data races are not
+// detected except when they change the result under the emulator's varied scheduling order;
+// "device" memory is host memory, so out-of-bounds reads are not caught (writes past the end of a
+// buffer are caught by the tests' canaries); no dynamic shared memory, textures, streams
+// concurrency, cooperative groups or tensor cores; cuBLAS and cuDNN are not emulated.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// ---- keywords ---------------------------------------------------------------------------------
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+// A __shared__ variable is one object per block on the GPU. Blocks run one after another here,
+// on one OS thread, so one static object per kernel (per OS thread) serves every block in turn;
+// like GPU shared memory it is not reset between blocks. Only static-size arrays are supported
+// (no `extern __shared__`).
+#define __shared__ static thread_local
+
+// ---- built-in types and variables ----------------------------------------------------------------
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x, y, z;
+  constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
+// Set by the scheduler before it resumes a fiber, so they always describe the running thread.
+extern thread_local uint3 threadIdx;
+extern thread_local uint3 blockIdx;
+extern thread_local dim3 blockDim;
+extern thread_local dim3 gridDim;
+constexpr int warpSize = 32;
+
+// ---- runtime API subset -------------------------------------------------------------------------
+// Error codes keep the CUDA runtime's numbers.
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorNoDevice = 100,
+  cudaErrorLaunchFailure = 719,
+  cudaErrorNotSupported = 801,
+};
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+struct EmuStream;
+typedef EmuStream* cudaStream_t;  // every stream runs its work synchronously, in call order
+
+struct cudaDeviceProp {
+  char name[256];
+  size_t totalGlobalMem;
+  int major, minor;
+  int multiProcessorCount;
+};
+
+const char* cudaGetErrorString(cudaError_t error);
+const char* cudaGetErrorName(cudaError_t error);
+cudaError_t cudaGetLastError();   // returns and clears the last error
+cudaError_t cudaPeekAtLastError();
+cudaError_t cudaGetDeviceCount(int* count);  // the emulator is one device
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDevice(int* device);
+// New allocations are filled with 0xFF bytes (float NaN), so a kernel that leaves an element
+// unwritten produces a visible NaN instead of a stale value.
+cudaError_t cudaMalloc(void** ptr, size_t bytes);
+cudaError_t cudaFree(void* ptr);
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemset(void* ptr, int value, size_t bytes);
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream = nullptr);
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaDeviceSynchronize();
+
+// ---- device intrinsics ------------------------------------------------------------------------
+// Barrier over every thread of the block. All threads must reach it (none may have returned):
+// a barrier that some threads skip is reported as a launch failure, not silently accepted.
+void __syncthreads();
+// Barrier over the lanes of `mask` in the calling thread's warp.
+void __syncwarp(unsigned mask = 0xffffffffu);
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+template <typename T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+inline float __expf(float x) { return std::exp(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+
+namespace winfer_emu {
+// Warp exchange used by the shuffles: every lane of `mask` publishes `size` bytes at `value`,
+// then receives into `out` the bytes published by lane `source_lane(lane)`, where a source lane
+// outside [0, 32) or outside the mask means "keep your own value".
+using SourceLaneFn = int (*)(int lane, int arg, int width);
+void warp_exchange(unsigned mask, const void* value, size_t size, void* out, SourceLaneFn source,
+                   int arg, int width);
+int shfl_idx_source(int lane, int src, int width);
+int shfl_up_source(int lane, int delta, int width);
+int shfl_down_source(int lane, int delta, int width);
+int shfl_xor_source(int lane, int lane_mask, int width);
+
+template <typename T>
+T shuffle(unsigned mask, T var, SourceLaneFn source, int arg, int width) {
+  static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8, "shuffle of 1..8-byte values");
+  T result;
+  warp_exchange(mask, &var, sizeof(T), &result, source, arg, width);
+  return result;
+}
+}  // namespace winfer_emu
+
+template <typename T>
+T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize) {
+  return winfer_emu::shuffle(mask, var, winfer_emu::shfl_idx_source, src_lane, width);
+}
+template <typename T>
+T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
+  return winfer_emu::shuffle(mask, var, winfer_emu::shfl_up_source, static_cast<int>(delta), width);
+}
+template <typename T>
+T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
+  return winfer_emu::shuffle(mask, var, winfer_emu::shfl_down_source, static_cast<int>(delta), width);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize) {
+  return winfer_emu::shuffle(mask, var, winfer_emu::shfl_xor_source, lane_mask, width);
+}
+
+// Threads never run at the same time, so a read-modify-write is atomic by construction.
+template <typename T>
+T atomicAdd(T* address, T value) {
+  const T old = *address;
+  *address = old + value;
+  return old;
+}
+
+// ---- kernel launch ------------------------------------------------------------------------------
+namespace winfer_emu {
+
+// Runs thread_body(closure) once for every thread of every block of the grid. Checks the
+// configuration as the GPU does (at most 1024 threads per block, block and grid dimensions within
+// the hardware limits) and returns cudaErrorInvalidConfiguration otherwise; returns
+// cudaErrorLaunchFailure (and prints why to stderr) on a barrier that not every thread reaches.
+cudaError_t run_grid(dim3 grid, dim3 block, void (*thread_body)(void*), void* closure);
+
+// The emulated counterpart of kernel<<<grid, block, 0, stream>>>(args...). The arguments are
+// converted to the kernel's parameter types once, as the GPU copies them into parameter memory,
+// and every thread calls the kernel with those copies.
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t /*stream*/,
+                   Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "wrong number of kernel arguments");
+  using ParamTuple = std::tuple<std::decay_t<Params>...>;
+  struct Closure {
+    void (*kernel)(Params...);
+    ParamTuple params;
+  };
+  Closure closure{kernel, ParamTuple(std::forward<Args>(args)...)};
+  return run_grid(grid, block,
+                  [](void* p) {
+                    Closure* c = static_cast<Closure*>(p);
+                    std::apply(c->kernel, c->params);
+                  },
+                  &closure);
+}
+
+}  // namespace winfer_emu
