@@ -46,6 +46,8 @@ class AddOp : public Op {
     activation_ = act;
     return true;
   }
+  // add() is element-wise: the output may be either operand (kernels/cpu/elementwise.h).
+  bool can_run_in_place(const std::vector<Shape>&) const override { return true; }
 
  private:
   Activation activation_ = Activation::kNone;

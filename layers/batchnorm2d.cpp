@@ -15,6 +15,7 @@ class BatchNormKernel : public Kernel {
   std::string describe() const override {
     return act_ == Activation::kNone ? "standalone" : std::string("standalone, fused ") + activation_name(act_);
   }
+  size_t shared_weight_bytes() const override { return op_.weight_bytes(); }
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
            int threads) const override {
     const Shape& s = in[0]->shape();  // NCHW logical, stored NHWC

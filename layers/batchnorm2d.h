@@ -22,6 +22,9 @@ class BatchNorm2dOp : public Op {
                                           const CompileOptions& options) const override;
   int64_t param_count() const override { return 2 * num_features_; }  // weight, bias
   bool try_absorb(const Op& next) override;
+  size_t weight_bytes() const override { return (scale_.size() + shift_.size()) * sizeof(float); }
+  // scale_shift_channels_nhwc reads element i only to write element i.
+  bool can_run_in_place(const std::vector<Shape>&) const override { return true; }
 
   // Per-channel affine form, valid after load_params.
   const std::vector<float>& scale() const { return scale_; }

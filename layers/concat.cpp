@@ -8,19 +8,21 @@ namespace {
 
 class ConcatKernel : public Kernel {
  public:
-  ConcatKernel(int64_t rows, std::vector<int64_t> channels) : rows_(rows), channels_(std::move(channels)) {}
+  ConcatKernel(int64_t rows, std::vector<int64_t> channels)
+      : rows_(rows), channels_(std::move(channels)), sources_(channels_.size()) {}
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
            int threads) const override {
-    std::vector<const float*> sources;
-    sources.reserve(in.size());
-    for (const Tensor* t : in) sources.push_back(t->data());
-    concat_channels_nhwc(rows_, static_cast<int>(sources.size()), sources.data(), channels_.data(),
-                         out[0]->data(), threads);
+    for (size_t i = 0; i < in.size(); ++i) sources_[i] = in[i]->data();
+    concat_channels_nhwc(rows_, static_cast<int>(in.size()), sources_.data(), channels_.data(), out[0]->data(),
+                         threads);
   }
 
  private:
   int64_t rows_;
   std::vector<int64_t> channels_;  // dim 1 of each input
+  // Sized once so that running allocates nothing. A kernel belongs to one session, which runs
+  // one inference at a time, so this scratch is never shared between two runs.
+  mutable std::vector<const float*> sources_;
 };
 
 class ConcatOp : public Op {

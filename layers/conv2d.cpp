@@ -21,6 +21,8 @@ class ConvKernel : public Kernel {
     algorithm->pack_weights(params, op.weight().data(), packed_.data());
   }
   size_t workspace_bytes() const override { return algorithm_->workspace_bytes(params_); }
+  size_t owned_weight_bytes() const override { return algorithm_->packed_weight_bytes(params_); }
+  size_t shared_weight_bytes() const override { return bias_.bytes(); }
   std::string describe() const override {
     std::string s = algorithm_->name();
     if (!note_.empty()) s += " (" + note_ + ")";

@@ -29,6 +29,7 @@ class Conv2dOp : public Op {
                                           const CompileOptions& options) const override;
   int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) const override;
   int64_t param_count() const override;
+  size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
   bool try_absorb(const Op& next) override;
 
   // The convolution for a given input shape (NCHW).

@@ -6,13 +6,17 @@
 namespace winfer {
 namespace {
 
+// The 4-D input is stored NHWC; its flat PyTorch order is NCHW. Both orders coincide for a
+// single pixel (the usual case, after global pooling) or a single channel.
+bool needs_reorder(const Shape& in) { return in.rank() == 4 && in.h() * in.w() != 1 && in.c() != 1; }
+
 class FlattenKernel : public Kernel {
  public:
   explicit FlattenKernel(const Shape& in) : in_(in) {}
-  std::string describe() const override { return needs_reorder() ? "NHWC to NCHW order" : "copy"; }
+  std::string describe() const override { return needs_reorder(in_) ? "NHWC to NCHW order" : "copy"; }
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
            int threads) const override {
-    if (needs_reorder()) {
+    if (needs_reorder(in_)) {
       nhwc_to_nchw(in_.n(), in_.c(), in_.h(), in_.w(), in[0]->data(), out[0]->data(), threads);
     } else {
       copy_unless_aliased(*in[0], *out[0]);
@@ -20,10 +24,6 @@ class FlattenKernel : public Kernel {
   }
 
  private:
-  // The 4-D input is stored NHWC; its flat PyTorch order is NCHW. Both orders coincide for
-  // a single pixel (the usual case, after global pooling) or a single channel.
-  bool needs_reorder() const { return in_.rank() == 4 && in_.h() * in_.w() != 1 && in_.c() != 1; }
-
   Shape in_;
 };
 
@@ -41,6 +41,9 @@ class FlattenOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new FlattenKernel(inputs[0]));
   }
+  // A plain copy can be skipped by sharing the storage; the NHWC -> NCHW reorder cannot run in
+  // place (it moves elements to other positions).
+  bool can_run_in_place(const std::vector<Shape>& inputs) const override { return !needs_reorder(inputs[0]); }
 };
 
 }  // namespace

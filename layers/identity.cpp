@@ -28,6 +28,8 @@ class PassThroughOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new CopyKernel());
   }
+  // In place there is nothing to copy (copy_unless_aliased).
+  bool can_run_in_place(const std::vector<Shape>&) const override { return true; }
 
  private:
   const char* type_;

@@ -15,6 +15,7 @@ class LinearKernel : public Kernel {
   std::string describe() const override {
     return act_ == Activation::kNone ? std::string() : std::string("fused ") + activation_name(act_);
   }
+  size_t shared_weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
            int threads) const override {
     const Shape& w = weight_.shape();  // [out, in]
@@ -62,6 +63,7 @@ class LinearOp : public Op {
   int64_t param_count() const override {
     return out_features_ * in_features_ + (has_bias_ ? out_features_ : 0);
   }
+  size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
 
   bool try_absorb(const Op& next) override {
     if (activation_ != Activation::kNone) return false;  // nothing may follow the activation

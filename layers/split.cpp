@@ -1,6 +1,7 @@
 #include "layers/split.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <string>
 
@@ -88,11 +89,11 @@ class SplitKernel : public Kernel {
   SplitKernel(int64_t rows, std::vector<int64_t> sizes) : rows_(rows), sizes_(std::move(sizes)) {}
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
            int threads) const override {
-    std::vector<float*> targets;
-    targets.reserve(out.size());
-    for (Tensor* t : out) targets.push_back(t->data());
-    split_channels_nhwc(rows_, in[0]->data(), static_cast<int>(targets.size()), sizes_.data(),
-                        targets.data(), threads);
+    // On the stack: a session allocates nothing while it runs (at most kMaxPieces outputs).
+    std::array<float*, kMaxPieces> targets;
+    for (size_t i = 0; i < out.size(); ++i) targets[i] = out[i]->data();
+    split_channels_nhwc(rows_, in[0]->data(), static_cast<int>(out.size()), sizes_.data(), targets.data(),
+                        threads);
   }
 
  private:

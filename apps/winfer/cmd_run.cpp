@@ -1,10 +1,8 @@
 // `winfer run MODEL`: one input tensor through the model; top classes to stdout, time to stderr.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <numeric>
 
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
@@ -46,36 +44,11 @@ void print_top_classes(const Model& model, const Tensor& output, int top) {
     std::printf("output %s (not [N, classes]: no classes to rank)\n", output.shape().to_string().c_str());
     return;
   }
-  std::string error;
-  std::vector<std::string> labels;
-  if (!model.labels_path().empty()) labels = read_labels(model.labels_path(), &error);
   const int64_t rows = output.shape()[0], classes = output.shape()[1];
-  if (!error.empty()) std::cerr << "warning: " << error << "; printing class indices\n";
-  if (!labels.empty() && static_cast<int64_t>(labels.size()) != classes) {
-    std::cerr << "warning: " << model.labels_path() << " has " << labels.size() << " labels for " << classes
-              << " classes; printing class indices\n";
-    labels.clear();
-  }
-  const bool already_probabilities = !model.layers().empty() && model.layers().back().type == "softmax";
+  const std::vector<std::string> labels = model_labels(model, classes);
   for (int64_t r = 0; r < rows; ++r) {
-    const float* row = output.data() + r * classes;
-    std::vector<double> p(row, row + classes);
-    if (!already_probabilities) {  // softmax of the logits, for display
-      const double mx = *std::max_element(p.begin(), p.end());
-      double sum = 0;
-      for (double& v : p) sum += (v = std::exp(v - mx));
-      for (double& v : p) v /= sum;
-    }
-    std::vector<int64_t> order(static_cast<size_t>(classes));
-    std::iota(order.begin(), order.end(), 0);
-    const int64_t k = std::min<int64_t>(top, classes);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
     if (rows > 1) std::printf("image %lld\n", static_cast<long long>(r));
-    for (int64_t i = 0; i < k; ++i) {
-      const int64_t c = order[i];
-      const std::string label = labels.empty() ? "class " + std::to_string(c) : labels[c];
-      std::printf("%2lld  %.4f  %s\n", static_cast<long long>(i + 1), p[c], label.c_str());
-    }
+    print_class_scores(top_classes(class_probabilities(model, output.data() + r * classes, classes), top), labels);
   }
 }
 

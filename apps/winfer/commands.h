@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace winfer::cli {
 
@@ -18,7 +19,7 @@ struct RunArgs {
   std::string model, weights, input, output;
   std::optional<uint64_t> random_weights_seed;
   uint64_t input_seed = 0;
-  std::string conv = "im2col";
+  std::string conv = "im2win";
   int threads = 1;
   int64_t batch = 0;
   int top = 5;
@@ -26,5 +27,55 @@ struct RunArgs {
   bool profile = false;
 };
 int run_run(const RunArgs& args);
+
+struct PlanArgs {
+  std::string model, weights;
+  std::optional<uint64_t> random_weights_seed;
+  std::string conv;  // comma-separated, or "all"; empty: the default algorithm vs im2col
+  int threads = 1;
+  int64_t batch = 0;
+  bool json = false;
+  std::string svg;
+  bool measure = true;  // run once per algorithm in a child process and report its peak memory
+};
+int run_plan(const PlanArgs& args);
+
+struct BenchArgs {
+  std::string layers;        // layer set name (bench/layers/NAME.yaml), layer-set file or model file
+  std::string conv;          // comma-separated implementations; empty or "all": every one that applies
+  std::string filter;        // only layers whose name contains this
+  int threads = 1;
+  int64_t batch = 0;         // 0: the set's
+  int runs = 20;             // timed runs per (layer, conv), more for tiny layers (min_time)
+  double min_time = 0.25;    // seconds of timed runs at least, up to 1000 runs
+  uint64_t seed = 1;
+  bool json = false, list = false, verify = true, peak = true;
+};
+int run_bench(const BenchArgs& args);
+
+struct ClassifyArgs {
+  std::string model, weights;
+  std::vector<std::string> images;  // files or folders
+  int top = 5;
+  std::string device = "cpu";
+  std::string conv;  // empty: the engine's default algorithm
+  int threads = 1;
+  int64_t batch = 0;  // 0: min(8, number of images)
+  bool json = false;
+};
+int run_classify(const ClassifyArgs& args);
+
+struct EvalArgs {
+  std::string model, weights;
+  std::string dataset = "fashion-mnist";
+  std::string split = "test";
+  std::string data;  // folder of the IDX files; empty: the dataset package's
+  int64_t limit = 0;  // 0: the whole split
+  std::string conv;
+  int threads = 1;
+  int64_t batch = 0;  // 0: 100
+  std::string predictions;  // write each image's predicted class here (one byte per image)
+};
+int run_eval(const EvalArgs& args);
 
 }  // namespace winfer::cli

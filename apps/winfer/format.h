@@ -1,10 +1,12 @@
 // Small formatting and file helpers shared by the subcommands.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "winfer/model.h"
 #include "winfer/status.h"
 #include "winfer/tensor.h"
 
@@ -19,5 +21,46 @@ int fail(const Status& status);
 // A seeded uniform [-1, 1) tensor (NCHW for rank 4).
 Tensor random_tensor(const Shape& shape, uint64_t seed);
 double median(std::vector<double> values);
+// Text as a JSON string literal, quotes included.
+std::string json_quote(const std::string& text);
+
+// ---- classification results (run, classify, eval) ----
+
+struct ClassScore {
+  int64_t index = 0;
+  double probability = 0;
+};
+// The model's labels if it has a labels file with one line per class; otherwise empty, after a
+// warning on stderr (callers then print class indices).
+std::vector<std::string> model_labels(const Model& model, int64_t classes);
+// labels[index], or "class N" when there are no labels.
+std::string class_label(const std::vector<std::string>& labels, int64_t index);
+// Probabilities of one output row: its softmax, or the row itself when the model's last layer
+// already is a softmax.
+std::vector<double> class_probabilities(const Model& model, const float* row, int64_t classes);
+// The k most probable classes, most probable first (ties: lower index first).
+std::vector<ClassScore> top_classes(const std::vector<double>& probabilities, int64_t k);
+// The index of the largest value (the first one on ties).
+int64_t argmax(const float* row, int64_t classes);
+// "  1  0.9731  Sneaker" lines, as `winfer run` and `winfer classify` print them.
+void print_class_scores(const std::vector<ClassScore>& scores, const std::vector<std::string>& labels);
+
+// A one-line progress bar on stderr for long runs, drawn only when stderr is a terminal (so
+// logs and pipes stay clean). clear() erases it before another message goes to stderr.
+class ProgressBar {
+ public:
+  ProgressBar(int64_t total, std::string unit, bool wanted = true);
+  ~ProgressBar() { finish(); }
+  void update(int64_t done);
+  void clear();
+  void finish();
+
+ private:
+  void draw();
+  int64_t total_ = 0, done_ = 0;
+  std::string unit_;
+  bool enabled_ = false, visible_ = false;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+};
 
 }  // namespace winfer::cli

@@ -1,6 +1,10 @@
 // winfer: command-line front end of the engine.
 //   winfer info MODEL             layers, shapes, parameters and FLOPs
 //   winfer run  MODEL [options]   run on an .npy input (or a seeded random one), print top classes and time
+//   winfer plan MODEL [options]   memory plan and measured peak memory per convolution algorithm
+//   winfer bench --layers SET     time convolution layers per algorithm (and peer libraries)
+//   winfer classify MODEL IMAGE... top classes of image files (or folders of them)
+//   winfer eval MODEL --dataset fashion-mnist   accuracy on a labelled dataset
 // Results go to stdout; logs and timings to stderr.
 #include <CLI/CLI.hpp>
 
@@ -33,8 +37,65 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--repeat", run.repeat, "Timed runs after one warm-up run (0: just one cold run)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   run_cmd->add_flag("--profile", run.profile, "Print per-layer times of the last run");
 
+  winfer::cli::PlanArgs plan;
+  CLI::App* plan_cmd = app.add_subcommand("plan", "Memory per convolution algorithm: weights, planned arena, lower bound, measured peak");
+  plan_cmd->add_option("model", plan.model, "Model YAML file")->required();
+  plan_cmd->add_option("--weights", plan.weights, "Weights (.safetensors), overrides the YAML's");
+  plan_cmd->add_option("--random-weights", plan.random_weights_seed,
+                       "Fill the weights deterministically from SEED (default for a model without weights: 1)");
+  plan_cmd->add_option("--conv", plan.conv, "Algorithms to compare, comma-separated, or 'all' (default: the default algorithm vs im2col)");
+  plan_cmd->add_option("--batch", plan.batch, "Batch size (default: the model's)")->check(CLI::Range(1, 1 << 20));
+  plan_cmd->add_option("--threads", plan.threads, "Threads of the measured run")->capture_default_str()->check(CLI::Range(1, 1024));
+  plan_cmd->add_flag("--json", plan.json, "Print one JSON object instead of the table");
+  plan_cmd->add_option("--svg", plan.svg, "Draw the arenas into this SVG file");
+  plan_cmd->add_flag("!--no-measure", plan.measure, "Plan only; skip the measured run");
+
+  winfer::cli::BenchArgs bench;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time convolution layers with each algorithm and peer library");
+  bench_cmd->add_option("--layers", bench.layers, "Layer set: paper12, zoo, tiny, a layer-set .yaml or a model .yaml")->required();
+  bench_cmd->add_option("--conv", bench.conv, "Implementations, comma-separated (engine algorithms, onednn, xnnpack); default: all that apply");
+  bench_cmd->add_option("--filter", bench.filter, "Only layers whose name contains this text");
+  bench_cmd->add_option("--threads", bench.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  bench_cmd->add_option("--batch", bench.batch, "Batch size (default: the layer set's)")->check(CLI::Range(1, 1 << 20));
+  bench_cmd->add_option("--runs", bench.runs, "Timed runs per layer and implementation (more for tiny layers)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  bench_cmd->add_option("--min-time", bench.min_time, "Seconds of timed runs at least per layer and implementation")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  bench_cmd->add_option("--seed", bench.seed, "Seed of the random inputs and weights")->capture_default_str();
+  bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of the table");
+  bench_cmd->add_flag("--list", bench.list, "List the layers of the set and exit");
+  bench_cmd->add_flag("!--no-verify", bench.verify, "Skip checking every output against the direct convolution");
+  bench_cmd->add_flag("!--no-peak", bench.peak, "Skip the FMA peak probe (no % of peak)");
+
+  winfer::cli::ClassifyArgs classify;
+  CLI::App* classify_cmd = app.add_subcommand("classify", "Classify image files (JPEG, PNG, BMP, GIF, PGM/PPM, ...) or folders of them");
+  classify_cmd->add_option("model", classify.model, "Model YAML file")->required();
+  classify_cmd->add_option("images", classify.images, "Image files or folders")->required();
+  classify_cmd->add_option("--weights", classify.weights, "Weights (.safetensors), overrides the YAML's");
+  classify_cmd->add_option("--top", classify.top, "Classes to print per image")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  classify_cmd->add_option("--device", classify.device, "cpu, or cuda (not implemented yet)")->capture_default_str();
+  classify_cmd->add_option("--conv", classify.conv, "Convolution algorithm (default: the engine's)");
+  classify_cmd->add_option("--threads", classify.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")->check(CLI::Range(1, 1 << 16));
+  classify_cmd->add_flag("--json", classify.json, "Print one JSON object instead of text");
+
+  winfer::cli::EvalArgs eval;
+  CLI::App* eval_cmd = app.add_subcommand("eval", "Accuracy, per-class accuracy and confusions on a labelled dataset");
+  eval_cmd->add_option("model", eval.model, "Model YAML file")->required();
+  eval_cmd->add_option("--weights", eval.weights, "Weights (.safetensors), overrides the YAML's");
+  eval_cmd->add_option("--dataset", eval.dataset, "Dataset (fashion-mnist)")->capture_default_str();
+  eval_cmd->add_option("--split", eval.split, "test or train")->capture_default_str()->check(CLI::IsMember({"test", "train"}));
+  eval_cmd->add_option("--data", eval.data, "Folder of the IDX files (default: /usr/share/datasets/fashion-mnist)");
+  eval_cmd->add_option("--limit", eval.limit, "Only the first N images")->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  eval_cmd->add_option("--conv", eval.conv, "Convolution algorithm (default: the engine's)");
+  eval_cmd->add_option("--threads", eval.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  eval_cmd->add_option("--batch", eval.batch, "Images per batch (default: 100)")->check(CLI::Range(1, 1 << 16));
+  eval_cmd->add_option("--predictions", eval.predictions, "Write each image's predicted class to this file (one byte each)");
+
   CLI11_PARSE(app, argc, argv);
   if (info_cmd->parsed()) return winfer::cli::run_info(info);
   if (run_cmd->parsed()) return winfer::cli::run_run(run);
+  if (plan_cmd->parsed()) return winfer::cli::run_plan(plan);
+  if (bench_cmd->parsed()) return winfer::cli::run_bench(bench);
+  if (classify_cmd->parsed()) return winfer::cli::run_classify(classify);
+  if (eval_cmd->parsed()) return winfer::cli::run_eval(eval);
   return 2;
 }

@@ -55,4 +55,10 @@ int64_t Model::total_params() const {
   return total;
 }
 
+size_t Model::weight_bytes() const {
+  size_t total = 0;
+  for (const GraphNode& node : graph_->nodes) total += node.op->weight_bytes();
+  return total;
+}
+
 }  // namespace winfer

@@ -42,6 +42,11 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual size_t workspace_bytes() const { return 0; }
+  // Bytes of the weights run() reads, for the memory report: those the kernel allocated itself
+  // (packed convolution weights) and those it reads from its op's storage (biases, linear and
+  // batch-norm parameters), which the Model holds anyway.
+  virtual size_t owned_weight_bytes() const { return 0; }
+  virtual size_t shared_weight_bytes() const { return 0; }
   // One line for `winfer info`/logs, e.g. "im2col" or "depthwise (fused relu)".
   virtual std::string describe() const { return std::string(); }
   // Shapes were checked at compile time; run() cannot fail on valid tensors.
@@ -71,6 +76,15 @@ class Op {
   }
   // Learnable parameters as PyTorch counts them (batch-norm running statistics excluded).
   virtual int64_t param_count() const { return 0; }
+  // Bytes of the parameters this op holds after loading and fusion (batch norm folded in).
+  virtual size_t weight_bytes() const { return 0; }
+
+  // In-place capability, for the memory planner: true when this op's kernel (compiled for
+  // these input shapes) stays correct when its one output shares storage with any one of its
+  // inputs of the same size. The planner then lets the output take over an input that dies at
+  // this step. Element-wise ops say yes; anything that reads an element after writing another
+  // one at the same place must not.
+  virtual bool can_run_in_place(const std::vector<Shape>& /*inputs*/) const { return false; }
 
   // Fusion: absorb the op that consumes this op's only output (e.g. conv <- batchnorm, relu;
   // add <- relu). Returns true if absorbed; `next` is then removed from the graph.

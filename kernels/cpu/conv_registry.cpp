@@ -10,6 +10,7 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
       &cpu::direct_conv_algorithm(),
       &cpu::im2col_conv_algorithm(),
       &cpu::depthwise_conv_algorithm(),
+      &cpu::im2win_conv_algorithm(),
   };
   return algorithms;
 }

@@ -12,12 +12,18 @@
 //
 // An always_inline callee compiled for the default target may be inlined into a caller with a
 // wider target, so the body is compiled with the caller's ISA. On other CPUs the target macros
-// are empty and the three wrappers are identical.
+// are empty and the three wrappers are identical. (Bodies that need intrinsics cannot use this
+// scheme, since an intrinsic is not inlined into a default-target template: the convolution
+// micro-kernels are compiled per ISA file instead, see ukernel_conv_body.h.)
+//
+// The environment variable WINFER_ISA=avx512|avx2|generic lowers the ISA every dispatching
+// kernel uses (read once), so that the narrower kernels can be run and timed on a wider CPU.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -100,17 +106,37 @@ WINFER_ALWAYS_INLINE inline Vec<kLanes> broadcast(float x) {
 
 enum class Isa { kGeneric = 0, kAvx2 = 1, kAvx512 = 2 };
 
-// The widest of the ISAs above that this CPU (and OS) supports; detected once.
+// The widest of the ISAs above that this CPU (and OS) supports.
+inline Isa hardware_isa() {
+#if WINFER_X86_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
+    return Isa::kAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+#endif
+  return Isa::kGeneric;
+}
+
+// The ISA `WINFER_ISA` names ("avx512", "avx2", "generic"); `fallback` when the variable is
+// unset or names none of them.
+inline Isa isa_from_env(Isa fallback) {
+  const char* v = std::getenv("WINFER_ISA");
+  if (v == nullptr) return fallback;
+  if (std::strcmp(v, "avx512") == 0) return Isa::kAvx512;
+  if (std::strcmp(v, "avx2") == 0) return Isa::kAvx2;
+  if (std::strcmp(v, "generic") == 0) return Isa::kGeneric;
+  return fallback;
+}
+
+// The ISA the kernels may use: the hardware's, lowered by the environment variable
+// WINFER_ISA=avx512|avx2|generic when set (to run or time the narrower kernels on a wider
+// CPU; it never raises the ISA above the hardware's, and other values are ignored). Read once,
+// at the first kernel call.
 inline Isa detected_isa() {
   static const Isa isa = [] {
-#if WINFER_X86_DISPATCH
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
-      return Isa::kAvx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
-#endif
-    return Isa::kGeneric;
+    const Isa hw = hardware_isa();
+    return static_cast<Isa>(std::min(static_cast<int>(hw), static_cast<int>(isa_from_env(hw))));
   }();
   return isa;
 }

@@ -8,42 +8,23 @@
 
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/gemm.h"
+#include "conv_test_util.h"
 #include "reference.h"
 #include "test_util.h"
 
 namespace winfer {
 namespace {
 
+using test::Conv;
+using test::ConvCase;
+using test::ConvData;
 using test::GuardedBuffer;
-
-// Fluent ConvParams: conv(n, c, h, w, co).k(3, 3).s(2, 2).pad(1, 1, 1, 1).d(2, 2).g(4)
-struct Conv {
-  ConvParams p;
-  Conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t co) {
-    p.batch = n;
-    p.in_channels = c;
-    p.in_h = h;
-    p.in_w = w;
-    p.out_channels = co;
-  }
-  Conv& k(int64_t kh, int64_t kw) { p.kernel_h = kh; p.kernel_w = kw; return *this; }
-  Conv& s(int64_t sh, int64_t sw) { p.stride_h = sh; p.stride_w = sw; return *this; }
-  Conv& pad(int64_t top, int64_t left, int64_t bottom, int64_t right) {
-    p.pad_top = top; p.pad_left = left; p.pad_bottom = bottom; p.pad_right = right;
-    return *this;
-  }
-  Conv& pad(int64_t all) { return pad(all, all, all, all); }
-  Conv& d(int64_t dh, int64_t dw) { p.dilation_h = dh; p.dilation_w = dw; return *this; }
-  Conv& g(int64_t groups) { p.groups = groups; return *this; }
-};
-
-struct ConvCase {
-  ConvParams p;
-  bool bias;
-  Activation act;
-};
-
-constexpr Activation kNone = Activation::kNone, kRelu = Activation::kRelu, kRelu6 = Activation::kRelu6;
+using test::describe;
+using test::make_data;
+using test::run_conv;
+using test::kNone;
+using test::kRelu;
+using test::kRelu6;
 
 // Shapes chosen to hit the edges: odd sizes, C = 1 and 3, Co not a multiple of 8/16, batch 3,
 // stride 2 and 4, dilation 2, asymmetric padding, groups 2 and 4, 1x1 (with and without the
@@ -76,6 +57,14 @@ std::vector<ConvCase> conv_cases() {
       {Conv(1, 2, 4, 4, 3).k(3, 3).pad(3).p, true, kRelu6},
       {Conv(1, 8, 6, 5, 4).k(3, 3).pad(1).g(4).p, false, kNone},
       {Conv(1, 8, 7, 7, 16).k(3, 3).pad(1).g(8).p, true, kRelu},  // grouped, multiplier 2
+      // im2win's edges (tests/kernels/test_im2win.cpp has many more): Co = 33 (a 1-channel
+      // tail past a full 32-channel panel), a row narrower than every tile shape, dilation
+      // along W only, a window split into several row blocks (row of 62*3*64 floats, 10 rows
+      // per block, 23 output rows: 8 + 8 + 7).
+      {Conv(1, 5, 6, 9, 33).k(3, 3).pad(1).p, true, kRelu6},
+      {Conv(2, 7, 9, 3, 17).k(3, 3).pad(0, 1, 2, 1).p, false, kRelu},
+      {Conv(1, 6, 7, 12, 10).k(2, 3).pad(1).d(1, 3).p, true, kNone},
+      {Conv(1, 64, 23, 60, 5).k(3, 3).pad(1).p, true, kNone},
       // depthwise (groups == C == Co)
       {Conv(1, 16, 9, 9, 16).k(3, 3).pad(1).g(16).p, true, kRelu},
       {Conv(2, 24, 10, 11, 24).k(3, 3).s(2, 2).pad(1).g(24).p, false, kNone},
@@ -83,44 +72,6 @@ std::vector<ConvCase> conv_cases() {
       {Conv(1, 19, 13, 11, 19).k(3, 3).pad(2).d(2, 2).g(19).p, true, kNone},
       {Conv(3, 3, 8, 6, 3).k(3, 2).s(1, 2).pad(0, 1, 2, 0).g(3).p, false, kRelu},
   };
-}
-
-std::string describe(const ConvCase& c) {
-  return c.p.to_string() + (c.bias ? " bias" : " nobias") + " act=" + activation_name(c.act);
-}
-
-struct ConvData {
-  std::vector<float> input, weight, bias;
-};
-
-ConvData make_data(const ConvParams& p, uint32_t seed) {
-  ConvData d;
-  d.input = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.in_channels), seed);
-  d.weight = test::random_floats(
-      static_cast<size_t>(p.out_channels * p.in_channels_per_group() * p.kernel_h * p.kernel_w), seed + 1);
-  d.bias = test::random_floats(static_cast<size_t>(p.out_channels), seed + 2);
-  return d;
-}
-
-// Packs and runs `algo` with every buffer guarded by a canary, and checks the canaries.
-// The output starts as NaN so an element the algorithm forgets to write shows up.
-std::vector<float> run_conv(const ConvAlgorithm& algo, const ConvParams& p, const ConvData& d,
-                            bool with_bias, Activation act, int threads) {
-  GuardedBuffer packed(algo.packed_weight_bytes(p));
-  algo.pack_weights(p, d.weight.data(), packed.floats());
-  CHECK_MESSAGE(packed.canary_intact(), algo.name(), " pack_weights wrote past packed_weight_bytes");
-
-  const size_t ws_bytes = algo.workspace_bytes(p);
-  GuardedBuffer workspace(ws_bytes);
-  const size_t out_count = static_cast<size_t>(p.batch * p.out_h() * p.out_w() * p.out_channels);
-  GuardedBuffer out(out_count * sizeof(float));
-  std::memset(out.data_bytes(), 0xFF, out_count * sizeof(float));  // NaN
-
-  algo.run(p, d.input.data(), packed.floats(), with_bias ? d.bias.data() : nullptr, out.floats(),
-           ws_bytes ? workspace.data_bytes() : nullptr, act, threads);
-  CHECK_MESSAGE(workspace.canary_intact(), algo.name(), " wrote past workspace_bytes");
-  CHECK_MESSAGE(out.canary_intact(), algo.name(), " wrote past the output");
-  return std::vector<float>(out.floats(), out.floats() + out_count);
 }
 
 TEST_CASE("valid_taps matches a brute-force scan") {
@@ -144,12 +95,13 @@ TEST_CASE("valid_taps matches a brute-force scan") {
         }
 }
 
-TEST_CASE("conv registry lists direct, im2col, depthwise in a fixed order") {
+TEST_CASE("conv registry lists direct, im2col, depthwise, im2win in a fixed order") {
   const auto& algos = conv_algorithms();
-  REQUIRE(algos.size() >= 3);
+  REQUIRE(algos.size() >= 4);
   CHECK(std::string(algos[0]->name()) == "direct");
   CHECK(std::string(algos[1]->name()) == "im2col");
   CHECK(std::string(algos[2]->name()) == "depthwise");
+  CHECK(std::string(algos[3]->name()) == "im2win");
   for (const ConvAlgorithm* a : algos) CHECK(find_conv_algorithm(a->name()) == a);
   CHECK(find_conv_algorithm("no-such-algorithm") == nullptr);
   CHECK(find_conv_algorithm("") == nullptr);

@@ -75,6 +75,9 @@ class Model {
   std::vector<LayerInfo> layers() const;  // after fusion, in execution order
   int64_t total_flops() const;
   int64_t total_params() const;
+  // Bytes of the parameters the model holds after loading and fusion (batch norm folded into
+  // the convolutions): the weights "as loaded" of `winfer plan`.
+  size_t weight_bytes() const;
 
   const Graph& graph() const { return *graph_; }  // for Session; internal type
 

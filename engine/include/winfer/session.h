@@ -6,8 +6,14 @@
 //   options.conv_algorithm = "im2col";
 //   auto session = winfer::Session::create(model.value(), options);
 //   auto output = session.value()->run(input_nchw);   // Result<Tensor>, NCHW / [N, classes]
+//
+// Memory: Session::create plans every activation tensor and convolution workspace into one
+// arena (docs/MEMORY.md) and allocates it, together with the packed weights; nothing else is
+// allocated while running. run()/run_all() then allocate only the tensors they return;
+// run_into() allocates nothing once its output tensors exist (serving loops should use it).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,11 +24,19 @@
 namespace winfer {
 
 struct SessionOptions {
-  // Convolution algorithm for every non-depthwise convolution ("direct", "im2col").
-  std::string conv_algorithm = "im2col";
+  // Convolution algorithm for every non-depthwise convolution (see conv_algorithm_names()).
+  std::string conv_algorithm = "im2win";
   int threads = 1;
   // Batch size; 0 = the model's declared batch.
   int64_t batch = 0;
+  // Run every activation and workspace out of one planned arena (the default). false gives
+  // each tensor its own allocation and all convolutions one shared workspace, no reuse and no
+  // in-place layers: the reference the planner is tested against.
+  bool plan_memory = true;
+  // Debugging the planner (planned sessions only): before each layer runs, fill every arena
+  // byte that is not alive at that step with NaN, so that reading a dead tensor cannot go
+  // unnoticed. Costs a pass over the arena per layer.
+  bool poison_unused_memory = false;
 };
 
 struct LayerTiming {
@@ -32,6 +46,40 @@ struct LayerTiming {
   double milliseconds = 0;
 };
 
+// One buffer of the memory plan: an activation tensor or a convolution's workspace.
+struct MemoryBuffer {
+  std::string name;  // the tensor's name, or "<layer> workspace"
+  bool workspace = false;
+  size_t bytes = 0;
+  size_t offset = 0;  // in the arena
+  // Alive from the start of step first_step to the end of step last_step (step = layer index
+  // in execution order). The graph input is alive from step 0, outputs until the last step.
+  int first_step = 0;
+  int last_step = 0;
+  std::string in_place_of;  // the tensor whose storage this one takes over, or ""
+};
+
+// What a session's memory plan costs; `winfer plan` prints it per convolution algorithm.
+struct MemoryReport {
+  size_t weights_bytes = 0;         // the model's parameters as loaded (batch norm folded)
+  size_t packed_weights_bytes = 0;  // what the kernels read: packed conv weights, biases, other layers'
+  // The part of packed_weights_bytes this session allocated (packed convolution weights); the
+  // rest is read from the model's own tensors.
+  size_t session_weights_bytes = 0;
+  size_t activations_sum_bytes = 0;          // every tensor and workspace on its own (no reuse)
+  size_t activations_lower_bound_bytes = 0;  // the most bytes alive at any one step
+  size_t arena_bytes = 0;                    // the planned arena (tensors and workspaces)
+  size_t max_workspace_bytes = 0;            // the largest convolution workspace
+  size_t alignment = 0;                      // of every offset in the arena
+  int in_place_layers = 0;                   // layers whose output took over an input's storage
+  std::vector<std::string> steps;            // layer name of each step
+  std::vector<MemoryBuffer> buffers;
+};
+
+// Names of the convolution algorithms SessionOptions::conv_algorithm accepts, in the
+// registry's fixed order ("direct", "im2col", ...).
+std::vector<std::string> conv_algorithm_names();
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model,
@@ -40,16 +88,28 @@ class Session {
 
   const Shape& input_shape() const;               // NCHW with the session's batch
   const std::vector<Shape>& output_shapes() const;
+
   // Input: the model's input shape (NCHW, or plain for non-image inputs), any layout.
-  // Returns the first graph output (NCHW for rank 4, else plain).
+  // Returns the first graph output (NCHW for rank 4, else plain). Allocates the returned
+  // tensor on every call.
   Result<Tensor> run(const Tensor& input);
+  // Every graph output; allocates them on every call.
   Result<std::vector<Tensor>> run_all(const Tensor& input);
+  // Writes the graph outputs into `outputs`: one tensor per graph output with the shape
+  // output_shapes()[i]; a rank-4 output is written in the tensor's layout (NCHW, or NHWC
+  // without conversion). Missing or empty entries are allocated (NCHW / plain), so a vector
+  // kept between calls is allocated by the first call only; after that nothing is allocated.
+  Status run_into(const Tensor& input, std::vector<Tensor>* outputs);
 
   // Per-layer wall time of the last run (execution order).
   const std::vector<LayerTiming>& last_timings() const;
-  // Bytes of activation memory and of the largest convolution workspace.
+  // Bytes of activation memory the session allocated: the arena when memory is planned, else
+  // every tensor plus the shared workspace.
   size_t activation_bytes() const;
+  // Bytes of the largest convolution workspace.
   size_t workspace_bytes() const;
+  // The memory plan (computed also when plan_memory is false, for comparison).
+  const MemoryReport& memory_report() const;
 
  private:
   struct Impl;

@@ -1,0 +1,156 @@
+// `winfer bench --layers NAME|FILE`: convolution layers timed with every algorithm of the engine
+// and the peer libraries built in (bench/), as a table or JSON on stdout; progress on stderr.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "apps/winfer/commands.h"
+#include "apps/winfer/format.h"
+#include "bench/bench.h"
+#include "bench/layer_set.h"
+
+namespace winfer::cli {
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+// "C64 56x56 -> Co64 56x56, k3x3 s1 p1 relu": the shape as one reads it, defaults left out.
+std::string short_shape(const bench::BenchLayer& l) {
+  const ConvParams& p = l.params;
+  auto hw = [](int64_t h, int64_t w) { return std::to_string(h) + "x" + std::to_string(w); };
+  std::string s = "C" + std::to_string(p.in_channels) + " " + hw(p.in_h, p.in_w) + " -> Co" +
+                  std::to_string(p.out_channels) + " " + hw(p.out_h(), p.out_w()) + ", k" + hw(p.kernel_h, p.kernel_w);
+  s += p.stride_h == p.stride_w ? " s" + std::to_string(p.stride_h) : " s" + hw(p.stride_h, p.stride_w);
+  const bool symmetric = p.pad_top == p.pad_bottom && p.pad_left == p.pad_right && p.pad_top == p.pad_left;
+  s += symmetric ? " p" + std::to_string(p.pad_top)
+                 : " p" + std::to_string(p.pad_top) + "," + std::to_string(p.pad_left) + "," +
+                       std::to_string(p.pad_bottom) + "," + std::to_string(p.pad_right);
+  if (p.dilation_h != 1 || p.dilation_w != 1) s += " d" + hw(p.dilation_h, p.dilation_w);
+  if (p.groups != 1) s += (p.is_depthwise() ? " depthwise g" : " g") + std::to_string(p.groups);
+  s += std::string(", N") + std::to_string(p.batch) + (l.bias ? ", bias" : "") + ", " + bench::activation_key(l.activation);
+  if (l.count > 1) s += ", x" + std::to_string(l.count) + " in the models";
+  return s;
+}
+
+// Milliseconds with 4 significant digits or so: tiny layers take microseconds.
+std::string ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 100 ? "%.1f" : v >= 1 ? "%.3f" : "%.4f", v);
+  return buf;
+}
+
+std::string optional_bytes(const std::optional<size_t>& b) { return b ? human_bytes(double(*b)) : "n/a"; }
+
+void print_header(const bench::BenchReport& r) {
+  std::printf("layer set %s (%s): %zu layer(s), batch %lld, threads %d\n", r.layer_set.c_str(), r.layer_set_path.c_str(),
+              r.layers.size(), static_cast<long long>(r.batch), r.threads);
+  std::printf("isa %s; gemm: %s\npeers: %s\n", r.isa.c_str(), r.gemm.c_str(), r.peers.c_str());
+  if (!r.peak_probes.empty()) {
+    std::printf("FMA peak (FP32):");
+    for (const FmaProbeResult& p : r.peak_probes) std::printf("  %s %d thr %.1f", p.isa.c_str(), p.threads, p.gflops);
+    std::printf(" GFLOP/s; %% peak below is of %.1f\n", r.peak_gflops);
+  }
+  std::printf("started %s, load average %.2f\n", r.started_at.c_str(), r.load_average);
+}
+
+void print_layer_rows(const bench::BenchReport& r, const bench::BenchLayer& layer) {
+  std::printf("\n%s  %s  %sFLOP\n", layer.name.c_str(), short_shape(layer).c_str(), human_count(double(layer.params.flops())).c_str());
+  std::printf("  %-10s %10s %10s %10s %9s %7s %11s %11s %5s %9s\n", "conv", "median ms", "min ms", "max ms", "GFLOP/s",
+              "% peak", "workspace", "packed W", "runs", "rel err");
+  for (const bench::BenchResult& x : r.results) {
+    if (x.layer != layer.name) continue;
+    char err[32] = "-";
+    if (x.max_rel_error) std::snprintf(err, sizeof err, "%.1e", *x.max_rel_error);
+    std::printf("  %-10s %10s %10s %10s %9.1f %7.1f %11s %11s %5d %9s%s%s\n", x.conv.c_str(), ms(x.timing.median_ms).c_str(),
+                ms(x.timing.min_ms).c_str(), ms(x.timing.max_ms).c_str(), x.gflops, x.percent_peak, optional_bytes(x.workspace_bytes).c_str(),
+                optional_bytes(x.packed_weight_bytes).c_str(), x.timing.runs, err, x.mismatch ? "  MISMATCH" : "",
+                x.note.empty() ? "" : ("  " + x.note).c_str());
+  }
+}
+
+void print_summary(const bench::BenchReport& r) {
+  if (r.summary.empty()) return;
+  // Columns: im2col first, then the peers in the order they ran.
+  std::vector<std::string> bases;
+  for (const bench::SummaryRow& s : r.summary)
+    for (const auto& [base, ratio] : s.speedup_vs)
+      if (std::find(bases.begin(), bases.end(), base) == bases.end()) bases.push_back(base);
+  std::stable_partition(bases.begin(), bases.end(), [](const std::string& b) { return b == "im2col"; });
+  std::printf("\nsummary over dense layers (groups == 1), geometric means; \"vs X\" = X's time / this one's (> 1: faster)\n");
+  std::printf("  %-10s %6s %9s %7s", "conv", "layers", "GFLOP/s", "% peak");
+  for (const std::string& b : bases) std::printf(" %11s", ("vs " + b).c_str());
+  std::printf("\n");
+  for (const bench::SummaryRow& s : r.summary) {
+    std::printf("  %-10s %6d %9.1f %7.1f", s.conv.c_str(), s.layers, s.gflops, s.percent_peak);
+    for (const std::string& b : bases) {
+      auto it = s.speedup_vs.find(b);
+      if (it == s.speedup_vs.end()) std::printf(" %11s", "-");
+      else std::printf(" %10.2fx", it->second);
+    }
+    std::printf("\n");
+  }
+}
+
+void print_table(const bench::BenchReport& r) {
+  print_header(r);
+  for (const bench::BenchLayer& l : r.layers) print_layer_rows(r, l);
+  print_summary(r);
+  for (const std::string& s : r.skipped) std::printf("skipped: %s\n", s.c_str());
+}
+
+int list_layers(const bench::LayerSet& set) {
+  std::printf("layer set %s (%s): %s\n", set.name.c_str(), set.path.c_str(), set.description.c_str());
+  for (const bench::BenchLayer& l : set.layers) {
+    std::printf("  %-36s %s  %sFLOP\n", l.name.c_str(), short_shape(l).c_str(), human_count(double(l.params.flops())).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_bench(const BenchArgs& args) {
+  auto set = bench::load_layer_set(args.layers);
+  if (!set.ok()) return fail(set.status());
+  if (!args.filter.empty()) {
+    auto& layers = set.value().layers;
+    layers.erase(std::remove_if(layers.begin(), layers.end(),
+                                [&](const bench::BenchLayer& l) { return l.name.find(args.filter) == std::string::npos; }),
+                 layers.end());
+    if (layers.empty()) return fail(invalid_argument("--filter '" + args.filter + "' matches no layer of " + args.layers));
+  }
+  if (args.batch > 0) bench::set_batch(&set.value(), args.batch);
+  if (args.list) return list_layers(set.value());
+
+  bench::BenchOptions options;
+  options.convs = split_list(args.conv);
+  options.threads = args.threads;
+  options.timing.runs = args.runs;
+  options.timing.min_seconds = args.min_time;
+  options.verify = args.verify;
+  options.seed = args.seed;
+  options.probe_peak = args.peak;
+  options.log = [](const std::string& line) { std::cerr << line << "\n"; };
+  auto report = bench::run_bench(std::move(set).value(), options);
+  if (!report.ok()) return fail(report.status());
+
+  if (args.json) {
+    std::printf("%s\n", bench::report_json(report.value()).c_str());
+  } else {
+    print_table(report.value());
+  }
+  if (report.value().mismatches > 0) {
+    return fail(internal_error(std::to_string(report.value().mismatches) +
+                               " result(s) disagree with the direct convolution (MISMATCH above)"));
+  }
+  return 0;
+}
+
+}  // namespace winfer::cli

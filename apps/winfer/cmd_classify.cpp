@@ -1,0 +1,272 @@
+// `winfer classify MODEL IMAGE...`: decode image files, apply the model's preprocessing, run
+// them in batches, print the top classes of each (stdout; logs, errors and timing on stderr).
+// A file that cannot be read or decoded is reported and skipped; the exit status is then 1.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "apps/winfer/commands.h"
+#include "apps/winfer/format.h"
+#include "winfer/image.h"
+#include "winfer/model.h"
+#include "winfer/session.h"
+
+namespace winfer::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The outcome for one input file, in the order the files were given.
+struct ImageResult {
+  std::string path;
+  std::string error;  // empty on success
+  std::vector<ClassScore> top;
+};
+
+// File extensions of the formats stb_image decodes. Only a folder's files are filtered by them
+// (so that a README next to the photos is not an error); a file named explicitly is always tried.
+bool has_image_extension(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* known : {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".pgm", ".ppm", ".pnm", ".tga", ".psd", ".hdr", ".pic"}) {
+    if (ext == known) return true;
+  }
+  return false;
+}
+
+// Expands folders into their image files (sorted by name, not recursive, hidden files left out).
+std::vector<std::string> collect_images(const std::vector<std::string>& arguments) {
+  std::vector<std::string> paths;
+  for (const std::string& argument : arguments) {
+    std::error_code ec;
+    if (!fs::is_directory(argument, ec)) {
+      paths.push_back(argument);  // missing or unreadable files are reported when they are read
+      continue;
+    }
+    std::vector<std::string> found;
+    int64_t skipped = 0;
+    for (const fs::directory_entry& entry : fs::directory_iterator(argument, ec)) {
+      const fs::path& p = entry.path();
+      if (p.filename().string().front() == '.' || entry.is_directory(ec)) continue;
+      if (has_image_extension(p)) {
+        found.push_back(p.string());
+      } else {
+        ++skipped;
+      }
+    }
+    if (ec) std::cerr << "error: " << argument << ": cannot list the folder: " << ec.message() << "\n";
+    if (skipped > 0) {
+      std::cerr << argument << ": skipped " << skipped << " file(s) without an image extension\n";
+    }
+    std::sort(found.begin(), found.end());
+    paths.insert(paths.end(), found.begin(), found.end());
+  }
+  return paths;
+}
+
+Status check_device(const std::string& device) {
+  if (device == "cpu") return Status::Ok();
+  if (device == "cuda") {
+    return unsupported("--device cuda: the CUDA backend is not implemented yet; this winfer runs on the CPU only "
+                       "(use --device cpu)");
+  }
+  return invalid_argument("--device " + device + ": unknown device (cpu or cuda)");
+}
+
+// Loads the model and checks that its preprocessing can produce its input.
+Result<std::shared_ptr<const Model>> load_classifier(const ClassifyArgs& args) {
+  LoadOptions options;
+  options.weights_path = args.weights;
+  WINFER_ASSIGN_OR_RETURN(auto model, Model::load(args.model, options));
+  Status fits = check_preprocess(model_preprocess(*model), model->input_shape());
+  if (!fits.ok()) return fits.with_context(args.model);
+  return model;
+}
+
+void print_text(const ImageResult& result, const std::vector<std::string>& labels) {
+  std::printf("%s\n", result.path.c_str());
+  print_class_scores(result.top, labels);
+}
+
+std::string to_json(const Model& model, const std::vector<ImageResult>& results, const std::vector<std::string>& labels,
+                    int64_t failed) {
+  std::ostringstream out;
+  out << "{\"model\": " << json_quote(model.path()) << ", \"images\": [";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ImageResult& r = results[i];
+    out << (i ? ", " : "") << "{\"path\": " << json_quote(r.path);
+    if (!r.error.empty()) {
+      out << ", \"error\": " << json_quote(r.error) << "}";
+      continue;
+    }
+    out << ", \"top\": [";
+    for (size_t k = 0; k < r.top.size(); ++k) {
+      char probability[32];
+      std::snprintf(probability, sizeof probability, "%.6g", r.top[k].probability);
+      out << (k ? ", " : "") << "{\"rank\": " << k + 1 << ", \"class\": " << r.top[k].index
+          << ", \"label\": " << json_quote(class_label(labels, r.top[k].index)) << ", \"probability\": " << probability
+          << "}";
+    }
+    out << "]}";
+  }
+  out << "], \"failed\": " << failed << "}";
+  return out.str();
+}
+
+// Runs the files in batches. Slots of files that failed (and the unused tail of the last
+// batch) hold zeros; their outputs are ignored.
+class Classifier {
+ public:
+  Classifier(std::shared_ptr<const Model> model, std::unique_ptr<Session> session, const ClassifyArgs& args)
+      : model_(std::move(model)), session_(std::move(session)), args_(args), preprocess_(model_preprocess(*model_)) {
+    const Shape& shape = session_->input_shape();
+    batch_ = shape[0];
+    channels_ = shape[1];
+    height_ = shape[2];
+    width_ = shape[3];
+  }
+
+  // Classifies every path; results come back in order, streamed to stdout unless --json.
+  Result<std::vector<ImageResult>> run(const std::vector<std::string>& paths) {
+    std::vector<ImageResult> results;
+    ProgressBar progress(static_cast<int64_t>(paths.size()), "images", paths.size() > size_t(batch_));
+    Tensor input = Tensor::allocate(session_->input_shape(), Layout::kNCHW);
+    for (size_t begin = 0; begin < paths.size(); begin += size_t(batch_)) {
+      const size_t end = std::min(paths.size(), begin + size_t(batch_));
+      std::vector<ImageResult> batch = fill_batch(paths, begin, end, &input, &progress);
+      WINFER_RETURN_IF_ERROR(classify_batch(input, &batch));
+      if (stdout_is_terminal_ && !args_.json) progress.clear();  // results share the terminal line
+      for (ImageResult& r : batch) {
+        if (!r.error.empty()) ++failed_;
+        if (r.error.empty() && !args_.json) print_text(r, labels_);
+        results.push_back(std::move(r));
+      }
+      std::fflush(stdout);
+      progress.update(static_cast<int64_t>(end));
+    }
+    return results;
+  }
+
+  const std::vector<std::string>& labels() const { return labels_; }
+  int64_t failed() const { return failed_; }
+  double decode_seconds() const { return decode_seconds_; }
+  double inference_seconds() const { return inference_seconds_; }
+
+ private:
+  std::vector<ImageResult> fill_batch(const std::vector<std::string>& paths, size_t begin, size_t end, Tensor* input,
+                                      ProgressBar* progress) {
+    const auto start = Clock::now();
+    std::fill(input->data(), input->data() + input->numel(), 0.0f);
+    const int64_t per_image = channels_ * height_ * width_;
+    std::vector<ImageResult> batch;
+    for (size_t i = begin; i < end; ++i) {
+      ImageResult r;
+      r.path = paths[i];
+      float* slot = input->data() + static_cast<int64_t>(i - begin) * per_image;
+      Status s = load_into(r.path, slot);
+      if (!s.ok()) {
+        r.error = s.message();
+        progress->clear();
+        std::cerr << "error: " << r.error << " (skipped)\n";
+      }
+      batch.push_back(std::move(r));
+    }
+    decode_seconds_ += seconds_since(start);
+    return batch;
+  }
+
+  Status load_into(const std::string& path, float* slot) {
+    WINFER_ASSIGN_OR_RETURN(Image image, read_image(path, color_mode(preprocess_)));
+    Status s = image_to_input(image, preprocess_, channels_, height_, width_, slot);
+    return s.with_context(path);
+  }
+
+  Status classify_batch(const Tensor& input, std::vector<ImageResult>* batch) {
+    if (std::all_of(batch->begin(), batch->end(), [](const ImageResult& r) { return !r.error.empty(); })) {
+      return Status::Ok();
+    }
+    const auto start = Clock::now();
+    WINFER_ASSIGN_OR_RETURN(Tensor output, session_->run(input));
+    inference_seconds_ += seconds_since(start);
+    if (output.shape().rank() != 2) {
+      return invalid_argument(model_->path() + ": the output " + output.shape().to_string() +
+                              " is not [N, classes]: nothing to classify");
+    }
+    const int64_t classes = output.shape()[1];
+    if (!labels_loaded_) {
+      labels_ = model_labels(*model_, classes);
+      labels_loaded_ = true;
+    }
+    for (size_t i = 0; i < batch->size(); ++i) {
+      ImageResult& r = (*batch)[i];
+      if (!r.error.empty()) continue;
+      const std::vector<double> p = class_probabilities(*model_, output.data() + int64_t(i) * classes, classes);
+      r.top = top_classes(p, args_.top);
+    }
+    return Status::Ok();
+  }
+
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Session> session_;
+  const ClassifyArgs& args_;
+  const Preprocess preprocess_;
+  const bool stdout_is_terminal_ = ::isatty(STDOUT_FILENO) != 0;
+  int64_t batch_ = 1, channels_ = 0, height_ = 0, width_ = 0;
+  std::vector<std::string> labels_;
+  bool labels_loaded_ = false;
+  int64_t failed_ = 0;
+  double decode_seconds_ = 0, inference_seconds_ = 0;
+};
+
+}  // namespace
+
+int run_classify(const ClassifyArgs& args) {
+  Status device = check_device(args.device);
+  if (!device.ok()) return fail(device);
+  const auto start = Clock::now();
+  auto model = load_classifier(args);
+  if (!model.ok()) return fail(model.status());
+
+  const std::vector<std::string> paths = collect_images(args.images);
+  if (paths.empty()) return fail(invalid_argument("no image files to classify"));
+
+  SessionOptions options;
+  if (!args.conv.empty()) options.conv_algorithm = args.conv;
+  options.threads = args.threads;
+  options.batch = args.batch > 0 ? args.batch : std::min<int64_t>(8, static_cast<int64_t>(paths.size()));
+  auto session = Session::create(model.value(), options);
+  if (!session.ok()) return fail(session.status());
+  const double setup_seconds = seconds_since(start);
+
+  Classifier classifier(model.value(), std::move(session).value(), args);
+  const auto run_start = Clock::now();
+  auto results = classifier.run(paths);
+  if (!results.ok()) return fail(results.status());
+  const double run_seconds = seconds_since(run_start);
+
+  if (args.json) std::printf("%s\n", to_json(*model.value(), results.value(), classifier.labels(), classifier.failed()).c_str());
+  const int64_t ok = static_cast<int64_t>(paths.size()) - classifier.failed();
+  std::fprintf(stderr, "model %s (%s), conv %s, threads %d, batch %lld; load %.2f s\n", model.value()->name().c_str(),
+               model.value()->weights_source().c_str(), options.conv_algorithm.c_str(), args.threads,
+               static_cast<long long>(options.batch), setup_seconds);
+  std::fprintf(stderr, "classified %lld of %zu image(s) in %.3f s (%.1f images/s; decode+preprocess %.3f s, inference %.3f s)\n",
+               static_cast<long long>(ok), paths.size(), run_seconds, run_seconds > 0 ? double(ok) / run_seconds : 0.0,
+               classifier.decode_seconds(), classifier.inference_seconds());
+  if (classifier.failed() > 0) {
+    std::fprintf(stderr, "error: %lld image(s) could not be classified (see above)\n",
+                 static_cast<long long>(classifier.failed()));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace winfer::cli

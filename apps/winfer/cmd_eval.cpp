@@ -1,0 +1,174 @@
+// `winfer eval MODEL --dataset fashion-mnist`: runs a labelled split through the model in
+// batches and prints accuracy, per-class accuracy, the most confused class pairs (stdout) and
+// the throughput (stderr). The IDX images get the model's own preprocessing, so a 28x28 gray
+// model sees exactly what PyTorch saw in training (pixel / 255, then mean/std).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "apps/winfer/commands.h"
+#include "apps/winfer/format.h"
+#include "winfer/idx_dataset.h"
+#include "winfer/image.h"
+#include "winfer/model.h"
+#include "winfer/session.h"
+
+namespace winfer::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// confusion[true][predicted] counts.
+using Confusion = std::vector<std::vector<int64_t>>;
+
+Result<ImageDataset> load_dataset(const EvalArgs& args) {
+  if (args.dataset != "fashion-mnist") {
+    return invalid_argument("--dataset " + args.dataset + ": unknown dataset (known: fashion-mnist)");
+  }
+  const std::string dir = args.data.empty() ? kFashionMnistDir : args.data;
+  auto dataset = load_mnist_split(dir, args.split);
+  if (!dataset.ok() && dataset.status().code() == ErrorCode::kNotFound && args.data.empty()) {
+    Status s = dataset.status();
+    return s.with_context("Fashion-MNIST not found (install Debian's dataset-fashion-mnist, e.g. scripts/setup.sh, "
+                          "or give --data DIR)");
+  }
+  return dataset;
+}
+
+// Fills `input` with images [begin, begin + n) of the dataset, preprocessed; the rest is zero.
+Status fill_batch(const ImageDataset& data, int64_t begin, int64_t n, const Preprocess& p, Tensor* input) {
+  const Shape& s = input->shape();
+  const int64_t per_image = s[1] * s[2] * s[3];
+  std::fill(input->data(), input->data() + input->numel(), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    Status st = image_to_input(data.image(begin + i), p, s[1], s[2], s[3], input->data() + i * per_image);
+    if (!st.ok()) return st.with_context("image " + std::to_string(begin + i));
+  }
+  return Status::Ok();
+}
+
+void print_summary(const Confusion& confusion, const std::vector<std::string>& labels, int64_t total) {
+  const int64_t classes = static_cast<int64_t>(confusion.size());
+  int64_t correct = 0;
+  for (int64_t c = 0; c < classes; ++c) correct += confusion[c][c];
+  std::printf("accuracy %.2f%% (%lld/%lld)\n\nper class:\n", 100.0 * double(correct) / double(total),
+              static_cast<long long>(correct), static_cast<long long>(total));
+  for (int64_t c = 0; c < classes; ++c) {
+    int64_t row = 0;
+    for (int64_t v : confusion[c]) row += v;
+    if (row == 0) continue;
+    std::printf("  %-20s %6.2f%%  (%lld/%lld)\n", class_label(labels, c).c_str(), 100.0 * double(confusion[c][c]) / double(row),
+                static_cast<long long>(confusion[c][c]), static_cast<long long>(row));
+  }
+  struct Pair {
+    int64_t truth, predicted, count;
+  };
+  std::vector<Pair> pairs;
+  for (int64_t t = 0; t < classes; ++t) {
+    for (int64_t p = 0; p < classes; ++p) {
+      if (t != p && confusion[t][p] > 0) pairs.push_back({t, p, confusion[t][p]});
+    }
+  }
+  std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.count > b.count; });
+  if (pairs.empty()) return;
+  std::printf("\nmost confused (true -> predicted):\n");
+  for (size_t i = 0; i < std::min<size_t>(5, pairs.size()); ++i) {
+    const std::string text = class_label(labels, pairs[i].truth) + " -> " + class_label(labels, pairs[i].predicted);
+    std::printf("  %-36s %5lld\n", text.c_str(), static_cast<long long>(pairs[i].count));
+  }
+}
+
+Status write_predictions(const std::string& path, const std::vector<uint8_t>& predictions) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(predictions.data()), static_cast<std::streamsize>(predictions.size()));
+  out.close();
+  if (!out) return io_error(path + ": cannot write the predictions");
+  return Status::Ok();
+}
+
+}  // namespace
+
+int run_eval(const EvalArgs& args) {
+  LoadOptions load_options;
+  load_options.weights_path = args.weights;
+  auto loaded = Model::load(args.model, load_options);
+  if (!loaded.ok()) return fail(loaded.status());
+  const std::shared_ptr<const Model>& model = loaded.value();
+  const Preprocess preprocess = model_preprocess(*model);
+  Status fits = check_preprocess(preprocess, model->input_shape());
+  if (!fits.ok()) return fail(fits.with_context(args.model));
+
+  auto dataset = load_dataset(args);
+  if (!dataset.ok()) return fail(dataset.status());
+  const ImageDataset& data = dataset.value();
+  const int64_t total = args.limit > 0 ? std::min(args.limit, data.count) : data.count;
+  if (total == 0) return fail(invalid_argument("the " + args.split + " split has no images"));
+
+  SessionOptions options;
+  if (!args.conv.empty()) options.conv_algorithm = args.conv;
+  options.threads = args.threads;
+  options.batch = std::min(args.batch > 0 ? args.batch : 100, total);
+  auto session = Session::create(model, options);
+  if (!session.ok()) return fail(session.status());
+  const std::vector<Shape>& outputs = session.value()->output_shapes();
+  if (outputs.empty() || outputs[0].rank() != 2) {
+    return fail(invalid_argument(args.model + ": the output is not [N, classes]; cannot evaluate a classifier"));
+  }
+  const int64_t classes = outputs[0][1];
+  const uint8_t max_label = *std::max_element(data.labels.begin(), data.labels.begin() + total);
+  if (max_label >= classes) {
+    return fail(invalid_argument(args.model + ": the dataset has label " + std::to_string(max_label) + ", the model only " +
+                                 std::to_string(classes) + " classes"));
+  }
+
+  if (!args.predictions.empty() && classes > 256) {
+    return fail(invalid_argument("--predictions writes one byte per image: at most 256 classes, the model has " +
+                                 std::to_string(classes)));
+  }
+
+  Confusion confusion(static_cast<size_t>(classes), std::vector<int64_t>(static_cast<size_t>(classes), 0));
+  std::vector<uint8_t> predictions;
+  predictions.reserve(static_cast<size_t>(total));
+  Tensor input = Tensor::allocate(session.value()->input_shape(), Layout::kNCHW);
+  ProgressBar progress(total, "images");
+  double preprocess_seconds = 0, inference_seconds = 0;
+  for (int64_t begin = 0; begin < total; begin += options.batch) {
+    const int64_t n = std::min(options.batch, total - begin);
+    auto t0 = Clock::now();
+    Status filled = fill_batch(data, begin, n, preprocess, &input);
+    if (!filled.ok()) return fail(filled);
+    auto t1 = Clock::now();
+    auto output = session.value()->run(input);
+    if (!output.ok()) return fail(output.status());
+    auto t2 = Clock::now();
+    preprocess_seconds += std::chrono::duration<double>(t1 - t0).count();
+    inference_seconds += std::chrono::duration<double>(t2 - t1).count();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t predicted = argmax(output.value().data() + i * classes, classes);
+      predictions.push_back(static_cast<uint8_t>(std::min<int64_t>(predicted, 255)));
+      ++confusion[data.labels[begin + i]][predicted];
+    }
+    progress.update(begin + n);
+  }
+  progress.finish();
+
+  std::printf("%s on %s %s: %lld images\n", model->name().c_str(), args.dataset.c_str(), args.split.c_str(),
+              static_cast<long long>(total));
+  print_summary(confusion, model_labels(*model, classes), total);
+  if (!args.predictions.empty()) {
+    Status written = write_predictions(args.predictions, predictions);
+    if (!written.ok()) return fail(written);
+  }
+  const double seconds = preprocess_seconds + inference_seconds;
+  std::fprintf(stderr, "model %s (%s), conv %s, threads %d, batch %lld\n", model->name().c_str(),
+               model->weights_source().c_str(), options.conv_algorithm.c_str(), args.threads,
+               static_cast<long long>(options.batch));
+  std::fprintf(stderr, "%lld images in %.3f s: %.0f images/s (preprocess %.3f s, inference %.3f s: %.0f images/s)\n",
+               static_cast<long long>(total), seconds, double(total) / seconds, preprocess_seconds, inference_seconds,
+               double(total) / inference_seconds);
+  return 0;
+}
+
+}  // namespace winfer::cli

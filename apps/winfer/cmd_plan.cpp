@@ -1,0 +1,511 @@
+// `winfer plan MODEL`: the end-to-end memory of each convolution algorithm, side by side.
+//
+// Each algorithm is evaluated in its own forked child process: it loads the model, creates a
+// session (which plans and allocates the arena), runs once and reports the plan together with
+// the growth of its peak resident set (VmHWM) over the baseline it started with. Separate
+// processes keep the high-water marks of the algorithms apart, and the parent runs no kernel
+// (no OpenMP or BLAS threads exist when it forks).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "apps/winfer/commands.h"
+#include "apps/winfer/format.h"
+#include "apps/winfer/plan_report.h"
+#include "winfer/model.h"
+#include "winfer/session.h"
+
+namespace winfer::cli {
+namespace {
+
+constexpr uint64_t kDefaultWeightsSeed = 1;
+
+// What the children learn about the model (the parent never loads it).
+struct ModelFacts {
+  std::string name;
+  std::string weights_source;
+  bool random_by_default = false;  // the model names no weights: random ones were used
+  int64_t batch = 0;
+  std::string load_error;  // the model could not be loaded: the command fails
+};
+
+// ---- which algorithms ---------------------------------------------------------------------
+
+void add_unique(std::vector<std::string>* list, const std::string& name) {
+  for (const std::string& n : *list) {
+    if (n == name) return;
+  }
+  list->push_back(name);
+}
+
+// The default compares the session's default algorithm with im2col, the GEMM baseline; "all"
+// is every registered algorithm. Unknown names stay in the list: their column says so.
+Result<std::vector<std::string>> algorithm_list(const std::string& conv) {
+  std::vector<std::string> list;
+  if (conv.empty()) {
+    add_unique(&list, SessionOptions().conv_algorithm);
+    add_unique(&list, "im2col");
+    return list;
+  }
+  std::stringstream items(conv);
+  for (std::string item; std::getline(items, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) return invalid_argument("--conv '" + conv + "': empty algorithm name");
+    if (item == "all") {
+      for (const std::string& name : conv_algorithm_names()) add_unique(&list, name);
+    } else {
+      add_unique(&list, item);
+    }
+  }
+  return list;
+}
+
+// ---- the measurement (in the child) ------------------------------------------------------------
+
+// Peak resident set size of this process so far (VmHWM), or nullopt where /proc is missing.
+std::optional<size_t> peak_resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return static_cast<size_t>(std::stoull(line.substr(6))) * 1024;
+  }
+  return std::nullopt;
+}
+
+Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, ModelFacts* facts) {
+  LoadOptions options;
+  options.weights_path = args.weights;
+  options.random_weights_seed = args.random_weights_seed;
+  // Without weights on the command line, a model that names none (the zoo) gets seeded random
+  // weights: the plan does not depend on their values, and the measured run needs some.
+  options.allow_missing_weights = args.weights.empty() && !args.random_weights_seed;
+  auto model = Model::load(args.model, options);
+  if (model.ok() && model.value()->structure_only()) {
+    options.allow_missing_weights = false;
+    options.random_weights_seed = kDefaultWeightsSeed;
+    facts->random_by_default = true;
+    model = Model::load(args.model, options);
+  }
+  if (!model.ok()) return model.status();
+  facts->name = model.value()->name();
+  facts->weights_source = model.value()->weights_source();
+  facts->batch = args.batch > 0 ? args.batch : model.value()->input_shape().n();
+  return model;
+}
+
+void count_conv_kernels(const Session& session, const std::string& conv, PlanColumn* column) {
+  for (const LayerTiming& layer : session.last_timings()) {
+    if (layer.type != "conv2d") continue;
+    ++column->conv_layers;
+    if (layer.kernel.rfind("depthwise", 0) == 0) {
+      ++column->depthwise_layers;
+    } else if (layer.kernel.rfind(conv, 0) != 0) {
+      ++column->fallback_layers;  // the algorithm does not support this shape
+    }
+  }
+}
+
+size_t shapes_bytes(const std::vector<Shape>& shapes) {
+  size_t total = 0;
+  for (const Shape& s : shapes) total += static_cast<size_t>(s.numel()) * sizeof(float);
+  return total;
+}
+
+// Everything one algorithm costs. `baseline` is the process's VmHWM before loading.
+PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional<size_t> baseline,
+                    ModelFacts* facts) {
+  PlanColumn column;
+  column.conv = conv;
+  auto model = load_model(args, facts);
+  if (!model.ok()) {
+    facts->load_error = model.status().message();
+    return column;
+  }
+  SessionOptions options;
+  options.conv_algorithm = conv;
+  options.threads = args.threads;
+  options.batch = facts->batch;
+  auto session = Session::create(model.value(), options);
+  if (!session.ok()) {
+    column.error = session.status().message();
+    return column;
+  }
+  column.available = true;
+  column.report = session.value()->memory_report();
+  count_conv_kernels(*session.value(), conv, &column);
+  column.input_bytes = shapes_bytes({session.value()->input_shape()});
+  column.output_bytes = shapes_bytes(session.value()->output_shapes());
+  if (!args.measure) {
+    column.measure_note = "not measured (--no-measure)";
+    return column;
+  }
+  const Tensor input = random_tensor(session.value()->input_shape(), 0);
+  std::vector<Tensor> outputs;
+  const Status run = session.value()->run_into(input, &outputs);
+  const std::optional<size_t> peak = peak_resident_bytes();
+  if (!run.ok()) {
+    column.measure_note = "the run failed: " + run.message();
+  } else if (!baseline || !peak) {
+    column.measure_note = "not measured (no /proc/self/status)";
+  } else {
+    column.measured_peak_bytes = *peak - std::min(*peak, *baseline);
+  }
+  return column;
+}
+
+// ---- child -> parent -------------------------------------------------------------------------
+
+// One "key<TAB>value" line per field; names lose tabs and newlines.
+std::string clean(std::string text) {
+  for (char& c : text) {
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+std::string serialize(const PlanColumn& c, const ModelFacts& f) {
+  std::ostringstream out;
+  out << "model\t" << clean(f.name) << "\nweights\t" << clean(f.weights_source) << "\nrandom_default\t"
+      << f.random_by_default << "\nbatch\t" << f.batch << "\nload_error\t" << clean(f.load_error) << "\navailable\t"
+      << c.available << "\nerror\t" << clean(c.error) << "\n";
+  const MemoryReport& r = c.report;
+  out << "weights_bytes\t" << r.weights_bytes << "\npacked\t" << r.packed_weights_bytes << "\nsum\t"
+      << r.activations_sum_bytes << "\nlower\t" << r.activations_lower_bound_bytes << "\narena\t" << r.arena_bytes
+      << "\nsession_weights\t" << r.session_weights_bytes << "\nmax_ws\t" << r.max_workspace_bytes << "\nalignment\t" << r.alignment << "\nin_place\t"
+      << r.in_place_layers << "\ninput_bytes\t" << c.input_bytes << "\noutput_bytes\t" << c.output_bytes
+      << "\nconv_layers\t" << c.conv_layers << "\ndepthwise_layers\t" << c.depthwise_layers << "\nfallback_layers\t"
+      << c.fallback_layers << "\nmeasure_note\t" << clean(c.measure_note) << "\n";
+  if (c.measured_peak_bytes) out << "measured\t" << *c.measured_peak_bytes << "\n";
+  for (const std::string& s : r.steps) out << "step\t" << clean(s) << "\n";
+  for (const MemoryBuffer& b : r.buffers) {
+    out << "buffer\t" << clean(b.name) << "\t" << b.workspace << "\t" << b.bytes << "\t" << b.offset << "\t"
+        << b.first_step << "\t" << b.last_step << "\t" << clean(b.in_place_of) << "\n";
+  }
+  return out.str();
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, '\t');) fields.push_back(field);
+  if (!line.empty() && line.back() == '\t') fields.push_back("");
+  return fields;
+}
+
+void parse_field(const std::string& key, const std::string& value, PlanColumn* c, ModelFacts* f) {
+  MemoryReport& r = c->report;
+  const auto number = [&] { return static_cast<size_t>(std::stoull(value)); };
+  if (key == "model") f->name = value;
+  else if (key == "weights") f->weights_source = value;
+  else if (key == "random_default") f->random_by_default = value == "1";
+  else if (key == "batch") f->batch = std::stoll(value);
+  else if (key == "load_error") f->load_error = value;
+  else if (key == "available") c->available = value == "1";
+  else if (key == "error") c->error = value;
+  else if (key == "weights_bytes") r.weights_bytes = number();
+  else if (key == "packed") r.packed_weights_bytes = number();
+  else if (key == "sum") r.activations_sum_bytes = number();
+  else if (key == "lower") r.activations_lower_bound_bytes = number();
+  else if (key == "arena") r.arena_bytes = number();
+  else if (key == "session_weights") r.session_weights_bytes = number();
+  else if (key == "max_ws") r.max_workspace_bytes = number();
+  else if (key == "alignment") r.alignment = number();
+  else if (key == "in_place") r.in_place_layers = std::stoi(value);
+  else if (key == "input_bytes") c->input_bytes = number();
+  else if (key == "output_bytes") c->output_bytes = number();
+  else if (key == "conv_layers") c->conv_layers = std::stoi(value);
+  else if (key == "depthwise_layers") c->depthwise_layers = std::stoi(value);
+  else if (key == "fallback_layers") c->fallback_layers = std::stoi(value);
+  else if (key == "measure_note") c->measure_note = value;
+  else if (key == "measured") c->measured_peak_bytes = number();
+  else if (key == "step") r.steps.push_back(value);
+}
+
+void parse(const std::string& text, PlanColumn* c, ModelFacts* f) {
+  std::stringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const std::vector<std::string> fields = split_tabs(line);
+    if (fields.size() == 8 && fields[0] == "buffer") {
+      MemoryBuffer b;
+      b.name = fields[1];
+      b.workspace = fields[2] == "1";
+      b.bytes = std::stoull(fields[3]);
+      b.offset = std::stoull(fields[4]);
+      b.first_step = std::stoi(fields[5]);
+      b.last_step = std::stoi(fields[6]);
+      b.in_place_of = fields[7];
+      c->report.buffers.push_back(b);
+    } else if (fields.size() == 2) {
+      parse_field(fields[0], fields[1], c, f);
+    }
+  }
+}
+
+bool write_all(int fd, const std::string& text) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string read_all(int fd) {
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+// Evaluates one algorithm in a forked child (in this process if fork is not possible, then
+// without a measurement: the high-water mark would include whatever ran before).
+PlanColumn evaluate_in_child(const PlanArgs& args, const std::string& conv, ModelFacts* facts) {
+  int fds[2];
+  std::fflush(nullptr);
+  pid_t pid = -1;
+  if (::pipe(fds) == 0) {
+    pid = ::fork();
+    if (pid < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+    }
+  }
+  if (pid < 0) {
+    PlanArgs unmeasured = args;
+    unmeasured.measure = false;
+    PlanColumn column = evaluate(unmeasured, conv, std::nullopt, facts);
+    if (args.measure) column.measure_note = "not measured (could not fork a process)";
+    return column;
+  }
+  if (pid == 0) {  // child: report and leave without running the parent's exit handlers
+    ::close(fds[0]);
+    ModelFacts child_facts;
+    int code = 0;
+    try {
+      const PlanColumn column = evaluate(args, conv, peak_resident_bytes(), &child_facts);
+      code = write_all(fds[1], serialize(column, child_facts)) ? 0 : 3;
+    } catch (const std::exception&) {
+      code = 4;
+    }
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  const std::string text = read_all(fds[0]);
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  PlanColumn column;
+  column.conv = conv;
+  parse(text, &column, facts);
+  if (WIFSIGNALED(status)) {
+    column = PlanColumn();
+    column.conv = conv;
+    column.error = std::string("the process evaluating it was killed by signal ") + std::to_string(WTERMSIG(status)) +
+                   (WTERMSIG(status) == SIGKILL ? " (out of memory?)" : "");
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
+    column = PlanColumn();
+    column.conv = conv;
+    column.error = "the process evaluating it failed (exit status " + std::to_string(WEXITSTATUS(status)) +
+                   "; out of memory?)";
+  }
+  return column;
+}
+
+// ---- output ----------------------------------------------------------------------------------
+
+std::string percent_over(size_t value, size_t reference) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", reference == 0 ? 0.0 : 100.0 * (double(value) / double(reference) - 1.0));
+  return buf;
+}
+
+// The saving of `a` over `b` in total memory, e.g. "im2col uses 31.2% less than direct (12.0 MiB)".
+std::string saving_sentence(const PlanColumn& a, const PlanColumn& b) {
+  const double ta = double(a.total_bytes()), tb = double(b.total_bytes());
+  char buf[256];
+  if (ta == tb) {
+    std::snprintf(buf, sizeof buf, "%s uses as much total memory as %s", a.conv.c_str(), b.conv.c_str());
+  } else {
+    std::snprintf(buf, sizeof buf, "%s uses %.1f%% %s total memory than %s (%s %s)", a.conv.c_str(),
+                  100.0 * std::abs(tb - ta) / tb, ta < tb ? "less" : "more", b.conv.c_str(),
+                  human_bytes(std::abs(tb - ta)).c_str(), ta < tb ? "saved" : "extra");
+  }
+  return buf;
+}
+
+struct Row {
+  const char* label;
+  std::string (*cell)(const PlanColumn&);
+};
+
+// One unit for the whole table (MiB, KiB below 1 MiB) so that columns compare digit by digit.
+std::string bytes_cell(size_t bytes) {
+  char buf[32];
+  if (bytes < (size_t{1} << 20)) return human_bytes(double(bytes));
+  std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
+  return buf;
+}
+
+// measured - expected: what the process holds beyond the model, the session and the I/O.
+std::string other_cell(const PlanColumn& c) {
+  if (!c.measured_peak_bytes) return "-";
+  const size_t measured = *c.measured_peak_bytes, expected = c.expected_resident_bytes();
+  return (measured >= expected ? "+" : "-") + bytes_cell(measured >= expected ? measured - expected : expected - measured);
+}
+
+const Row kRows[] = {
+    {"weights, as loaded", [](const PlanColumn& c) { return bytes_cell(c.report.weights_bytes); }},
+    {"weights, packed for the algorithm", [](const PlanColumn& c) { return bytes_cell(c.report.packed_weights_bytes); }},
+    {"activations, no reuse (sum)", [](const PlanColumn& c) { return bytes_cell(c.report.activations_sum_bytes); }},
+    {"activations, lower bound (max live)",
+     [](const PlanColumn& c) { return bytes_cell(c.report.activations_lower_bound_bytes); }},
+    {"planned arena", [](const PlanColumn& c) { return bytes_cell(c.report.arena_bytes); }},
+    {"  arena over lower bound",
+     [](const PlanColumn& c) { return percent_over(c.report.arena_bytes, c.report.activations_lower_bound_bytes); }},
+    {"  largest conv workspace (in arena)", [](const PlanColumn& c) { return bytes_cell(c.report.max_workspace_bytes); }},
+    {"  layers run in place", [](const PlanColumn& c) { return std::to_string(c.report.in_place_layers); }},
+    {"total = packed weights + arena", [](const PlanColumn& c) { return bytes_cell(c.total_bytes()); }},
+    {"measured peak resident (VmHWM)",
+     [](const PlanColumn& c) { return c.measured_peak_bytes ? bytes_cell(*c.measured_peak_bytes) : std::string("-"); }},
+    {"  expected: loaded + packed here + arena", [](const PlanColumn& c) { return bytes_cell(c.expected_resident_bytes()); }},
+    {"  other (code, OpenBLAS, allocator)", other_cell},
+};
+
+void print_table(const PlanArgs& args, const ModelFacts& facts, const std::vector<PlanColumn>& columns) {
+  std::printf("model %s (%s), batch %lld, threads %d, weights %s%s\n\n", facts.name.c_str(), args.model.c_str(),
+              static_cast<long long>(facts.batch), args.threads, facts.weights_source.c_str(),
+              facts.random_by_default ? " (the model names no weights: random ones for the measured run)" : "");
+  const int label_width = 42, width = 14;
+  std::printf("%-*s", label_width, "");
+  for (const PlanColumn& c : columns) std::printf("%*s", width, c.conv.c_str());
+  std::printf("\n");
+  for (const Row& row : kRows) {
+    std::printf("%-*s", label_width, row.label);
+    for (const PlanColumn& c : columns) std::printf("%*s", width, c.available ? row.cell(c).c_str() : "n/a");
+    std::printf("\n");
+  }
+  std::printf("\n");
+  for (const PlanColumn& c : columns) {
+    if (!c.available) std::printf("%s: not available: %s\n", c.conv.c_str(), c.error.c_str());
+    if (c.available && c.fallback_layers > 0) {
+      std::printf("%s: %d of %d convolutions use another kernel (shape not supported; see winfer run --profile)\n",
+                  c.conv.c_str(), c.fallback_layers, c.conv_layers);
+    }
+    if (c.available && !c.measured_peak_bytes) std::printf("%s: %s\n", c.conv.c_str(), c.measure_note.c_str());
+  }
+  for (const PlanColumn& c : columns) {
+    if (c.available && c.depthwise_layers > 0) {
+      std::printf("%d of %d convolutions are depthwise and use the depthwise kernel under every algorithm\n",
+                  c.depthwise_layers, c.conv_layers);
+      break;
+    }
+  }
+  std::printf(
+      "measured: growth of the peak resident set from before loading the model to after one run, each algorithm in\n"
+      "its own process. The process also holds the model's weights as loaded (the Model keeps them for other\n"
+      "sessions; linear and batch-norm layers read them in place) and the input and output: 'expected' is\n"
+      "weights as loaded + weights the session packed + arena + input + output. 'other' is the rest: code and\n"
+      "allocator pages (about 2 MiB), OpenBLAS once loaded (about 3 MiB) and its packing buffers.\n");
+  const PlanColumn* first = columns.empty() || !columns[0].available ? nullptr : &columns[0];
+  for (size_t i = 1; first != nullptr && i < columns.size(); ++i) {
+    if (columns[i].available) std::printf("%s\n", saving_sentence(*first, columns[i]).c_str());
+  }
+  if (columns.size() == 1) std::printf("one algorithm only: --conv all compares every registered one\n");
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+void print_json(const PlanArgs& args, const ModelFacts& facts, const std::vector<PlanColumn>& columns) {
+  std::ostringstream out;
+  out << "{\"model\": " << json_string(facts.name) << ", \"path\": " << json_string(args.model)
+      << ", \"batch\": " << facts.batch << ", \"threads\": " << args.threads
+      << ", \"weights\": " << json_string(facts.weights_source)
+      << ", \"random_weights_by_default\": " << (facts.random_by_default ? "true" : "false") << ", \"algorithms\": [";
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const PlanColumn& c = columns[i];
+    out << (i ? ", " : "") << "{\"conv\": " << json_string(c.conv) << ", \"available\": " << (c.available ? "true" : "false");
+    if (!c.available) {
+      out << ", \"error\": " << json_string(c.error) << "}";
+      continue;
+    }
+    const MemoryReport& r = c.report;
+    out << ", \"weights_bytes\": " << r.weights_bytes << ", \"packed_weights_bytes\": " << r.packed_weights_bytes
+        << ", \"activations_sum_bytes\": " << r.activations_sum_bytes
+        << ", \"activations_lower_bound_bytes\": " << r.activations_lower_bound_bytes
+        << ", \"arena_bytes\": " << r.arena_bytes << ", \"max_workspace_bytes\": " << r.max_workspace_bytes
+        << ", \"total_bytes\": " << c.total_bytes() << ", \"measured_peak_bytes\": ";
+    if (c.measured_peak_bytes) {
+      out << *c.measured_peak_bytes;
+    } else {
+      out << "null, \"measure_note\": " << json_string(c.measure_note);
+    }
+    out << ", \"expected_resident_bytes\": " << c.expected_resident_bytes()
+        << ", \"session_weights_bytes\": " << r.session_weights_bytes << ", \"alignment\": " << r.alignment
+        << ", \"in_place_layers\": " << r.in_place_layers << ", \"conv_layers\": " << c.conv_layers
+        << ", \"depthwise_layers\": " << c.depthwise_layers << ", \"fallback_layers\": " << c.fallback_layers << "}";
+  }
+  out << "]}\n";
+  std::fputs(out.str().c_str(), stdout);
+}
+
+}  // namespace
+
+int run_plan(const PlanArgs& args) {
+  auto algorithms = algorithm_list(args.conv);
+  if (!algorithms.ok()) return fail(algorithms.status());
+  ModelFacts facts;
+  std::vector<PlanColumn> columns;
+  for (const std::string& conv : algorithms.value()) {
+    columns.push_back(evaluate_in_child(args, conv, &facts));
+    if (!facts.load_error.empty()) return fail(invalid_argument(facts.load_error));
+  }
+  if (facts.random_by_default) {
+    std::fprintf(stderr, "note: %s names no weights; using random weights (seed %llu) for the measured run\n",
+                 args.model.c_str(), static_cast<unsigned long long>(kDefaultWeightsSeed));
+  }
+  std::fflush(stderr);
+  if (args.json) {
+    print_json(args, facts, columns);
+  } else {
+    print_table(args, facts, columns);
+  }
+  if (!args.svg.empty()) {
+    std::ofstream svg(args.svg);
+    svg << plan_svg(facts.name, facts.batch, columns);
+    if (!svg) return fail(io_error("cannot write '" + args.svg + "'"));
+    std::fprintf(stderr, "wrote %s\n", args.svg.c_str());
+  }
+  return 0;
+}
+
+}  // namespace winfer::cli

@@ -1,0 +1,73 @@
+// The engine's convolution algorithms as bench providers: pack once, then time ConvAlgorithm::run.
+#include <memory>
+
+#include "bench/conv_provider.h"
+#include "kernels/cpu/conv_algorithm.h"
+
+namespace winfer::bench {
+namespace {
+
+class EngineConv : public PreparedConv {
+ public:
+  EngineConv(const ConvAlgorithm& algorithm, const ConvProblem& problem, int threads)
+      : algorithm_(algorithm),
+        problem_(problem),
+        threads_(threads),
+        packed_(algorithm.packed_weight_bytes(problem.params)),
+        workspace_(algorithm.workspace_bytes(problem.params)),
+        output_(nan_output_buffer(problem.params)) {}
+
+  Status init() {
+    if (!packed_.allocated() || !workspace_.allocated() || !output_.allocated()) {
+      return internal_error(std::string(algorithm_.name()) + ": out of memory");
+    }
+    algorithm_.pack_weights(problem_.params, problem_.weight_oihw, packed_.floats());
+    return Status::Ok();
+  }
+
+  void run() override {
+    algorithm_.run(problem_.params, problem_.input_nhwc, packed_.floats(), problem_.bias, output_.floats(),
+                   workspace_.data(), problem_.activation, threads_);
+  }
+  const float* output() const override { return output_.floats(); }
+  std::optional<size_t> workspace_bytes() const override { return workspace_.bytes(); }
+  std::optional<size_t> packed_weight_bytes() const override { return packed_.bytes(); }
+
+ private:
+  const ConvAlgorithm& algorithm_;
+  ConvProblem problem_;
+  int threads_;
+  AlignedBuffer packed_, workspace_, output_;
+};
+
+class EngineProvider : public ConvProvider {
+ public:
+  explicit EngineProvider(const ConvAlgorithm& algorithm) : algorithm_(algorithm) {}
+  std::string name() const override { return algorithm_.name(); }
+  bool is_peer() const override { return false; }
+  bool supports(const ConvParams& p) const override { return algorithm_.supports(p); }
+  Result<std::unique_ptr<PreparedConv>> prepare(const ConvProblem& problem, int threads) const override {
+    auto conv = std::make_unique<EngineConv>(algorithm_, problem, threads);
+    WINFER_RETURN_IF_ERROR(conv->init());
+    return std::unique_ptr<PreparedConv>(std::move(conv));
+  }
+
+ private:
+  const ConvAlgorithm& algorithm_;
+};
+
+}  // namespace
+
+std::vector<const ConvProvider*> engine_providers() {
+  // One wrapper per registered algorithm, built once: the registry is fixed at start-up.
+  static const std::vector<std::unique_ptr<EngineProvider>> wrappers = [] {
+    std::vector<std::unique_ptr<EngineProvider>> w;
+    for (const ConvAlgorithm* a : conv_algorithms()) w.push_back(std::make_unique<EngineProvider>(*a));
+    return w;
+  }();
+  std::vector<const ConvProvider*> out;
+  for (const auto& w : wrappers) out.push_back(w.get());
+  return out;
+}
+
+}  // namespace winfer::bench

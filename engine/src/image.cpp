@@ -1,0 +1,394 @@
+// Image decoding (stb_image) and torchvision-compatible preprocessing. See winfer/image.h.
+#include "winfer/image.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+#include "core/file_io.h"
+
+// stb_image's implementation lives in this translation unit only. Files are read by winfer
+// (clear errors for missing or unreadable files), so stb's stdio functions are left out; its
+// own dimension limit is set to ours as a second line of defence.
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_NO_STDIO
+#define STBI_FAILURE_USERMSG
+#define STBI_MAX_DIMENSIONS 32768
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#endif
+#include <stb/stb_image.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace winfer {
+
+static_assert(STBI_MAX_DIMENSIONS == kMaxImageSide, "keep stb_image's limit equal to winfer's");
+
+namespace {
+
+// ---- decoding ------------------------------------------------------------------------------
+
+bool starts_with(std::string_view bytes, const char* magic) {
+  const size_t n = std::strlen(magic);
+  return bytes.size() >= n && bytes.compare(0, n, magic) == 0;
+}
+
+// stb_image decodes a JPEG whose data stops early without complaint: it reads zeros past the
+// end and returns an image whose lower part is grey. A complete JPEG has an end-of-image marker
+// (FF D9) after its last start-of-scan marker (FF DA). Neither byte pair can occur inside
+// entropy-coded data (an FF there is followed by 00 or a restart marker), and looking after the
+// *last* scan skips an EXIF thumbnail's own markers, which come first.
+bool jpeg_has_end_marker(std::string_view bytes) {
+  size_t last_scan = std::string::npos;
+  for (size_t i = 0; i + 1 < bytes.size(); ++i) {
+    if (static_cast<uint8_t>(bytes[i]) == 0xFF && static_cast<uint8_t>(bytes[i + 1]) == 0xDA) last_scan = i;
+  }
+  if (last_scan == std::string::npos) return false;
+  for (size_t i = last_scan + 2; i + 1 < bytes.size(); ++i) {
+    if (static_cast<uint8_t>(bytes[i]) == 0xFF && static_cast<uint8_t>(bytes[i + 1]) == 0xD9) return true;
+  }
+  return false;
+}
+
+uint32_t read_le32(std::string_view bytes, size_t at) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(bytes[at + i]);
+  return v;
+}
+
+// stb_image also fills the missing rows of a truncated BMP with zeros. An uncompressed BMP
+// (BI_RGB or BI_BITFIELDS) states where its pixels start, and the row size follows from width
+// and depth, so the file must hold at least offset + rows * stride bytes.
+bool bmp_is_complete(std::string_view bytes, int64_t width, int64_t height) {
+  if (bytes.size() < 34) return false;
+  const uint32_t data_offset = read_le32(bytes, 10);
+  const uint32_t header_size = read_le32(bytes, 14);
+  if (header_size < 40) return true;  // old OS/2 headers: nothing more to check cheaply
+  const uint16_t bits = static_cast<uint16_t>(static_cast<uint8_t>(bytes[28]) | (static_cast<uint8_t>(bytes[29]) << 8));
+  const uint32_t compression = read_le32(bytes, 30);
+  if (compression != 0 && compression != 3) return true;  // RLE: size not known up front
+  const int64_t stride = ((width * bits + 31) / 32) * 4;
+  return static_cast<int64_t>(bytes.size()) >= int64_t(data_offset) + stride * height;
+}
+
+// The same for a truncated binary PGM/PPM (P5/P6). Its header is four whitespace-separated
+// fields (magic, width, height, maximum value; comments start with #), then one whitespace byte,
+// then the pixels: 1 or 3 samples each, of 1 byte, or 2 when the maximum value exceeds 255.
+bool pnm_is_complete(std::string_view bytes, int64_t width, int64_t height) {
+  if (bytes.size() < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6')) return true;
+  size_t at = 2;
+  int64_t max_value = 0;
+  for (int field = 0; field < 3; ++field) {
+    while (at < bytes.size() && (std::isspace(static_cast<unsigned char>(bytes[at])) || bytes[at] == '#')) {
+      if (bytes[at] == '#') {
+        while (at < bytes.size() && bytes[at] != '\n') ++at;
+      } else {
+        ++at;
+      }
+    }
+    int64_t value = 0;
+    while (at < bytes.size() && std::isdigit(static_cast<unsigned char>(bytes[at])) && value < (int64_t(1) << 32)) {
+      value = value * 10 + (bytes[at++] - '0');
+    }
+    max_value = value;
+  }
+  const int64_t samples = bytes[1] == '6' ? 3 : 1;
+  const int64_t sample_bytes = max_value > 255 ? 2 : 1;
+  return static_cast<int64_t>(bytes.size()) >= static_cast<int64_t>(at) + 1 + width * height * samples * sample_bytes;
+}
+
+// Luma of PIL's convert("L"): ITU-R 601-2 weights in 16-bit fixed point, rounded.
+uint8_t luma(uint8_t r, uint8_t g, uint8_t b) {
+  return static_cast<uint8_t>((r * 19595u + g * 38470u + b * 7471u + 0x8000u) >> 16);
+}
+
+// stb's interleaved 1..4-channel pixels (gray, gray+alpha, RGB, RGBA) to `mode`, dropping
+// alpha as PIL's convert() does (no compositing onto a background).
+Image from_decoded(const uint8_t* data, int64_t width, int64_t height, int components, ColorMode mode) {
+  const int channels = mode == ColorMode::kGray ? 1 : 3;
+  Image image = Image::blank(width, height, channels);
+  const int64_t count = width * height;
+  uint8_t* out = image.pixels.data();
+  const bool color_source = components >= 3;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint8_t* p = data + i * components;
+    if (channels == 1) {
+      out[i] = color_source ? luma(p[0], p[1], p[2]) : p[0];
+    } else {
+      out[3 * i + 0] = p[0];
+      out[3 * i + 1] = color_source ? p[1] : p[0];
+      out[3 * i + 2] = color_source ? p[2] : p[0];
+    }
+  }
+  return image;
+}
+
+std::string dimensions(int64_t width, int64_t height) {
+  return std::to_string(width) + "x" + std::to_string(height);
+}
+
+// ---- resampling (PIL's algorithm for 8-bit images) ----------------------------------------
+
+// PIL computes filter weights in double, then uses them as integers with 22 fractional bits
+// (32 bits minus 8 for the pixel value and 2 of headroom) and rounds the sum to 8 bits.
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+// For each output pixel along one axis: the first input pixel it reads, how many, and their
+// fixed-point weights (`taps` per output pixel, unused ones zero).
+struct AxisWeights {
+  std::vector<int64_t> first;
+  std::vector<int64_t> count;
+  std::vector<int32_t> weights;
+  int64_t taps = 0;
+};
+
+double triangle(double x) {
+  x = std::fabs(x);
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+// The bilinear filter has support 1; when shrinking it is stretched by the scale factor, so
+// every input pixel contributes (antialiasing). The arithmetic follows PIL step by step
+// (reciprocal multiply, +0.5 and truncation of the bounds) so that rounding agrees bit for bit.
+AxisWeights bilinear_weights(int64_t in_size, int64_t out_size) {
+  const double scale = static_cast<double>(in_size) / static_cast<double>(out_size);
+  const double filter_scale = std::max(scale, 1.0);
+  const double support = 1.0 * filter_scale;
+  const double inverse_filter_scale = 1.0 / filter_scale;
+  AxisWeights axis;
+  axis.taps = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  axis.first.resize(out_size);
+  axis.count.resize(out_size);
+  axis.weights.assign(static_cast<size_t>(out_size * axis.taps), 0);
+  std::vector<double> w(static_cast<size_t>(axis.taps));
+  for (int64_t o = 0; o < out_size; ++o) {
+    const double center = (static_cast<double>(o) + 0.5) * scale;
+    const int64_t lo = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), 0);
+    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(center + support + 0.5), in_size);
+    const int64_t n = std::min(hi - lo, axis.taps);
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) sum += (w[k] = triangle((static_cast<double>(k + lo) - center + 0.5) * inverse_filter_scale));
+    int32_t* fixed = axis.weights.data() + o * axis.taps;
+    for (int64_t k = 0; k < n; ++k) {
+      const double v = (sum != 0.0 ? w[k] / sum : w[k]) * (1 << kPrecisionBits);
+      fixed[k] = static_cast<int32_t>(v < 0 ? v - 0.5 : v + 0.5);
+    }
+    axis.first[o] = lo;
+    axis.count[o] = n;
+  }
+  return axis;
+}
+
+uint8_t clip_to_8bit(int64_t accumulated) {
+  if (accumulated <= 0) return 0;
+  if (accumulated >= (int64_t(256) << kPrecisionBits)) return 255;
+  return static_cast<uint8_t>(accumulated >> kPrecisionBits);
+}
+
+// One pass along x (horizontal) or y (vertical); the other size is unchanged.
+Image resample_axis(const Image& in, int64_t out_size, bool horizontal) {
+  const AxisWeights axis = bilinear_weights(horizontal ? in.width : in.height, out_size);
+  const int c = in.channels;
+  Image out = Image::blank(horizontal ? out_size : in.width, horizontal ? in.height : out_size, c);
+  const int64_t half = int64_t(1) << (kPrecisionBits - 1);  // rounds the fixed-point sum
+  for (int64_t y = 0; y < out.height; ++y) {
+    uint8_t* dst = out.row(y);
+    for (int64_t x = 0; x < out.width; ++x) {
+      const int64_t o = horizontal ? x : y;
+      const int32_t* w = axis.weights.data() + o * axis.taps;
+      for (int ch = 0; ch < c; ++ch) {
+        int64_t sum = half;
+        for (int64_t k = 0; k < axis.count[o]; ++k) {
+          const int64_t src = axis.first[o] + k;
+          const uint8_t v = horizontal ? in.row(y)[src * c + ch] : in.row(src)[x * c + ch];
+          sum += int64_t(v) * w[k];
+        }
+        dst[x * c + ch] = clip_to_8bit(sum);
+      }
+    }
+  }
+  return out;
+}
+
+// Python's round(diff / 2) for an integer diff: halves go to the even neighbour.
+int64_t half_rounded_to_even(int64_t diff) {
+  const int64_t half = diff / 2;
+  if (diff % 2 == 0) return half;
+  return half % 2 == 0 ? half : half + 1;
+}
+
+// Where the crop window starts along one axis, in image coordinates (negative: padding).
+int64_t crop_offset(int64_t size, int64_t crop) {
+  if (crop > size) return -((crop - size) / 2);  // torchvision pads (crop - size) // 2 in front
+  return half_rounded_to_even(size - crop);
+}
+
+}  // namespace
+
+// ---- public functions ------------------------------------------------------------------------
+
+Image Image::blank(int64_t width, int64_t height, int channels) {
+  Image image;
+  image.width = width;
+  image.height = height;
+  image.channels = channels;
+  image.pixels.assign(static_cast<size_t>(width * height * channels), 0);
+  return image;
+}
+
+Preprocess model_preprocess(const Model& model) {
+  Preprocess p = model.preprocess();
+  if (!p.present && model.input_shape().rank() == 4 && model.input_shape()[1] == 1) p.channel_order = "GRAY";
+  return p;
+}
+
+ColorMode color_mode(const Preprocess& preprocess) {
+  return preprocess.channel_order == "GRAY" ? ColorMode::kGray : ColorMode::kRgb;
+}
+
+Result<Image> decode_image(const void* bytes, size_t size, const std::string& name, ColorMode mode) {
+  if (size == 0) return parse_error(name + ": the file is empty");
+  if (size > static_cast<size_t>(INT_MAX)) {
+    return invalid_argument(name + ": the file is larger than 2 GiB, too large for an image");
+  }
+  const auto* data = static_cast<const stbi_uc*>(bytes);
+  const int length = static_cast<int>(size);
+  int width = 0, height = 0, components = 0;
+  if (!stbi_info_from_memory(data, length, &width, &height, &components)) {
+    return parse_error(name + ": not an image winfer can read (JPEG, PNG, BMP, GIF, PGM/PPM, TGA, PSD, HDR, PIC): " +
+                       stbi_failure_reason());
+  }
+  if (width <= 0 || height <= 0 || width > kMaxImageSide || height > kMaxImageSide ||
+      int64_t(width) * height > kMaxImagePixels) {
+    return invalid_argument(name + ": the image is " + dimensions(width, height) + " pixels, more than winfer's limit of " +
+                            std::to_string(kMaxImagePixels) + " pixels (" + std::to_string(kMaxImageSide) +
+                            " per side); refused before decoding");
+  }
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+      stbi_load_from_memory(data, length, &width, &height, &components, 0), stbi_image_free);
+  if (!pixels) return parse_error(name + ": cannot decode the image (corrupt or truncated?): " + stbi_failure_reason());
+  const std::string_view view(static_cast<const char*>(bytes), size);
+  if (starts_with(view, "\xFF\xD8") && !jpeg_has_end_marker(view)) {
+    return parse_error(name + ": the JPEG data ends before its end-of-image marker (truncated file)");
+  }
+  if (starts_with(view, "BM") && !bmp_is_complete(view, width, height)) {
+    return parse_error(name + ": the BMP file is shorter than its pixel data (truncated file)");
+  }
+  if (!pnm_is_complete(view, width, height)) {
+    return parse_error(name + ": the PGM/PPM file is shorter than its pixel data (truncated file)");
+  }
+  return from_decoded(pixels.get(), width, height, components, mode);
+}
+
+Result<Image> read_image(const std::string& path, ColorMode mode) {
+  // Mapped, not copied: the decoder reads the file once. Missing files, directories and
+  // unreadable files fail here with the OS's reason.
+  auto file = detail::MappedFile::map(path);
+  if (!file.ok()) return file.status();
+  return decode_image(file.value().data(), file.value().size(), path, mode);
+}
+
+Image convert_color(const Image& image, ColorMode mode) {
+  const int channels = mode == ColorMode::kGray ? 1 : 3;
+  if (image.channels == channels) return image;
+  return from_decoded(image.pixels.data(), image.width, image.height, image.channels, mode);
+}
+
+void shorter_side_size(int64_t width, int64_t height, int64_t size, int64_t* new_width, int64_t* new_height) {
+  const bool portrait = width <= height;
+  const int64_t shorter = portrait ? width : height, longer = portrait ? height : width;
+  // Python: int(size * long / short), a correctly rounded double division, then truncated.
+  const auto new_long = static_cast<int64_t>(static_cast<double>(size * longer) / static_cast<double>(shorter));
+  *new_width = portrait ? size : new_long;
+  *new_height = portrait ? new_long : size;
+}
+
+Image resize_bilinear(const Image& image, int64_t width, int64_t height) {
+  // As PIL: horizontal pass first, each pass only when that size changes.
+  Image out = image.width != width ? resample_axis(image, width, true) : image;
+  if (out.height != height) out = resample_axis(out, height, false);
+  return out;
+}
+
+Image center_crop(const Image& image, int64_t width, int64_t height) {
+  const int64_t left = crop_offset(image.width, width), top = crop_offset(image.height, height);
+  const int c = image.channels;
+  Image out = Image::blank(width, height, c);  // zeros where the window leaves the image
+  for (int64_t y = 0; y < height; ++y) {
+    const int64_t sy = top + y;
+    if (sy < 0 || sy >= image.height) continue;
+    const int64_t x0 = std::max<int64_t>(0, -left), x1 = std::min<int64_t>(width, image.width - left);
+    if (x1 > x0) std::memcpy(out.row(y) + x0 * c, image.row(sy) + (left + x0) * c, static_cast<size_t>((x1 - x0) * c));
+  }
+  return out;
+}
+
+Status check_preprocess(const Preprocess& p, const Shape& input) {
+  if (input.rank() != 4) {
+    return invalid_argument("the model's input " + input.to_string() + " is not an image [N, C, H, W]");
+  }
+  const int64_t c = input[1];
+  const int64_t expected = p.channel_order == "GRAY" ? 1 : 3;
+  if (c != expected) {
+    return invalid_argument("preprocess.channel_order " + p.channel_order + " gives " + std::to_string(expected) +
+                            " channel(s), but the model's input " + input.to_string() + " has " + std::to_string(c));
+  }
+  for (const auto* values : {&p.mean, &p.std}) {
+    if (!values->empty() && static_cast<int64_t>(values->size()) != c) {
+      return invalid_argument(std::string("preprocess.") + (values == &p.mean ? "mean" : "std") + " has " +
+                              std::to_string(values->size()) + " values for " + std::to_string(c) + " channel(s)");
+    }
+  }
+  if (p.crop > 0 && (p.crop != input[2] || p.crop != input[3])) {
+    return invalid_argument("preprocess.crop " + std::to_string(p.crop) + " does not give the model's input size " +
+                            std::to_string(input[3]) + "x" + std::to_string(input[2]));
+  }
+  return Status::Ok();
+}
+
+Status image_to_input(const Image& image, const Preprocess& p, int64_t channels, int64_t height, int64_t width,
+                      float* chw) {
+  Image x = convert_color(image, color_mode(p));
+  if (p.resize > 0) {
+    int64_t w = 0, h = 0;
+    shorter_side_size(x.width, x.height, p.resize, &w, &h);
+    if (w * h > kMaxImagePixels) {
+      return invalid_argument("resizing " + dimensions(x.width, x.height) + " so that the shorter side is " +
+                              std::to_string(p.resize) + " gives " + dimensions(w, h) +
+                              ", more pixels than winfer's limit (aspect ratio too extreme)");
+    }
+    x = resize_bilinear(x, w, h);
+  }
+  if (p.crop > 0) x = center_crop(x, p.crop, p.crop);
+  if (x.width != width || x.height != height || x.channels != channels) {
+    return shape_mismatch("after preprocessing (resize " + std::to_string(p.resize) + ", crop " + std::to_string(p.crop) +
+                          ") the image is " + dimensions(x.width, x.height) + " with " + std::to_string(x.channels) +
+                          " channel(s); the model expects " + dimensions(width, height) + " with " +
+                          std::to_string(channels));
+  }
+  // ToTensor then Normalize, in float32 like torchvision: p / 255, then (x - mean) / std.
+  const bool bgr = p.channel_order == "BGR";
+  const int64_t plane = width * height;
+  for (int64_t c = 0; c < channels; ++c) {
+    const int64_t source = bgr ? channels - 1 - c : c;
+    const float mean = p.mean.empty() ? 0.0f : p.mean[c];
+    const float std = p.std.empty() ? 1.0f : p.std[c];
+    float* out = chw + c * plane;
+    const uint8_t* in = x.pixels.data() + source;
+    for (int64_t i = 0; i < plane; ++i) out[i] = (static_cast<float>(in[i * channels]) / 255.0f - mean) / std;
+  }
+  return Status::Ok();
+}
+
+}  // namespace winfer

@@ -1,0 +1,531 @@
+// "im2win": the window-tensor convolution (Lu et al., HPEC 2022; NHWC form of Fu et al. 2024),
+// the engine's default algorithm.
+//
+// Window tensor. For one image and one group, output row oh gets a "window row"
+//
+//   win[oh][x][kh][c] = Xpadded[oh*sh + kh*dh][x][g*Cg + c]      x < Wp, kh < Kh, c < Cg
+//
+// (zeros where the tap falls in the padding), with Wp = (Wo-1)*sw + (Kw-1)*dw + 1 the padded
+// input columns the windows actually read. Output pixel (oh, ow) then reads the run starting
+// at win[oh][ow*sw][0][0]: with dilation_w = 1 its whole Kw*Kh*Cg receptive field is one
+// contiguous run, ordered (kw, kh, c); with dilation_w > 1 it is Kw runs of Kh*Cg floats,
+// dw*Kh*Cg apart. Consecutive pixels' runs overlap (they start sw*Kh*Cg apart): an
+// "overlapping GEMM" that BLAS cannot express, computed by our own micro-kernel
+// (ukernel_conv.h), 14 pixels x 32 channels per call on AVX-512. Tiles are balanced runs of
+// at most MR consecutive output pixels (they may span output rows: a 7x7 output is 4 tiles of
+// 12-13 pixels, not 7 of 7), so row tails never fall to a slow narrow kernel. The first and
+// last output rows' taps that lie in the padding are skipped (the kernel walks Kw segments
+// of the valid taps), a tile never mixing rows with different taps.
+//
+// Weights are packed once into panels of 32 output channels, [g][Cog/32][Kw][Kh][Cg][32]
+// (zero-padded), so that the K order matches the window run and each K step reads one
+// contiguous 128-byte panel row; the same layout for every ISA.
+//
+// Workspace: the window rows of R output rows ("slots", R * Wp * Kh * Cg floats), reused for
+// every row, group and image, never the whole window tensor (which would cost Kh/sh times
+// the input). R is the number of rows fitting 128 KiB when one group's weights fit in L2
+// (1 MiB), else 512 KiB; at least 4 (or Ho), at most Ho, evened out over the image (14 rows ->
+// 2 blocks of 7, not 11 + 3). workspace_bytes() cannot depend on the thread count, which
+// sets the floor of 4: enough slots for up to 4 threads to own rows (below).
+//
+// No window at all when Kh = 1 and there is no padding (1x1 convolutions, 1xK kernels): the
+// input's pixel rows are already the window rows, and the kernel reads them in place
+// (workspace 0).
+//
+// Threads, two schedules (Im2winRun):
+//   own rows (weights fit in L2, rows split fairly, at most R threads): each thread takes a
+//     contiguous share of all output rows and its own R/threads slots; it transforms a few
+//     rows, computes them for every channel panel, and moves on. No barriers, and the window
+//     rows are still in L1/L2 when read.
+//   shared blocks (deep layers: weights beyond L2, few rows): per block of R rows the threads
+//     transform disjoint rows, meet at a barrier, compute disjoint channel panels for all
+//     tiles (each thread streams only its share of the weights, once per block), and meet
+//     again before the next block overwrites the slots.
+// Either way each output element is computed by the same kernel call whatever the thread
+// count, so results do not depend on it (bitwise).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/conv_common.h"
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/ukernel_conv.h"
+
+namespace winfer {
+namespace cpu {
+namespace {
+
+// Weights that stay in L2 (2 MiB per core here) while tiles stream through all of them, next
+// to the thread's window slots and outputs. 1.5 MiB takes 3x3/2 128->256 (1.2 MB) into the
+// barrier-free schedule: +10% at 2 threads, same at 1.
+constexpr int64_t kL2WeightBytes = 3 << 19;
+// Window slots' size target. With L2-resident weights a thread needs only the rows it works
+// on (1-2 rows of a ResNet layer: small slots stay in L1/L2; measured up to 4% faster than
+// 512 KiB on 3x3 64->64 56x56). Deep layers reuse each weight panel over all the block's
+// rows, so their blocks are as large as L2 comfortably holds next to a panel (fewer blocks:
+// 512->512 7x7 streams its 9.4 MB of weights once per block from L3).
+constexpr int64_t kSmallBlockBytes = 128 << 10;
+constexpr int64_t kBlockBytes = 512 << 10;
+constexpr int64_t kMinBlockRows = 4;
+
+// Everything derived from ConvParams once per call: shapes, blocking, and where a pixel's
+// receptive field lies in the window row (or the input row, see reads_input_in_place()).
+struct Geometry {
+  explicit Geometry(const ConvParams& p);
+
+  int64_t ho, wo, cg, cog;
+  int64_t wp;           // window columns (padded input columns the windows read)
+  int64_t row_floats;   // one window row: wp * Kh * Cg
+  int64_t k;            // Kw * Kh * Cg, the dot-product length
+  int64_t panels;       // weight panels per group: ceil(Cog / kPanel)
+  bool in_place;        // windows read straight from the input (Kh = 1, no padding)
+  int64_t block_rows;   // output rows per window block
+  int64_t pixel_stride;  // floats between the runs of consecutive output pixels of a row
+  int64_t segments, seg_len, seg_stride;  // a pixel's run as the micro-kernel walks it
+  bool weights_fit_l2;  // one group's packed weights fit kL2WeightBytes
+  int64_t full_rows_begin, full_rows_end;  // output rows whose Kh taps all lie in the input
+
+  int64_t workspace_floats() const { return in_place ? 0 : block_rows * row_floats; }
+};
+
+// Kh = 1 and no padding: window row oh is input row oh*sh itself, already [x][c].
+bool reads_input_in_place(const ConvParams& p) {
+  return p.kernel_h == 1 && p.pad_top == 0 && p.pad_bottom == 0 && p.pad_left == 0 && p.pad_right == 0;
+}
+
+Geometry::Geometry(const ConvParams& p) {
+  ho = p.out_h();
+  wo = p.out_w();
+  cg = p.in_channels_per_group();
+  cog = p.out_channels_per_group();
+  wp = (wo - 1) * p.stride_w + (p.kernel_w - 1) * p.dilation_w + 1;
+  row_floats = wp * p.kernel_h * cg;
+  k = p.kernel_w * p.kernel_h * cg;
+  panels = ceil_div(cog, kPanel);
+  weights_fit_l2 = panels * k * kPanel * int64_t{sizeof(float)} <= kL2WeightBytes;
+  in_place = reads_input_in_place(p);
+  // oh*sh - pad_top >= 0 and oh*sh - pad_top + (Kh-1)*dh <= H - 1 (empty when no row is full).
+  full_rows_begin = ceil_div(p.pad_top, p.stride_h);
+  const int64_t last_start = p.in_h - 1 - (p.kernel_h - 1) * p.dilation_h + p.pad_top;
+  full_rows_end = last_start < 0 ? 0 : std::min(ho, last_start / p.stride_h + 1);
+  full_rows_end = std::max(full_rows_end, full_rows_begin);
+  if (in_place) {
+    // Pixel runs live in the input: channels of a pixel are C apart from the next pixel's.
+    block_rows = ho;
+    pixel_stride = p.stride_w * p.in_channels;
+    const bool contiguous = cg == p.in_channels && p.dilation_w == 1;
+    segments = contiguous ? 1 : p.kernel_w;
+    seg_len = contiguous ? k : cg;
+    seg_stride = p.dilation_w * p.in_channels;
+  } else {
+    const int64_t budget = weights_fit_l2 ? kSmallBlockBytes : kBlockBytes;
+    const int64_t max_rows = std::max<int64_t>(kMinBlockRows, budget / (row_floats * int64_t{sizeof(float)}));
+    block_rows = ceil_div(ho, ceil_div(ho, max_rows));
+    pixel_stride = p.stride_w * p.kernel_h * cg;
+    segments = p.dilation_w == 1 ? 1 : p.kernel_w;
+    seg_len = k / segments;
+    seg_stride = p.dilation_w * p.kernel_h * cg;
+  }
+}
+
+// Copies n floats with vector moves, the last one overlapping the previous when n is not a
+// multiple of the width; narrower moves for short runs. Exact: nothing outside [0, n) is
+// read or written.
+template <int kLanes>
+WINFER_ALWAYS_INLINE inline void copy_exact(float* d, const float* s, int64_t n) {
+  if constexpr (kLanes > 4) {
+    if (n < kLanes) return copy_exact<kLanes / 2>(d, s, n);
+  } else if (n < kLanes) {
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i];
+    return;
+  }
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) store<kLanes>(d + i, load<kLanes>(s + i));
+  if (i < n) store<kLanes>(d + n - kLanes, load<kLanes>(s + n - kLanes));
+}
+
+template <int kLanes>
+WINFER_ALWAYS_INLINE inline void zero_exact(float* d, int64_t n) {
+  if constexpr (kLanes > 4) {
+    if (n < kLanes) return zero_exact<kLanes / 2>(d, n);
+  } else if (n < kLanes) {
+    for (int64_t i = 0; i < n; ++i) d[i] = 0.f;
+    return;
+  }
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) store<kLanes>(d + i, Vec<kLanes>{});
+  if (i < n) store<kLanes>(d + n - kLanes, Vec<kLanes>{});
+}
+
+// The same in whole 4-float vectors: may read and write up to 3 floats past n. Thin inputs
+// (C = 3 in a stem) make the transform millions of 12-byte copies, which this turns into one
+// 16-byte move each, where copy_exact needs three and memcpy a call.
+template <int kLanes>
+WINFER_ALWAYS_INLINE inline void copy_rounded(float* d, const float* s, int64_t n) {
+  int64_t i = 0;
+  if constexpr (kLanes > 4)
+    for (; i + kLanes <= n; i += kLanes) store<kLanes>(d + i, load<kLanes>(s + i));
+  for (; i < n; i += 4) store<4>(d + i, load<4>(s + i));
+}
+
+template <int kLanes>
+WINFER_ALWAYS_INLINE inline void zero_rounded(float* d, int64_t n) {
+  int64_t i = 0;
+  if constexpr (kLanes > 4)
+    for (; i + kLanes <= n; i += kLanes) store<kLanes>(d + i, Vec<kLanes>{});
+  for (; i < n; i += 4) store<4>(d + i, Vec<4>{});
+}
+
+// One tap of a window row: dst[x * Kh * Cg ...] = the Cg channels of input pixel
+// (row in_row, column x - pad_left), zeros for columns in the padding or when in_row is null
+// (the tap's input row is padding). TapCopy::kRounded copies in whole 4-float vectors, which may
+// spill up to 3 floats into the next taps of the same column (filled after this one) and read
+// up to 3 floats past a pixel's channels (never past image_end).
+enum class TapCopy { kExact, kRounded, kOneVector };  // kOneVector: kRounded with Cg <= 4
+
+template <int kLanes, TapCopy kHow>
+WINFER_ALWAYS_INLINE inline void fill_tap(const ConvParams& p, const Geometry& geo, const float* in_row,
+                                          const float* image_end, float* dst) {
+  const int64_t cg = geo.cg, x_stride = p.kernel_h * cg, c_stride = p.in_channels;
+  const int64_t rounded = (cg + 3) / 4 * 4;
+  // Window columns [x0, x1) map to input columns [0, W) (x = ix + pad_left).
+  const int64_t x0 = in_row != nullptr ? std::min(p.pad_left, geo.wp) : geo.wp;
+  int64_t x1 = in_row != nullptr ? std::min(p.pad_left + p.in_w, geo.wp) : geo.wp;
+  const int64_t x_end = x1;
+  // A rounded read of the image's last pixel could pass its end: copy that one exactly.
+  if (kHow != TapCopy::kExact && x1 > x0 && in_row + (x1 - 1 - x0) * c_stride + rounded > image_end) --x1;
+  float* d = dst;
+  for (int64_t x = 0; x < x0; ++x, d += x_stride) {
+    if constexpr (kHow == TapCopy::kExact) zero_exact<kLanes>(d, cg);
+    else if constexpr (kHow == TapCopy::kRounded) zero_rounded<kLanes>(d, cg);
+    else store<4>(d, Vec<4>{});
+  }
+  const float* s = in_row;
+  for (int64_t x = x0; x < x1; ++x, d += x_stride, s += c_stride) {
+    if constexpr (kHow == TapCopy::kExact) copy_exact<kLanes>(d, s, cg);
+    else if constexpr (kHow == TapCopy::kRounded) copy_rounded<kLanes>(d, s, cg);
+    else store<4>(d, load<4>(s));
+  }
+  if (x1 < x_end) {
+    copy_exact<kLanes>(d, s, cg);
+    d += x_stride;
+  }
+  for (int64_t x = x_end; x < geo.wp; ++x, d += x_stride) {
+    if constexpr (kHow == TapCopy::kExact) zero_exact<kLanes>(d, cg);
+    else if constexpr (kHow == TapCopy::kRounded) zero_rounded<kLanes>(d, cg);
+    else store<4>(d, Vec<4>{});
+  }
+}
+
+// Fills the window row of output row oh (image in_image, group g) into dst [wp][Kh][Cg]:
+// column x, tap kh holds input pixel (oh*sh - pad_top + kh*dh, x - pad_left), or zeros in the
+// padding. Tap by tap, in order, so that a tap may spill into the later taps of its column
+// (TapCopy::kRounded) as long as the spill stays in the column: for Cg = 3, Kh = 7, taps 0-5
+// copy one 16-byte vector per column, tap 6 copies exactly.
+template <int kLanes>
+WINFER_ALWAYS_INLINE inline void transform_row_body(const ConvParams& p, const Geometry& geo,
+                                                    const float* in_image, int64_t g, int64_t oh, float* dst) {
+  const int64_t cg = geo.cg, rounded = (cg + 3) / 4 * 4;
+  const float* const image_end = in_image + p.in_h * p.in_w * p.in_channels;
+  for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
+    const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+    const float* in_row = ih >= 0 && ih < p.in_h ? in_image + ih * p.in_w * p.in_channels + g * cg : nullptr;
+    float* d = dst + kh * cg;
+    if ((p.kernel_h - kh) * cg < rounded)
+      fill_tap<kLanes, TapCopy::kExact>(p, geo, in_row, image_end, d);
+    else if (cg <= 4)
+      fill_tap<kLanes, TapCopy::kOneVector>(p, geo, in_row, image_end, d);
+    else
+      fill_tap<kLanes, TapCopy::kRounded>(p, geo, in_row, image_end, d);
+  }
+}
+
+// Window rows [first, last) of output rows into slots first - r0 .. last - 1 - r0.
+template <int kLanes>
+WINFER_ALWAYS_INLINE inline void transform_rows_body(const ConvParams& p, const Geometry& geo,
+                                                     const float* in_image, int64_t g, int64_t r0,
+                                                     int64_t first, int64_t last, float* window) {
+  for (int64_t oh = first; oh < last; ++oh)
+    transform_row_body<kLanes>(p, geo, in_image, g, oh, window + (oh - r0) * geo.row_floats);
+}
+
+WINFER_TARGET_AVX512 void transform_rows_avx512(const ConvParams& p, const Geometry& geo, const float* in_image,
+                                                int64_t g, int64_t r0, int64_t first, int64_t last, float* window) {
+  transform_rows_body<16>(p, geo, in_image, g, r0, first, last, window);
+}
+WINFER_TARGET_AVX2 void transform_rows_avx2(const ConvParams& p, const Geometry& geo, const float* in_image,
+                                            int64_t g, int64_t r0, int64_t first, int64_t last, float* window) {
+  transform_rows_body<8>(p, geo, in_image, g, r0, first, last, window);
+}
+void transform_rows_generic(const ConvParams& p, const Geometry& geo, const float* in_image, int64_t g,
+                            int64_t r0, int64_t first, int64_t last, float* window) {
+  transform_rows_body<4>(p, geo, in_image, g, r0, first, last, window);
+}
+
+using TransformRowsFn = void (*)(const ConvParams&, const Geometry&, const float*, int64_t, int64_t, int64_t,
+                                 int64_t, float*);
+TransformRowsFn pick_transform_rows(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return transform_rows_avx512;
+    case Isa::kAvx2: return transform_rows_avx2;
+    default: return transform_rows_generic;
+  }
+}
+
+// A run of consecutive output rows of one image and group, and where their window rows are:
+// output row oh0 + i is in window slot slot0 + i.
+struct RowRun {
+  int64_t n, g, oh0, slot0, rows;
+};
+
+// One run() as seen by each thread of the team: which rows and channels it computes, in which
+// order, and when it waits for the others.
+class Im2winRun {
+ public:
+  Im2winRun(const ConvParams& p, const float* input, const float* packed, const float* bias,
+            float* output, float* window, Activation act)
+      : p_(p), geo_(p), uk_(tile_kernels(cpu_isa())), transform_rows_(pick_transform_rows(cpu_isa())),
+        input_(input), packed_(packed), bias_(bias), output_(output), window_(window),
+        clip_(activation_clamp(act)) {}
+
+  // Thread t of a team of `team` (inside an OpenMP parallel region, or t = 0, team = 1).
+  void thread_body(int t, int team) const {
+    if (own_rows_pay(team))
+      own_rows(t, team);
+    else
+      shared_blocks(t, team);
+  }
+
+ private:
+  // Own rows: each thread takes a contiguous share of all output rows (every image and group)
+  // and, one step of a few rows at a time, transforms them into window slots only it uses and
+  // computes them for every channel, tile by tile. No barriers, and a row's window is still in
+  // L1/L2 when it is read. Needs a slot per thread, a fair split of the rows, and weights that
+  // stay in L2 while the tiles stream through them (every tile reads all of them).
+  bool own_rows_pay(int team) const {
+    const int64_t units = p_.batch * p_.groups * geo_.ho;
+    const bool slots = geo_.in_place || team <= geo_.block_rows;
+    const bool fair = ceil_div(units, team) * team * 8 <= units * 9;  // at most 12.5% over the mean
+    return slots && fair && geo_.weights_fit_l2;
+  }
+
+  void own_rows(int t, int team) const {
+    const int64_t units = p_.batch * p_.groups * geo_.ho;
+    const int64_t u_end = units * (t + 1) / team;
+    const int64_t slot0 = geo_.block_rows * t / team;
+    const int64_t step_rows = geo_.block_rows * (t + 1) / team - slot0;  // the thread's slots
+    for (int64_t u = units * t / team; u < u_end;) {
+      const int64_t oh = u % geo_.ho, ng = u / geo_.ho;
+      RowRun run{ng / p_.groups, ng % p_.groups, oh, slot0, std::min({step_rows, u_end - u, geo_.ho - oh})};
+      if (!geo_.in_place) transform(run);
+      compute(run, 0, 1, /*tile_major=*/true);
+      u += run.rows;
+    }
+  }
+
+  // Shared blocks: for each block of window rows, the threads transform disjoint rows, meet at
+  // a barrier, compute disjoint (panel, tile) pairs panel by panel (each thread streams only
+  // its share of the weights, once per block), and meet again before the next block
+  // overwrites the window. For deep layers (weights beyond L2, few output rows).
+  void shared_blocks(int t, int team) const {
+    const bool sync = !geo_.in_place && team > 1;
+    for (int64_t n = 0; n < p_.batch; ++n)
+      for (int64_t g = 0; g < p_.groups; ++g)
+        for (int64_t r0 = 0; r0 < geo_.ho; r0 += geo_.block_rows) {
+          const int64_t rows = std::min(geo_.block_rows, geo_.ho - r0);
+          if (!geo_.in_place) {
+            transform({n, g, r0 + rows * t / team, rows * t / team, rows * (t + 1) / team - rows * t / team});
+            if (sync) {
+#pragma omp barrier
+            }
+          }
+          compute({n, g, r0, 0, rows}, t, team, /*tile_major=*/false);
+          if (sync) {
+#pragma omp barrier
+          }
+        }
+  }
+
+  void transform(const RowRun& run) const {
+    const float* in_image = input_ + run.n * p_.in_h * p_.in_w * p_.in_channels;
+    // transform_rows_ puts row oh in slot oh - r0.
+    transform_rows_(p_, geo_, in_image, run.g, run.oh0 - run.slot0, run.oh0, run.oh0 + run.rows, window_);
+  }
+
+  // Rows of a run that use the same taps: the rows whose taps all lie in the input, or one
+  // row near the top or bottom whose taps outside [kh0, kh1) lie in the padding. A tile never
+  // spans two of them, so that it can skip those taps (they multiply the window's zeros):
+  // 1/3 of the work of a 3x3 convolution's first and last rows.
+  struct SubRun {
+    int64_t row0, rows, kh0, kh1;
+  };
+
+  // The sub-runs of `run` in order; f(sub) for each until f returns true.
+  template <class F>
+  void for_each_subrun(const RowRun& run, F f) const {
+    for (int64_t r = 0; r < run.rows;) {
+      const int64_t oh = run.oh0 + r;
+      SubRun sub{r, 1, 0, p_.kernel_h};
+      if (oh >= geo_.full_rows_begin && oh < geo_.full_rows_end)
+        sub.rows = std::min(run.rows - r, geo_.full_rows_end - oh);
+      else
+        valid_taps(oh * p_.stride_h - p_.pad_top, p_.dilation_h, p_.kernel_h, p_.in_h, &sub.kh0, &sub.kh1);
+      if (f(sub)) return;
+      r += sub.rows;
+    }
+  }
+
+  int64_t tiles_of(const SubRun& sub) const { return ceil_div(sub.rows * geo_.wo, uk_.max_rows); }
+
+  // Calls f(sub, p0, p1) for the tiles of `run` with indices [first, last) (counted over the
+  // whole run), in order: balanced runs of at most MR pixels of each sub-run.
+  template <class F>
+  void for_tiles(const RowRun& run, int64_t first, int64_t last, F f) const {
+    int64_t j = 0;
+    for_each_subrun(run, [&](const SubRun& sub) {
+      const int64_t count = tiles_of(sub), pixels = sub.rows * geo_.wo, base = sub.row0 * geo_.wo;
+      for (int64_t t = std::max<int64_t>(first - j, 0); t < count && j + t < last; ++t)
+        f(sub, base + pixels * t / count, base + pixels * (t + 1) / count);
+      j += count;
+      return j >= last;
+    });
+  }
+
+  // Part `part` of `parts` of the (panel, tile) pairs of a row run, ordered tile by tile (all
+  // panels of a tile, while its pixels are in L1) or panel by panel (one weight panel across
+  // all tiles, while it is in L2).
+  void compute(const RowRun& run, int part, int parts, bool tile_major) const {
+    int64_t tiles = 0;
+    for_each_subrun(run, [&](const SubRun& sub) { return tiles += tiles_of(sub), false; });
+    const int64_t panels = geo_.panels, items = panels * tiles;
+    const int64_t first = items * part / parts, last = items * (part + 1) / parts;
+    if (first >= last) return;
+    if (tile_major) {
+      int64_t j = first / panels;
+      for_tiles(run, j, (last - 1) / panels + 1, [&](const SubRun& sub, int64_t p0, int64_t p1) {
+        for (int64_t panel = std::max(first - j * panels, int64_t{0}); panel < panels && j * panels + panel < last; ++panel)
+          compute_tile(run, sub, panel, p0, p1);
+        ++j;
+      });
+    } else {
+      for (int64_t panel = first / tiles; panel * tiles < last; ++panel) {
+        const int64_t j0 = std::max(first - panel * tiles, int64_t{0}), j1 = std::min(last - panel * tiles, tiles);
+        for_tiles(run, j0, j1, [&](const SubRun& sub, int64_t p0, int64_t p1) { compute_tile(run, sub, panel, p0, p1); });
+      }
+    }
+  }
+
+  // Pixels [p0, p1) of the run (counted from its first pixel, all in sub-run `sub`) x the
+  // channels of one panel.
+  void compute_tile(const RowRun& run, const SubRun& sub, int64_t panel, int64_t p0, int64_t p1) const {
+    TileArgs a;
+    int64_t skip = 0;  // floats of a pixel's run before its first valid tap
+    if (sub.kh0 == 0 && sub.kh1 == p_.kernel_h) {
+      a.segments = geo_.segments;
+      a.seg_len = geo_.seg_len;
+      a.w_seg_stride = geo_.seg_len * kPanel;
+    } else {  // one segment per kw, over the valid taps of each
+      skip = sub.kh0 * geo_.cg;
+      a.segments = p_.kernel_w;
+      a.seg_len = (sub.kh1 - sub.kh0) * geo_.cg;
+      a.w_seg_stride = p_.kernel_h * geo_.cg * kPanel;
+    }
+    a.seg_stride = geo_.seg_stride;
+    const float* pixels[kMaxTileRows];
+    int64_t row = p0 / geo_.wo, ow = p0 % geo_.wo;
+    const float* start = row_start(run, row) + skip;
+    for (int64_t px = p0; px < p1; ++px) {
+      pixels[px - p0] = start + ow * geo_.pixel_stride;
+      if (++ow == geo_.wo && px + 1 < p1) {
+        ow = 0;
+        start = row_start(run, ++row) + skip;
+      }
+    }
+    a.pixels = pixels;
+    a.out_stride = p_.out_channels;
+    a.clip = clip_;
+    const int64_t co0 = run.g * geo_.cog + panel * kPanel;
+    const int64_t panel_cols = std::min<int64_t>(kPanel, geo_.cog - panel * kPanel);
+    const float* w_panel = packed_ + (run.g * geo_.panels + panel) * geo_.k * kPanel + skip * kPanel;
+    float* out = output_ + ((run.n * geo_.ho + run.oh0) * geo_.wo + p0) * p_.out_channels + co0;
+    const int block_cols = uk_.max_vecs * uk_.lanes;
+    for (int64_t c = 0; c < panel_cols; c += block_cols) {
+      a.cols = static_cast<int>(std::min<int64_t>(block_cols, panel_cols - c));
+      a.weights = w_panel + c;
+      a.bias = bias_ != nullptr ? bias_ + co0 + c : nullptr;
+      a.out = out + c;
+      const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
+      uk_.fn[p1 - p0][vecs](a);
+    }
+  }
+
+  // Where the receptive field of pixel ow = 0 of the run's row `row` starts: in its window
+  // slot, or in the input itself.
+  const float* row_start(const RowRun& run, int64_t row) const {
+    if (geo_.in_place) {
+      const int64_t ih = (run.oh0 + row) * p_.stride_h;
+      return input_ + (run.n * p_.in_h + ih) * p_.in_w * p_.in_channels + run.g * geo_.cg;
+    }
+    return window_ + (run.slot0 + row) * geo_.row_floats;
+  }
+
+  const ConvParams& p_;
+  const Geometry geo_;
+  const TileKernels& uk_;
+  const TransformRowsFn transform_rows_;
+  const float* input_;
+  const float* packed_;
+  const float* bias_;
+  float* output_;
+  float* window_;
+  Clamp clip_;
+};
+
+class Im2winConv final : public ConvAlgorithm {
+ public:
+  const char* name() const override { return "im2win"; }
+  bool supports(const ConvParams& p) const override { return p.is_valid(); }
+  size_t workspace_bytes(const ConvParams& p) const override {
+    return static_cast<size_t>(Geometry(p).workspace_floats()) * sizeof(float);
+  }
+  size_t packed_weight_bytes(const ConvParams& p) const override {
+    const Geometry geo(p);
+    return static_cast<size_t>(p.groups * geo.panels * geo.k * kPanel) * sizeof(float);
+  }
+
+  // OIHW [Co][Cg][Kh][Kw] -> [g][panel][kw][kh][c][32], zeros past the group's last channel.
+  void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
+    const Geometry geo(p);
+    std::memset(packed, 0, packed_weight_bytes(p));
+    const int64_t kh_count = p.kernel_h, kw_count = p.kernel_w;
+    for (int64_t g = 0; g < p.groups; ++g)
+      for (int64_t o = 0; o < geo.cog; ++o) {
+        float* panel = packed + (g * geo.panels + o / kPanel) * geo.k * kPanel + o % kPanel;
+        const float* w = weight_oihw + (g * geo.cog + o) * geo.cg * kh_count * kw_count;
+        for (int64_t c = 0; c < geo.cg; ++c)
+          for (int64_t kh = 0; kh < kh_count; ++kh)
+            for (int64_t kw = 0; kw < kw_count; ++kw)
+              panel[((kw * kh_count + kh) * geo.cg + c) * kPanel] = w[(c * kh_count + kh) * kw_count + kw];
+      }
+  }
+
+  void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
+           float* output_nhwc, void* workspace, Activation act, int threads) const override {
+    const Im2winRun job(p, input_nhwc, packed, bias, output_nhwc, static_cast<float*>(workspace), act);
+    const int nt = threads_for_work(threads, p.flops() / 2);
+    // The team may be smaller than nt (a nested region gets one thread): split by its size.
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    job.thread_body(omp_get_thread_num(), omp_get_num_threads());
+  }
+};
+
+}  // namespace
+
+const ConvAlgorithm& im2win_conv_algorithm() {
+  static const Im2winConv algorithm;
+  return algorithm;
+}
+
+}  // namespace cpu
+}  // namespace winfer

@@ -1,0 +1,69 @@
+// AVX2+FMA convolution micro-kernels: up to 6 pixels x 16 channels (2 ymm) per tile.
+//
+// Register budget (16 ymm): 12 accumulators + 2 weight vectors + 1 broadcast = 15, the
+// classic 6x16 shape; a 32-channel weight panel is covered by two column blocks.
+#include <cstring>
+
+#include "kernels/cpu/ukernel_conv.h"
+
+#if WINFER_X86_DISPATCH
+
+#include <immintrin.h>
+
+// Everything defined from here to the matching pop is compiled for the ISA (see
+// ukernel_conv_body.h).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+
+#include "kernels/cpu/ukernel_conv_body.h"
+
+namespace winfer {
+namespace cpu {
+namespace {
+
+struct Avx2 {
+  static constexpr int kLanes = 8;
+  __attribute__((always_inline)) static inline Vec<8> broadcast(const float* p) {
+    return reinterpret_cast<Vec<8>>(_mm256_set1_ps(*p));
+  }
+};
+
+template <int kRows, int kVecs>
+struct Avx2Tile {
+  static void run(const TileArgs& a) { tile<Avx2, kRows, kVecs>(a); }
+};
+
+}  // namespace
+}  // namespace cpu
+}  // namespace winfer
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+namespace winfer {
+namespace cpu {
+
+const TileKernels* tile_kernels_avx2() {
+  static const TileKernels table = make_tile_kernels<Avx2Tile, 8, 6, 2>("avx2");
+  return &table;
+}
+
+}  // namespace cpu
+}  // namespace winfer
+
+#else
+
+namespace winfer {
+namespace cpu {
+const TileKernels* tile_kernels_avx2() { return nullptr; }
+}  // namespace cpu
+}  // namespace winfer
+
+#endif

@@ -1,0 +1,103 @@
+// The convolution micro-kernel: MR output pixels x NR output channels with the accumulators
+// in registers, for im2win now and the indirect convolution later.
+//
+// One call computes, for m < rows and j < cols,
+//
+//   out[m * out_stride + j] = clamp(bias[j] + sum_{s < segments, l < seg_len}
+//                                   pixel[m][s * seg_stride + l] * w[s * w_seg_stride + l * kPanel + j])
+//
+// where pixel[m] = args.pixels[m] is where output pixel m's receptive field starts. The K
+// dimension (segments * seg_len) is walked in order; each step broadcasts one input value per
+// pixel and multiplies it with a row of the weight panel (NR contiguous floats), i.e. a GEMM
+// whose A rows are given by pointers rather than by a leading dimension. That is what lets
+// im2win use it on its window tensor, where consecutive pixels' rows overlap (pixel m + 1
+// starts stride*Kh*C floats after pixel m, not K floats after), and what the indirect
+// convolution needs (one pointer per pixel and tap: segments = taps, with per-segment pointer
+// arrays instead of seg_stride; see accumulate() in ukernel_conv_body.h, the shared loop).
+//
+//   im2win, dilation 1:  segments = 1, seg_len = Kw*Kh*Cg           (one contiguous run)
+//   im2win, dilation_w:  segments = Kw, seg_len = Kh*Cg, seg_stride = dilation_w*Kh*Cg
+//   im2win, output rows whose taps kh < kh0 or >= kh1 fall in the padding: segments = Kw,
+//                        seg_len = (kh1-kh0)*Cg, seg_stride = dilation_w*Kh*Cg (zeros skipped)
+//   1x1 / Kh = 1 on the input itself: segments = Kw, seg_len = Cg, seg_stride = dilation_w*C
+// (w_seg_stride = seg_len * kPanel when the segments' weights are contiguous.)
+//
+// Weights are packed in panels of kPanel output channels: [K][kPanel], zero-padded past the
+// last channel, so a kernel always loads whole vectors and the padding contributes zeros.
+// The panel width is the same for every ISA (a session packs once, whatever kernel later
+// runs): AVX-512 covers a panel with 2 zmm vectors, AVX2 with two 2-ymm column blocks, the
+// portable kernel with four 2-vector column blocks.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cpu/cpu_common.h"
+
+namespace winfer {
+namespace cpu {
+
+// Output channels per packed weight panel (floats per K row of a panel).
+constexpr int kPanel = 32;
+
+// The most pixels (MR) and vectors (NV) any ISA's table holds.
+constexpr int kMaxTileRows = 14;
+constexpr int kMaxTileVecs = 2;
+
+struct TileArgs {
+  const float* const* pixels;  // `rows` pointers: where each pixel's receptive field starts
+  int64_t segments;            // K = segments * seg_len
+  int64_t seg_len;
+  int64_t seg_stride;          // floats from one segment of a pixel to the next
+  const float* weights;        // [K][kPanel] rows starting at this call's first column
+  int64_t w_seg_stride;        // floats from one segment's weight rows to the next
+  const float* bias;           // `cols` values, or null
+  float* out;                  // pixel 0, column 0
+  int64_t out_stride;          // floats from one pixel's outputs to the next (Co in NHWC)
+  int cols;                    // valid columns, 1 .. vecs * lanes of the kernel called
+  Clamp clip;                  // fused activation
+};
+
+using TileFn = void (*)(const TileArgs&);
+
+// Every tile shape of one ISA: fn[mr][nv] computes mr pixels (1..max_rows) x nv vectors
+// (1..max_vecs) of `lanes` channels.
+struct TileKernels {
+  const char* isa;
+  int lanes;
+  int max_rows;  // MR of the main kernel
+  int max_vecs;  // NV of the main kernel (NR = max_vecs * lanes)
+  TileFn fn[kMaxTileRows + 1][kMaxTileVecs + 1];
+};
+
+// The kernels for `isa` (which must be runnable on this CPU, e.g. cpu_isa()).
+const TileKernels& tile_kernels(Isa isa);
+
+// Per-ISA tables, defined in ukernel_<isa>.cpp. The AVX ones are null where the compiler
+// cannot target x86.
+const TileKernels* tile_kernels_avx512();
+const TileKernels* tile_kernels_avx2();
+const TileKernels& tile_kernels_generic();
+
+// Builds an ISA's table from its kernels Kernel<mr, nv>::run. Called from default-target code:
+// it only takes the kernels' addresses, so building the table never executes an instruction
+// the CPU may lack.
+template <template <int, int> class Kernel, int kRows, int kVecs, int... kRowIndex>
+void fill_tile_rows(TileKernels& t, std::integer_sequence<int, kRowIndex...>) {
+  ((t.fn[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run), ...);
+}
+template <template <int, int> class Kernel, int kLanes, int kRows, int kVecs>
+TileKernels make_tile_kernels(const char* isa) {
+  static_assert(kRows <= kMaxTileRows && kVecs <= kMaxTileVecs && kPanel % (kVecs * kLanes) == 0);
+  TileKernels t{};
+  t.isa = isa;
+  t.lanes = kLanes;
+  t.max_rows = kRows;
+  t.max_vecs = kVecs;
+  fill_tile_rows<Kernel, kRows, 1>(t, std::make_integer_sequence<int, kRows>{});
+  if constexpr (kVecs >= 2) fill_tile_rows<Kernel, kRows, 2>(t, std::make_integer_sequence<int, kRows>{});
+  return t;
+}
+
+}  // namespace cpu
+}  // namespace winfer

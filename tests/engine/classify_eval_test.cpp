@@ -1,0 +1,102 @@
+// `winfer eval` on Fashion-MNIST: for every shipped model, the whole test split gives PyTorch's
+// predictions (recorded by models/fashion/train.py), prediction by prediction. Skipped (with a
+// message) where Debian's dataset-fashion-mnist package is not installed.
+#include <filesystem>
+#include <regex>
+
+#include "engine/classify_test_util.h"
+#include "winfer/idx_dataset.h"
+
+using namespace winfer_test;
+
+namespace {
+
+// Float rounding may flip an argmax whose two largest logits are nearly equal; no more than this
+// many of the 10,000 test predictions may differ from PyTorch's.
+constexpr int kMaxDifferingPredictions = 3;
+
+bool dataset_installed() {
+  std::error_code ec;
+  return std::filesystem::exists(std::string(winfer::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz", ec);
+}
+
+// "accuracy 92.53% (9253/10000)" -> 9253, or -1.
+int64_t correct_count(const std::string& stdout_text) {
+  std::smatch m;
+  static const std::regex pattern(R"(accuracy [0-9.]+% \(([0-9]+)/([0-9]+)\))");
+  return std::regex_search(stdout_text, m, pattern) ? std::stoll(m[1]) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("eval: every shipped model reproduces PyTorch's test predictions and accuracy") {
+  if (!dataset_installed()) {
+    MESSAGE(kSkipMarker << ": Fashion-MNIST is not installed (" << winfer::kFashionMnistDir
+                        << "); scripts/setup.sh installs dataset-fashion-mnist");
+    return;
+  }
+  auto test = winfer::load_mnist_split(winfer::kFashionMnistDir, "test");
+  REQUIRE_MESSAGE(test.ok(), test.status().message());
+  REQUIRE(test.value().count == 10000);
+  for (const std::string& model : kFashionModels) {
+    TempDir dir;
+    const std::string predictions = dir.file("predictions.bin");
+    const CommandResult r = run_cli("eval " + repo_path("models/fashion/" + model + ".yaml") +
+                                    " --dataset fashion-mnist --threads 1 --predictions " + predictions);
+    INFO(model << "\n" << r.stdout_text << r.stderr_text);
+    REQUIRE(r.exit_code == 0);
+    const std::string ours = read_bytes(predictions);
+    const std::string torch = read_bytes(repo_path("models/fashion/" + model + ".test_predictions"));
+    REQUIRE(ours.size() == 10000);
+    REQUIRE(torch.size() == 10000);
+    int differing = 0;
+    int64_t torch_correct = 0;
+    for (size_t i = 0; i < ours.size(); ++i) {
+      differing += ours[i] != torch[i];
+      torch_correct += static_cast<uint8_t>(torch[i]) == test.value().labels[i];
+    }
+    const int64_t engine_correct = correct_count(r.stdout_text);
+    const size_t timing = r.stderr_text.rfind("10000 images");
+    MESSAGE(model << ": accuracy winfer " << engine_correct / 100.0 << "%, PyTorch " << torch_correct / 100.0 << "%, "
+                  << differing << " of 10000 predictions differ; "
+                  << (timing == std::string::npos ? std::string() : r.stderr_text.substr(timing)));
+    CHECK(differing <= kMaxDifferingPredictions);
+    CHECK(std::abs(engine_correct - torch_correct) <= differing);
+    CHECK(engine_correct >= 9000);  // the models are shipped because they reach 90%
+    CHECK(contains(r.stdout_text, "per class:"));
+    CHECK(contains(r.stdout_text, "most confused (true -> predicted):"));
+  }
+}
+
+TEST_CASE("eval: --limit, --split train and the confusion summary") {
+  if (!dataset_installed()) {
+    MESSAGE(kSkipMarker << ": Fashion-MNIST is not installed (" << winfer::kFashionMnistDir << ")");
+    return;
+  }
+  const CommandResult r = run_cli("eval " + repo_path("models/fashion/fashion_resnet.yaml") +
+                                  " --split train --limit 300 --batch 64");
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.stdout_text, "fashion-mnist train: 300 images"));
+  CHECK(contains(r.stdout_text, "/300)"));
+  CHECK(contains(r.stdout_text, "Ankle boot"));
+  CHECK(contains(r.stderr_text, "images/s"));
+}
+
+TEST_CASE("eval: missing or broken dataset folders and unknown datasets are clear errors") {
+  TempDir dir;
+  const std::string model = repo_path("models/fashion/fashion_resnet.yaml");
+  CommandResult r = run_cli("eval " + model + " --data " + dir.path());
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "t10k-images-idx3-ubyte"));
+  CHECK(contains(r.stderr_text, "no such file"));
+
+  write_bytes(dir.file("t10k-images-idx3-ubyte.gz"), "not gzip and not idx");
+  r = run_cli("eval " + model + " --data " + dir.path());
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "t10k-images-idx3-ubyte.gz: not an IDX file"));
+
+  r = run_cli("eval " + model + " --dataset cifar-10");
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "unknown dataset"));
+}
