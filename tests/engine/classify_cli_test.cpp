@@ -113,7 +113,7 @@ TEST_CASE("classify: a color photo of another size is converted to the model's 2
   CHECK(contains(r.stdout_text, "one_pixel.png\n 1  "));
 }
 
-TEST_CASE("classify: broken files are reported by name and skipped; the others still run") {
+TEST_CASE("classify: broken files are reported by name and skipped, and the others still run") {
   TempDir dir;
   copy_into(dir, repo_path("models/fashion/examples/bag.png"), "a_bag.png");
   copy_into(dir, repo_path("models/fashion/examples/coat.png"), "e_coat.png");

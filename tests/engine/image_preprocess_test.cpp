@@ -154,7 +154,7 @@ TEST_CASE("image: shorter side resize sizes follow torchvision") {
   CHECK(h == 28);
 }
 
-TEST_CASE("image: resize to the same size is the identity; a constant image stays constant") {
+TEST_CASE("image: resize to the same size is the identity, and a constant image stays constant") {
   const winfer::Image image = gradient(13, 9, 3);
   CHECK(winfer::resize_bilinear(image, 13, 9).pixels == image.pixels);
   winfer::Image flat = winfer::Image::blank(50, 30, 1);

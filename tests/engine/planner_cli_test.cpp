@@ -51,7 +51,7 @@ TEST_CASE("cli plan: the side-by-side table with a measured run and the saving")
   CHECK_FALSE(contains(r.out, "not measured"));
 }
 
-TEST_CASE("cli plan: --json gives one object; an unknown algorithm is reported, not zeros") {
+TEST_CASE("cli plan: --json gives one object - an unknown algorithm is reported, not zeros") {
   const PlanOutput r = run_plan(repo_path("models/examples/tiny_net.yaml") + " --json --conv im2col,no_such_algorithm,direct");
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
@@ -80,7 +80,7 @@ TEST_CASE("cli plan: --json gives one object; an unknown algorithm is reported, 
   CHECK(j["algorithms"][2]["max_workspace_bytes"] == 0);  // direct needs none
 }
 
-TEST_CASE("cli plan: a zoo model without weights gets random ones and says so; --svg draws the arena") {
+TEST_CASE("cli plan: a zoo model without weights gets random ones and says so - --svg draws the arena") {
   TempDir dir;
   const std::string svg = dir.file("plan.svg");
   const PlanOutput r = run_plan(repo_path("models/zoo/resnet18.yaml") + " --no-measure --conv all --svg " + svg);

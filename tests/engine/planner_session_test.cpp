@@ -149,7 +149,7 @@ TEST_CASE("plan: the graph input and graph outputs are never overwritten in plac
   check_planned_equals_unplanned(model, random_tensor(winfer::Shape{1, 4, 8, 8}, 4, winfer::Layout::kNCHW));
 }
 
-TEST_CASE("plan: flatten runs in place only when it is a plain copy; dropout and batchnorm in place") {
+TEST_CASE("plan: flatten runs in place only when it is a plain copy - dropout and batchnorm in place") {
   const std::string pooled = model_header(4, 8, 8) + "layers:\n" + conv("c", 4, 6, 3) +
                              "  - {name: bn, op: batchnorm2d, num_features: 6}\n  - {name: drop, op: dropout}\n"
                              "  - {name: gap, op: adaptive_avgpool2d, output_size: 1}\n  - {name: flat, op: flatten}\n"
@@ -169,7 +169,7 @@ TEST_CASE("plan: flatten runs in place only when it is a plain copy; dropout and
   check_planned_equals_unplanned(model2, random_tensor(winfer::Shape{2, 4, 8, 8}, 6, winfer::Layout::kNCHW));
 }
 
-TEST_CASE("plan: tiny_net planned equals unplanned for every algorithm and thread count; the report adds up") {
+TEST_CASE("plan: tiny_net planned equals unplanned for every algorithm and thread count - the report adds up") {
   auto model = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"));
   REQUIRE(model.ok());
   const winfer::Tensor input = random_tensor(winfer::Shape{3, 3, 32, 32}, 7, winfer::Layout::kNCHW);
@@ -255,7 +255,7 @@ TEST_CASE("plan: random graphs run planned (poisoned) exactly as unplanned") {
   CHECK(in_place > 10);
 }
 
-TEST_CASE("session: run_into allocates nothing after its first call; run() allocates its result") {
+TEST_CASE("session: run_into allocates nothing after its first call - run() allocates its result") {
   auto model = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"));
   REQUIRE(model.ok());
   if (winfer::gemm_backend_description().rfind("OpenBLAS", 0) != 0) {

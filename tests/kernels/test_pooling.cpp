@@ -61,7 +61,7 @@ TEST_CASE("pooling output sizes of the test helper follow PyTorch") {
   CHECK(ref::pool_out_size(112, 3, 2, 1, 1, false) == 56);
 }
 
-TEST_CASE("maxpool2d matches the reference; padding never wins") {
+TEST_CASE("maxpool2d matches the reference - padding never wins") {
   const std::vector<PoolCase> cases = {
       {2, 5, 9, 8, 3, 2, 1, 1, false},  {2, 5, 9, 8, 3, 2, 1, 1, true},  {1, 3, 7, 7, 2, 2, 0, 1, true},
       {1, 17, 8, 11, 3, 2, 1, 1, true}, {1, 4, 11, 9, 3, 1, 1, 2, false}, {3, 1, 5, 5, 5, 1, 2, 1, false},
