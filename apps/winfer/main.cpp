@@ -13,7 +13,7 @@
 #include "apps/winfer/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"winfer: a CNN inference engine (im2win, im2col and direct convolution)"};
+  CLI::App app{"winfer: a CNN inference engine (im2win, indirect, im2col and direct convolution)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("winfer ") + winfer::cli::version());
 
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--input", run.input, "Input .npy (float32, NCHW); default: seeded random input");
   run_cmd->add_option("--seed", run.input_seed, "Seed of the random input")->capture_default_str();
   run_cmd->add_option("--output", run.output, "Write the output tensor to this .npy file");
-  run_cmd->add_option("--conv", run.conv, "Convolution algorithm: im2win (default), im2col, direct")->capture_default_str();
+  run_cmd->add_option("--conv", run.conv, "Convolution algorithm: im2win (default), indirect, im2col, direct")->capture_default_str();
   run_cmd->add_option("--threads", run.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")->check(CLI::Range(1, 1 << 20));
   run_cmd->add_option("--top", run.top, "Classes to print per image")->capture_default_str()->check(CLI::Range(0, 1 << 20));

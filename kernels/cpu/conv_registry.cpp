@@ -2,6 +2,7 @@
 // `winfer plan` prints); new algorithms (im2win, indirect) are appended here.
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/conv_common.h"
+#include "kernels/cpu/conv_indirect.h"
 
 namespace winfer {
 
@@ -11,6 +12,7 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
       &cpu::im2col_conv_algorithm(),
       &cpu::depthwise_conv_algorithm(),
       &cpu::im2win_conv_algorithm(),
+      &cpu::indirect_conv_algorithm(),
   };
   return algorithms;
 }

@@ -35,6 +35,7 @@ struct Avx2 {
 template <int kRows, int kVecs>
 struct Avx2Tile {
   static void run(const TileArgs& a) { tile<Avx2, kRows, kVecs>(a); }
+  static void run_indirect(const TileArgs& a) { indirect_tile<Avx2, kRows, kVecs>(a); }
 };
 
 }  // namespace

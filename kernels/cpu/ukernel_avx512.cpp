@@ -42,6 +42,7 @@ struct Avx512 {
 template <int kRows, int kVecs>
 struct Avx512Tile {
   static void run(const TileArgs& a) { tile<Avx512, kRows, kVecs>(a); }
+  static void run_indirect(const TileArgs& a) { indirect_tile<Avx512, kRows, kVecs>(a); }
 };
 
 }  // namespace

@@ -13,7 +13,8 @@
 // im2win use it on its window tensor, where consecutive pixels' rows overlap (pixel m + 1
 // starts stride*Kh*C floats after pixel m, not K floats after), and what the indirect
 // convolution needs (one pointer per pixel and tap: segments = taps, with per-segment pointer
-// arrays instead of seg_stride; see accumulate() in ukernel_conv_body.h, the shared loop).
+// arrays instead of seg_stride: TileKernels::indirect; see accumulate() in
+// ukernel_conv_body.h, the shared loop).
 //
 //   im2win, dilation 1:  segments = 1, seg_len = Kw*Kh*Cg           (one contiguous run)
 //   im2win, dilation_w:  segments = Kw, seg_len = Kh*Cg, seg_stride = dilation_w*Kh*Cg
@@ -56,6 +57,12 @@ struct TileArgs {
   int64_t out_stride;          // floats from one pixel's outputs to the next (Co in NHWC)
   int cols;                    // valid columns, 1 .. vecs * lanes of the kernel called
   Clamp clip;                  // fused activation
+  // Indirect entry (TileKernels::indirect) only. Segment s of pixel m starts at
+  // pixels[s * pixels_stride + m] + pixel_offset (seg_stride is not used): one pointer per
+  // pixel and tap from an indirection buffer laid out [tap][pixels_stride] per tile, offset by
+  // the group's first channel.
+  int64_t pixels_stride = 0;
+  int64_t pixel_offset = 0;
 };
 
 using TileFn = void (*)(const TileArgs&);
@@ -68,6 +75,9 @@ struct TileKernels {
   int max_rows;  // MR of the main kernel
   int max_vecs;  // NV of the main kernel (NR = max_vecs * lanes)
   TileFn fn[kMaxTileRows + 1][kMaxTileVecs + 1];
+  // The same tiles reading their segments through per-segment pointers (the indirect
+  // convolution); same inner loop, bias and epilogue.
+  TileFn indirect[kMaxTileRows + 1][kMaxTileVecs + 1];
 };
 
 // The kernels for `isa` (which must be runnable on this CPU, e.g. cpu_isa()).
@@ -79,12 +89,13 @@ const TileKernels* tile_kernels_avx512();
 const TileKernels* tile_kernels_avx2();
 const TileKernels& tile_kernels_generic();
 
-// Builds an ISA's table from its kernels Kernel<mr, nv>::run. Called from default-target code:
-// it only takes the kernels' addresses, so building the table never executes an instruction
-// the CPU may lack.
+// Builds an ISA's table from its kernels Kernel<mr, nv>::run and ::run_indirect. Called from
+// default-target code: it only takes the kernels' addresses, so building the table never
+// executes an instruction the CPU may lack.
 template <template <int, int> class Kernel, int kRows, int kVecs, int... kRowIndex>
 void fill_tile_rows(TileKernels& t, std::integer_sequence<int, kRowIndex...>) {
   ((t.fn[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run), ...);
+  ((t.indirect[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run_indirect), ...);
 }
 template <template <int, int> class Kernel, int kLanes, int kRows, int kVecs>
 TileKernels make_tile_kernels(const char* isa) {

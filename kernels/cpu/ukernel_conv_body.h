@@ -111,21 +111,42 @@ __attribute__((always_inline)) inline void store_tile(const TileArgs& a, Vec<Isa
   }
 }
 
-// One tile: kRows pixels x kVecs vectors of output channels.
+// Accumulators of a tile, all starting from the bias (or zero).
 template <class Isa, int kRows, int kVecs>
-void tile(const TileArgs& a) {
-  using V = Vec<Isa::kLanes>;
-  V init[kVecs];
+__attribute__((always_inline)) inline void init_tile(const TileArgs& a, Vec<Isa::kLanes> (&acc)[kRows][kVecs]) {
+  Vec<Isa::kLanes> init[kVecs];
   load_bias<Isa, kVecs>(a, init);
-  V acc[kRows][kVecs];
 #pragma GCC unroll 16
   for (int m = 0; m < kRows; ++m)
 #pragma GCC unroll 16
     for (int v = 0; v < kVecs; ++v) acc[m][v] = init[v];
+}
+
+// One tile: kRows pixels x kVecs vectors of output channels.
+template <class Isa, int kRows, int kVecs>
+void tile(const TileArgs& a) {
+  Vec<Isa::kLanes> acc[kRows][kVecs];
+  init_tile<Isa, kRows, kVecs>(a, acc);
   const float* pixel[kRows];
   for (int64_t s = 0; s < a.segments; ++s) {
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride;
+    accumulate<Isa, kRows, kVecs>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride);
+  }
+  store_tile<Isa, kRows, kVecs>(a, acc);
+}
+
+// The same tile for the indirect convolution: segment s of pixel m starts at
+// a.pixels[s * a.pixels_stride + m] + a.pixel_offset (a tap's input pixel, or the zero vector).
+template <class Isa, int kRows, int kVecs>
+void indirect_tile(const TileArgs& a) {
+  Vec<Isa::kLanes> acc[kRows][kVecs];
+  init_tile<Isa, kRows, kVecs>(a, acc);
+  const float* pixel[kRows];
+  const float* const* taps = a.pixels;
+  for (int64_t s = 0; s < a.segments; ++s, taps += a.pixels_stride) {
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) pixel[m] = taps[m] + a.pixel_offset;
     accumulate<Isa, kRows, kVecs>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride);
   }
   store_tile<Isa, kRows, kVecs>(a, acc);

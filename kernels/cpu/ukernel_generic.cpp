@@ -18,6 +18,7 @@ struct Generic {
 template <int kRows, int kVecs>
 struct GenericTile {
   static void run(const TileArgs& a) { tile<Generic, kRows, kVecs>(a); }
+  static void run_indirect(const TileArgs& a) { indirect_tile<Generic, kRows, kVecs>(a); }
 };
 
 }  // namespace

@@ -1,0 +1,263 @@
+// "indirect": the indirect convolution algorithm (Dukhan 2019; the scheme of XNNPACK's
+// f32-igemm), on the im2win micro-kernels.
+//
+// Indirection buffer. Instead of copying each output pixel's receptive field into a matrix
+// (im2col) or a window tensor (im2win), the kernel is given, for each output pixel and each
+// tap (ky, kx), a pointer to the start of the input pixel the tap reads: its C channels are
+// contiguous in NHWC, so a tap is one contiguous run of Cg floats (the group's channels, at
+// pointer + g * Cg). Taps in the padding point at a zero vector of C floats. The pointers are
+// laid out per tile of output pixels (conv_indirect.h): for tile t, Kw*Kh groups of
+// kIndirectTile (14) pointers, one per pixel, so a kernel call reads tap s of its pixels from
+// 14 consecutive slots. Tiles are balanced runs of at most 14 consecutive output pixels of an
+// image (they may span output rows: a 7x7 output is 4 tiles of 12-13 pixels); a tile's slots
+// past its last pixel repeat that pixel, so they are always valid addresses. Kernels with
+// fewer rows (AVX2 and generic: MR = 6) split each tile into balanced sub-tiles, reading the
+// same slots, so the buffer and the workspace do not depend on the ISA.
+//
+// When the buffer is built. The pointers depend on the input's address, which run() receives
+// each call (the memory planner may place a tensor differently from one plan to the next), so
+// the buffer is rebuilt into the workspace by every run(): Kh*Kw*Ho*Wo pointer writes against
+// Kh*Kw*Ho*Wo*Cg*Co multiply-adds. Nothing can go stale: there is no state outside the
+// workspace. Built all at once (before a barrier) it costs 0.15-2% of a 3x3 or 1x1 layer, but
+// 22% of the 7x7/2 stem (C = 3: 49 pointers per 49*3*64 multiply-adds, a 4.9 MB buffer written
+// to memory and read back), so where threads take whole tiles each tile is built just before
+// it is computed, in L1 (docs/PERFORMANCE.md, "## indirect").
+//
+// Micro-kernel: TileKernels::indirect, the im2win tiles (14x32 on AVX-512, 6x16 on AVX2, 6x8
+// generic) with segments = the Kh*Kw taps, seg_len = Cg: the same inner loop, bias and
+// clamping epilogue (ukernel_conv_body.h).
+//
+// Weights are packed once into panels of kPanel = 32 output channels, [g][Cog/32][Kw][Kh][Cg][32]
+// (zero-padded past the group's last channel): exactly im2win's packed layout (a tap's Cg
+// weight rows are contiguous either way), the buffer's taps being in the same (kx, ky) order.
+//
+// Threads. When one group's packed weights fit kL2WeightBytes (they stay in L2 while tiles
+// stream through them) and there are at least 4 tiles per thread, each thread takes a
+// contiguous share of the tiles and, tile by tile, builds its slots and computes all its
+// channels. Otherwise the threads build the whole buffer, meet at a barrier, and split the
+// work items (image, group, tile, panel) into contiguous chunks, ordered tile by tile, or
+// panel by panel when the weights exceed L2 (one panel stays in L2 while every tile of the
+// image streams through it). Each output element is computed by the same kernel call
+// whatever the thread count: results do not depend on it.
+//
+// Groups: per group the pointers are offset by the group's first channel and the weights are
+// the group's panels. Depthwise convolutions are correct here too (Cg = 1, one column of a
+// 32-wide panel) but wasteful; the engine routes them to the `depthwise` algorithm.
+#include "kernels/cpu/conv_indirect.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/conv_common.h"
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/ukernel_conv.h"
+
+namespace winfer {
+namespace cpu {
+
+IndirectionLayout::IndirectionLayout(const ConvParams& p) {
+  pixels = p.out_h() * p.out_w();
+  tiles = ceil_div(pixels, kIndirectTile);
+  taps = p.kernel_h * p.kernel_w;
+  pointers = p.batch * tiles * taps * kIndirectTile;
+}
+
+int64_t IndirectionLayout::workspace_bytes(const ConvParams& p) const {
+  return pointers * int64_t{sizeof(const float*)} + p.in_channels * int64_t{sizeof(float)};
+}
+
+float* zero_vector(const IndirectionLayout& layout, void* workspace) {
+  return reinterpret_cast<float*>(static_cast<char*>(workspace) + layout.pointers * int64_t{sizeof(const float*)});
+}
+
+void build_indirection(const ConvParams& p, const IndirectionLayout& layout, const float* input_nhwc,
+                       void* workspace, int64_t first, int64_t last) {
+  const float** buffer = static_cast<const float**>(workspace);
+  const float* const zero = zero_vector(layout, workspace);
+  const int64_t wo = p.out_w(), image_floats = p.in_h * p.in_w * p.in_channels;
+  const int64_t row_step = p.dilation_h * p.in_w * p.in_channels, col_step = p.dilation_w * p.in_channels;
+  const int64_t kh = p.kernel_h, kw = p.kernel_w;
+  for (int64_t u = first; u < last; ++u) {
+    const int64_t n = u / layout.tiles, t = u % layout.tiles;
+    const float* image = input_nhwc + n * image_floats;
+    const float** tile = buffer + u * layout.taps * kIndirectTile;
+    const int64_t p0 = layout.tile_first(t), p1 = layout.tile_last(t);
+    int64_t oy = p0 / wo, ox = p0 % wo;
+    for (int64_t m = 0; m < kIndirectTile; ++m) {
+      if (m > 0 && p0 + m < p1 && ++ox == wo) {  // slots past the tile repeat its last pixel
+        ox = 0;
+        ++oy;
+      }
+      const int64_t iy0 = oy * p.stride_h - p.pad_top, ix0 = ox * p.stride_w - p.pad_left;
+      const float** slot = tile + m;
+      if (iy0 >= 0 && ix0 >= 0 && iy0 + (kh - 1) * p.dilation_h < p.in_h && ix0 + (kw - 1) * p.dilation_w < p.in_w) {
+        // Every tap in the image (most pixels): no checks.
+        const float* column = image + (iy0 * p.in_w + ix0) * p.in_channels;
+        for (int64_t kx = 0; kx < kw; ++kx, column += col_step) {
+          const float* tap = column;
+          for (int64_t ky = 0; ky < kh; ++ky, tap += row_step, slot += kIndirectTile) *slot = tap;
+        }
+        continue;
+      }
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const int64_t ix = ix0 + kx * p.dilation_w;
+        const bool column_in = ix >= 0 && ix < p.in_w;
+        for (int64_t ky = 0; ky < kh; ++ky, slot += kIndirectTile) {
+          const int64_t iy = iy0 + ky * p.dilation_h;
+          *slot = column_in && iy >= 0 && iy < p.in_h ? image + (iy * p.in_w + ix) * p.in_channels : zero;
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// Weights that stay in L2 while every tile streams through them (as in im2win).
+constexpr int64_t kL2WeightBytes = 3 << 19;
+// Threads take whole tiles (building each just before computing it) when there are at least
+// this many per thread, so that the split stays fair.
+constexpr int64_t kMinTilesPerThread = 4;
+
+// One run() as seen by each thread of the team.
+class IndirectRun {
+ public:
+  IndirectRun(const ConvParams& p, const float* input, const float* packed, const float* bias, float* output,
+              void* workspace, Activation act)
+      : p_(p), layout_(p), uk_(tile_kernels(cpu_isa())), input_(input), packed_(packed), bias_(bias),
+        output_(output), workspace_(workspace), buffer_(static_cast<const float* const*>(workspace)),
+        clip_(activation_clamp(act)), cg_(p.in_channels_per_group()), cog_(p.out_channels_per_group()),
+        panels_(ceil_div(cog_, kPanel)), panel_floats_(layout_.taps * cg_ * kPanel),
+        tile_major_(panels_ * panel_floats_ * int64_t{sizeof(float)} <= kL2WeightBytes) {}
+
+  // Thread t of a team of `team`.
+  void thread_body(int t, int team) const {
+    const int64_t all_tiles = p_.batch * layout_.tiles;
+    if (t == 0) std::memset(zero_vector(layout_, workspace_), 0, sizeof(float) * static_cast<size_t>(p_.in_channels));
+    if (tile_major_ && all_tiles >= kMinTilesPerThread * team) {
+      // Each thread builds the slots of one tile and computes all of it at once, while they
+      // are in L1: the buffer never goes to memory (the 7x7/2 stem's is 4.9 MB).
+      if (team > 1) {
+#pragma omp barrier
+      }
+      for (int64_t u = all_tiles * t / team, end = all_tiles * (t + 1) / team; u < end; ++u) {
+        build_indirection(p_, layout_, input_, workspace_, u, u + 1);
+        for (int64_t g = 0; g < p_.groups; ++g)
+          for (int64_t panel = 0; panel < panels_; ++panel) compute_tile(u / layout_.tiles, g, u % layout_.tiles, panel);
+      }
+      return;
+    }
+    // Otherwise (few tiles, or weights beyond L2) the threads build the whole buffer, wait
+    // for each other, and split the (image, group, tile, panel) items.
+    build_indirection(p_, layout_, input_, workspace_, all_tiles * t / team, all_tiles * (t + 1) / team);
+    if (team > 1) {
+#pragma omp barrier
+    }
+    const int64_t per_group = layout_.tiles * panels_;
+    const int64_t items = p_.batch * p_.groups * per_group;
+    for (int64_t i = items * t / team, end = items * (t + 1) / team; i < end; ++i) {
+      const int64_t ng = i / per_group, j = i % per_group;
+      const int64_t tile = tile_major_ ? j / panels_ : j % layout_.tiles;
+      const int64_t panel = tile_major_ ? j % panels_ : j / layout_.tiles;
+      compute_tile(ng / p_.groups, ng % p_.groups, tile, panel);
+    }
+  }
+
+ private:
+  // The pixels of tile `tile` of image n x the channels of one panel of group g.
+  void compute_tile(int64_t n, int64_t g, int64_t tile, int64_t panel) const {
+    const int64_t p0 = layout_.tile_first(tile), rows = layout_.tile_last(tile) - p0;
+    const float* const* slots = buffer_ + (n * layout_.tiles + tile) * layout_.taps * kIndirectTile;
+    TileArgs a;
+    a.segments = layout_.taps;
+    a.seg_len = cg_;
+    a.seg_stride = 0;
+    a.w_seg_stride = cg_ * kPanel;
+    a.pixels_stride = kIndirectTile;
+    a.pixel_offset = g * cg_;
+    a.out_stride = p_.out_channels;
+    a.clip = clip_;
+    const int64_t co0 = g * cog_ + panel * kPanel;
+    const int64_t panel_cols = std::min<int64_t>(kPanel, cog_ - panel * kPanel);
+    const float* w_panel = packed_ + (g * panels_ + panel) * panel_floats_;
+    float* out = output_ + (n * layout_.pixels + p0) * p_.out_channels + co0;
+    const int block_cols = uk_.max_vecs * uk_.lanes;
+    const int64_t subs = ceil_div(rows, uk_.max_rows);  // balanced sub-tiles of at most MR pixels
+    for (int64_t c = 0; c < panel_cols; c += block_cols) {
+      a.cols = static_cast<int>(std::min<int64_t>(block_cols, panel_cols - c));
+      a.weights = w_panel + c;
+      a.bias = bias_ != nullptr ? bias_ + co0 + c : nullptr;
+      const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
+      for (int64_t s = 0; s < subs; ++s) {
+        const int64_t m0 = rows * s / subs, m1 = rows * (s + 1) / subs;
+        a.pixels = slots + m0;
+        a.out = out + m0 * p_.out_channels + c;
+        uk_.indirect[m1 - m0][vecs](a);
+      }
+    }
+  }
+
+  const ConvParams& p_;
+  const IndirectionLayout layout_;
+  const TileKernels& uk_;
+  const float* input_;
+  const float* packed_;
+  const float* bias_;
+  float* output_;
+  void* workspace_;
+  const float* const* buffer_;
+  Clamp clip_;
+  int64_t cg_, cog_, panels_, panel_floats_;
+  bool tile_major_;
+};
+
+class IndirectConv final : public ConvAlgorithm {
+ public:
+  const char* name() const override { return "indirect"; }
+  bool supports(const ConvParams& p) const override { return p.is_valid(); }
+  size_t workspace_bytes(const ConvParams& p) const override {
+    return static_cast<size_t>(IndirectionLayout(p).workspace_bytes(p));
+  }
+  size_t packed_weight_bytes(const ConvParams& p) const override {
+    const int64_t panels = ceil_div(p.out_channels_per_group(), kPanel);
+    return static_cast<size_t>(p.groups * panels * p.kernel_h * p.kernel_w * p.in_channels_per_group() * kPanel) *
+           sizeof(float);
+  }
+
+  // OIHW [Co][Cg][Kh][Kw] -> [g][panel][kw][kh][c][32], zeros past the group's last channel.
+  void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
+    std::memset(packed, 0, packed_weight_bytes(p));
+    const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
+    const int64_t panels = ceil_div(cog, kPanel), taps = p.kernel_h * p.kernel_w;
+    for (int64_t g = 0; g < p.groups; ++g)
+      for (int64_t o = 0; o < cog; ++o) {
+        float* panel = packed + (g * panels + o / kPanel) * taps * cg * kPanel + o % kPanel;
+        const float* w = weight_oihw + (g * cog + o) * cg * taps;
+        for (int64_t c = 0; c < cg; ++c)
+          for (int64_t kh = 0; kh < p.kernel_h; ++kh)
+            for (int64_t kw = 0; kw < p.kernel_w; ++kw)
+              panel[((kw * p.kernel_h + kh) * cg + c) * kPanel] = w[(c * p.kernel_h + kh) * p.kernel_w + kw];
+      }
+  }
+
+  void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
+           float* output_nhwc, void* workspace, Activation act, int threads) const override {
+    const IndirectRun job(p, input_nhwc, packed, bias, output_nhwc, workspace, act);
+    const int nt = threads_for_work(threads, p.flops() / 2);
+    // The team may be smaller than nt (a nested region gets one thread): split by its size.
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    job.thread_body(omp_get_thread_num(), omp_get_num_threads());
+  }
+};
+
+}  // namespace
+
+const ConvAlgorithm& indirect_conv_algorithm() {
+  static const IndirectConv algorithm;
+  return algorithm;
+}
+
+}  // namespace cpu
+}  // namespace winfer
