@@ -47,6 +47,13 @@ std::string ms(double v) {
   return buf;
 }
 
+// "-" when no peak was measured (--no-peak).
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return v > 0 ? buf : "-";
+}
+
 std::string optional_bytes(const std::optional<size_t>& b) { return b ? human_bytes(double(*b)) : "n/a"; }
 
 void print_header(const bench::BenchReport& r) {
@@ -69,8 +76,8 @@ void print_layer_rows(const bench::BenchReport& r, const bench::BenchLayer& laye
     if (x.layer != layer.name) continue;
     char err[32] = "-";
     if (x.max_rel_error) std::snprintf(err, sizeof err, "%.1e", *x.max_rel_error);
-    std::printf("  %-10s %10s %10s %10s %9.1f %7.1f %11s %11s %5d %9s%s%s\n", x.conv.c_str(), ms(x.timing.median_ms).c_str(),
-                ms(x.timing.min_ms).c_str(), ms(x.timing.max_ms).c_str(), x.gflops, x.percent_peak, optional_bytes(x.workspace_bytes).c_str(),
+    std::printf("  %-10s %10s %10s %10s %9.1f %7s %11s %11s %5d %9s%s%s\n", x.conv.c_str(), ms(x.timing.median_ms).c_str(),
+                ms(x.timing.min_ms).c_str(), ms(x.timing.max_ms).c_str(), x.gflops, percent(x.percent_peak).c_str(), optional_bytes(x.workspace_bytes).c_str(),
                 optional_bytes(x.packed_weight_bytes).c_str(), x.timing.runs, err, x.mismatch ? "  MISMATCH" : "",
                 x.note.empty() ? "" : ("  " + x.note).c_str());
   }
@@ -89,7 +96,7 @@ void print_summary(const bench::BenchReport& r) {
   for (const std::string& b : bases) std::printf(" %11s", ("vs " + b).c_str());
   std::printf("\n");
   for (const bench::SummaryRow& s : r.summary) {
-    std::printf("  %-10s %6d %9.1f %7.1f", s.conv.c_str(), s.layers, s.gflops, s.percent_peak);
+    std::printf("  %-10s %6d %9.1f %7s", s.conv.c_str(), s.layers, s.gflops, percent(s.percent_peak).c_str());
     for (const std::string& b : bases) {
       auto it = s.speedup_vs.find(b);
       if (it == s.speedup_vs.end()) std::printf(" %11s", "-");

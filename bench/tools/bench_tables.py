@@ -62,7 +62,9 @@ def main(paths):
             values = [k.get((layer["name"], conv)) for k in by_key]
             bad = any(v is not None and v.get("mismatch") for v in values)
             cells.append(cell([None if v is None else v["gflops"] for v in values], "%.0f") + (" ✗" if bad else ""))
-        print("| %s | %s | %.0f | %s |" % (layer["name"], shape(layer), layer["flops"] / 1e6, " | ".join(cells)))
+        mflop = layer["flops"] / 1e6
+        print("| %s | %s | %s | %s |" % (layer["name"], shape(layer), "%.0f" % mflop if mflop >= 10 else "%.2g" % mflop,
+                                         " | ".join(cells)))
     summaries = [{s["conv"]: s for s in r["summary"]} for r in reports]
 
     def summary_row(title, get, fmt):
