@@ -58,6 +58,7 @@ int run_run(const RunArgs& args) {
   LoadOptions load_options;
   load_options.weights_path = args.weights;
   load_options.random_weights_seed = args.random_weights_seed;
+  load_options.fuse = args.fuse;
   const auto load_start = std::chrono::steady_clock::now();
   auto model = Model::load(args.model, load_options);
   if (!model.ok()) return fail(model.status());

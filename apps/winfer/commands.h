@@ -25,6 +25,7 @@ struct RunArgs {
   int top = 5;
   int repeat = 5;
   bool profile = false;
+  bool fuse = true;  // false: batch norm and activations stay separate layers (debugging)
 };
 int run_run(const RunArgs& args);
 

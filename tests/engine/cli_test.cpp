@@ -68,6 +68,22 @@ TEST_CASE("cli: run reproduces PyTorch's output file and prints labelled classes
   CHECK(max_abs_diff(got.value(), expected.value()) <= 1e-5f);
 }
 
+TEST_CASE("cli: run --no-fuse keeps batch norm as a layer and still equals PyTorch") {
+  TempDir dir;
+  const std::string out = dir.file("out.npy");
+  const CommandResult r = run_cli("run " + repo_path("models/examples/tiny_net.yaml") + " --input " +
+                                  repo_path("models/examples/tiny_net.input.npy") + " --output " + out +
+                                  " --no-fuse --repeat 0 --profile");
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.stderr_text, "stem_bn"));  // in the per-layer profile: not folded away
+  auto got = winfer::read_npy(out);
+  auto expected = winfer::read_npy(repo_path("models/examples/tiny_net.output.npy"));
+  REQUIRE(got.ok());
+  REQUIRE(expected.ok());
+  CHECK(max_abs_diff(got.value(), expected.value()) <= 1e-5f);
+}
+
 TEST_CASE("cli: run with random weights and input, batch 2, threads 2") {
   const CommandResult r = run_cli("run " + repo_path("models/examples/tiny_net.yaml") +
                                   " --random-weights 3 --batch 2 --threads 2 --repeat 1 --profile");
