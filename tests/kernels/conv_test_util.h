@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/conv_algorithm.h"
+#include "reference.h"
 #include "test_util.h"
 
 namespace winfer {
@@ -79,6 +80,39 @@ inline std::vector<float> run_conv(const ConvAlgorithm& algo, const ConvParams& 
   CHECK_MESSAGE(workspace.canary_intact(), algo.name(), " wrote past workspace_bytes");
   CHECK_MESSAGE(out.canary_intact(), algo.name(), " wrote past the output");
   return std::vector<float>(out.floats(), out.floats() + out_count);
+}
+
+// The shared edge-shape check of the micro-kernel algorithms (im2win, indirect): each case
+// against the float64 reference and `direct`, under every ISA this machine runs, and
+// bitwise-identical results for 2 and 3 threads (the tiles and each one's summation order do
+// not depend on the thread count).
+inline void check_on_edge_cases(const ConvAlgorithm& algorithm, const std::vector<ConvCase>& cases,
+                                uint32_t seed) {
+  const ConvAlgorithm* direct = find_conv_algorithm("direct");
+  REQUIRE(direct != nullptr);
+  const std::string name = algorithm.name();
+  for (const ConvCase& c : cases) {
+    INFO(describe(c));
+    REQUIRE(c.p.is_valid());
+    REQUIRE(algorithm.supports(c.p));
+    const ConvData d = make_data(c.p, seed += 10);
+    const ref::Result want = ref::conv2d(c.p, d.input, d.weight, c.bias ? d.bias.data() : nullptr, c.act);
+    const std::vector<float> base = run_conv(*direct, c.p, d, c.bias, c.act, 1);
+    std::vector<double> base_d(base.begin(), base.end()), twice(want.abs_sum);
+    for (double& v : twice) v *= 2;
+    for (cpu::Isa isa : runnable_isas()) {
+      IsaCap cap(isa);
+      INFO("isa ", isa_name(isa));
+      const std::vector<float> one = run_conv(algorithm, c.p, d, c.bias, c.act, 1);
+      check_close(one.data(), want.value, want.abs_sum, want.terms, (name + " vs reference").c_str());
+      check_close(one.data(), base_d, twice, want.terms, (name + " vs direct").c_str());
+      for (int threads : {2, 3}) {
+        INFO("threads ", threads);
+        const std::vector<float> many = run_conv(algorithm, c.p, d, c.bias, c.act, threads);
+        CHECK(bitwise_equal(one.data(), many.data(), one.size()));
+      }
+    }
+  }
 }
 
 }  // namespace test

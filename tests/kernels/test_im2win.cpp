@@ -174,32 +174,7 @@ std::vector<ConvCase> im2win_cases() {
 }
 
 TEST_CASE("im2win matches the reference and direct on edge shapes: every ISA, threads 1-3") {
-  const ConvAlgorithm* direct = find_conv_algorithm("direct");
-  REQUIRE(direct != nullptr);
-  uint32_t seed = 3000;
-  for (const ConvCase& c : im2win_cases()) {
-    INFO(test::describe(c));
-    REQUIRE(c.p.is_valid());
-    REQUIRE(im2win().supports(c.p));
-    const ConvData d = test::make_data(c.p, seed += 10);
-    const ref::Result want = ref::conv2d(c.p, d.input, d.weight, c.bias ? d.bias.data() : nullptr, c.act);
-    const std::vector<float> base = test::run_conv(*direct, c.p, d, c.bias, c.act, 1);
-    std::vector<double> base_d(base.begin(), base.end()), twice(want.abs_sum);
-    for (double& v : twice) v *= 2;
-    for (cpu::Isa isa : test::runnable_isas()) {
-      test::IsaCap cap(isa);
-      INFO("isa ", test::isa_name(isa));
-      const std::vector<float> one = test::run_conv(im2win(), c.p, d, c.bias, c.act, 1);
-      test::check_close(one.data(), want.value, want.abs_sum, want.terms, "im2win vs reference");
-      test::check_close(one.data(), base_d, twice, want.terms, "im2win vs direct");
-      for (int threads : {2, 3}) {
-        INFO("threads ", threads);
-        // The tiles and each one's summation order do not depend on the thread count.
-        const std::vector<float> many = test::run_conv(im2win(), c.p, d, c.bias, c.act, threads);
-        CHECK(test::bitwise_equal(one.data(), many.data(), one.size()));
-      }
-    }
-  }
+  test::check_on_edge_cases(im2win(), im2win_cases(), 3000);
 }
 
 TEST_CASE("im2win packed weights do not depend on the ISA") {

@@ -161,31 +161,7 @@ std::vector<ConvCase> indirect_cases() {
 }
 
 TEST_CASE("indirect matches the reference and direct on edge shapes: every ISA, threads 1-3") {
-  const ConvAlgorithm* direct = find_conv_algorithm("direct");
-  REQUIRE(direct != nullptr);
-  uint32_t seed = 4000;
-  for (const ConvCase& c : indirect_cases()) {
-    INFO(test::describe(c));
-    REQUIRE(c.p.is_valid());
-    REQUIRE(indirect().supports(c.p));
-    const ConvData d = test::make_data(c.p, seed += 10);
-    const ref::Result want = ref::conv2d(c.p, d.input, d.weight, c.bias ? d.bias.data() : nullptr, c.act);
-    const std::vector<float> base = test::run_conv(*direct, c.p, d, c.bias, c.act, 1);
-    std::vector<double> base_d(base.begin(), base.end()), twice(want.abs_sum);
-    for (double& v : twice) v *= 2;
-    for (cpu::Isa isa : test::runnable_isas()) {
-      test::IsaCap cap(isa);
-      INFO("isa ", test::isa_name(isa));
-      const std::vector<float> one = test::run_conv(indirect(), c.p, d, c.bias, c.act, 1);
-      test::check_close(one.data(), want.value, want.abs_sum, want.terms, "indirect vs reference");
-      test::check_close(one.data(), base_d, twice, want.terms, "indirect vs direct");
-      for (int threads : {2, 3}) {
-        INFO("threads ", threads);
-        const std::vector<float> many = test::run_conv(indirect(), c.p, d, c.bias, c.act, threads);
-        CHECK(test::bitwise_equal(one.data(), many.data(), one.size()));
-      }
-    }
-  }
+  test::check_on_edge_cases(indirect(), indirect_cases(), 4000);
 }
 
 TEST_CASE("indirection buffer: taps, padding at the zero vector, the last tile clamped") {
