@@ -15,6 +15,10 @@ class ActivationOp : public Op {
   Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
                                           const std::vector<Shape>& outputs,
                                           const CompileOptions& options) const override;
+#if defined(WINFER_WITH_CUDA)
+  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
+                                                   const CudaCompileOptions& options) const override;
+#endif
   // activation_inplace_or_copy reads element i only to write element i.
   bool can_run_in_place(const std::vector<Shape>&) const override { return true; }
 

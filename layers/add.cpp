@@ -1,6 +1,10 @@
 #include "layers/add.h"
 
 #include "kernels/cpu/elementwise.h"
+
+#if defined(WINFER_WITH_CUDA)
+#include "kernels/cuda/elementwise.h"
+#endif
 #include "layers/activation.h"
 
 namespace winfer {
@@ -39,6 +43,17 @@ class AddOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new AddKernel(activation_));
   }
+#if defined(WINFER_WITH_CUDA)
+  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
+                                                   const CudaCompileOptions&) const override {
+    const int64_t count = inputs[0].numel();
+    const Activation act = activation_;
+    return make_cuda_kernel(AddKernel(act).describe(), [=](const cuda::Context& ctx, const std::vector<const float*>& in,
+                                                           const std::vector<float*>& out, void*) {
+      return cuda::add(in[0], in[1], out[0], count, act, ctx.stream);
+    });
+  }
+#endif
   bool try_absorb(const Op& next) override {
     if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
     const Activation act = activation_of(next);

@@ -1,6 +1,10 @@
 #include "layers/avgpool2d.h"
 
 #include "kernels/cpu/pooling.h"
+
+#if defined(WINFER_WITH_CUDA)
+#include "kernels/cuda/pooling.h"
+#endif
 #include "layers/pool2d_common.h"
 
 namespace winfer {
@@ -36,6 +40,16 @@ class AvgPool2dOp : public Op {
     return std::unique_ptr<Kernel>(
         new AvgPoolKernel(pool2d_params(attrs_, inputs[0], outputs[0]), count_include_pad_));
   }
+#if defined(WINFER_WITH_CUDA)
+  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
+                                                   const CudaCompileOptions&) const override {
+    const PoolParams p = pool2d_params(attrs_, inputs[0], outputs[0]);
+    const bool count_include_pad = count_include_pad_;
+    return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
+      return cuda::avgpool2d_nhwc(p, count_include_pad, in[0], out[0], ctx.stream);
+    });
+  }
+#endif
 
  private:
   Pool2dAttrs attrs_;

@@ -1,8 +1,13 @@
 #include "layers/batchnorm2d.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/elementwise.h"
+
+#if defined(WINFER_WITH_CUDA)
+#include "kernels/cuda/elementwise.h"
+#endif
 #include "layers/activation.h"
 #include "layers/layer_util.h"
 
@@ -76,6 +81,32 @@ Result<std::unique_ptr<Kernel>> BatchNorm2dOp::compile(const std::vector<Shape>&
                                                        const CompileOptions&) const {
   return std::unique_ptr<Kernel>(new BatchNormKernel(*this, activation_));
 }
+
+#if defined(WINFER_WITH_CUDA)
+Result<std::unique_ptr<CudaKernel>> BatchNorm2dOp::compile_cuda(const std::vector<Shape>& inputs,
+                                                                const std::vector<Shape>&,
+                                                                const CudaCompileOptions& options) const {
+  auto upload = [&](const char* key, const std::vector<float>& values) {
+    return options.weights->get(options.device, this, key, values.size() * sizeof(float),
+                                [&](float* dst) { std::copy(values.begin(), values.end(), dst); });
+  };
+  auto scale = upload("scale", scale_);
+  if (!scale.ok()) return scale.status();
+  auto shift = upload("shift", shift_);
+  if (!shift.ok()) return shift.status();
+  const float* sc = scale.value();
+  const float* sh = shift.value();
+  const Shape s = inputs[0];
+  const Activation act = activation_;
+  return make_cuda_kernel(BatchNormKernel(*this, act).describe(),
+                          [=](const cuda::Context& ctx, const std::vector<const float*>& in,
+                              const std::vector<float*>& out, void*) {
+                            return cuda::scale_shift_channels_nhwc(in[0], sc, sh, out[0], s.n() * s.h() * s.w(),
+                                                                   s.c(), act, ctx.stream);
+                          },
+                          weight_bytes());
+}
+#endif
 
 Result<std::unique_ptr<Op>> create_batchnorm2d(const Attrs& attrs) {
   int64_t features = 0;

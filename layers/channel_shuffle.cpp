@@ -1,6 +1,10 @@
 #include "layers/channel_shuffle.h"
 
 #include "kernels/cpu/channel_ops.h"
+
+#if defined(WINFER_WITH_CUDA)
+#include "kernels/cuda/channel_ops.h"
+#endif
 #include "layers/layer_util.h"
 
 namespace winfer {
@@ -38,6 +42,17 @@ class ChannelShuffleOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new ChannelShuffleKernel(inputs[0], groups_));
   }
+#if defined(WINFER_WITH_CUDA)
+  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
+                                                   const CudaCompileOptions&) const override {
+    (void)outputs;
+    const Shape i = inputs[0];
+    const int64_t groups = groups_;
+    return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
+      return cuda::channel_shuffle_nhwc(i.n() * i.h() * i.w(), i.c(), groups, in[0], out[0], ctx.stream);
+    });
+  }
+#endif
 
  private:
   int64_t groups_;

@@ -7,6 +7,10 @@
 #include "layers/activation.h"
 #include "layers/batchnorm2d.h"
 
+#if defined(WINFER_WITH_CUDA)
+#include "kernels/cuda/conv_algorithm.h"
+#endif
+
 namespace winfer {
 namespace {
 
@@ -42,6 +46,39 @@ class ConvKernel : public Kernel {
   Activation activation_;
   std::string note_;
 };
+
+#if defined(WINFER_WITH_CUDA)
+// The CUDA convolution: weights packed for the algorithm and uploaded once per model, device
+// and algorithm (the model's DeviceWeightCache), bias the same; the algorithm tuned for these
+// params before its workspace is asked (cuDNN picks its fastest algorithm there).
+class ConvCudaKernel : public CudaKernel {
+ public:
+  ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed,
+                 const float* bias, Activation activation, size_t weight_bytes, std::string note)
+      : algorithm_(algorithm), params_(params), packed_(packed), bias_(bias), activation_(activation),
+        weight_bytes_(weight_bytes), note_(std::move(note)) {}
+  size_t workspace_bytes() const override { return algorithm_->workspace_bytes(params_); }
+  size_t weight_bytes() const override { return weight_bytes_; }
+  std::string describe() const override {
+    std::string s = algorithm_->name();
+    if (!note_.empty()) s += " (" + note_ + ")";
+    return s;
+  }
+  cuda::Status run(const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out,
+                   void* workspace) const override {
+    return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
+  }
+
+ private:
+  const cuda::ConvAlgorithm* algorithm_;
+  ConvParams params_;
+  const float* packed_;
+  const float* bias_;
+  Activation activation_;
+  size_t weight_bytes_;
+  std::string note_;
+};
+#endif
 
 }  // namespace
 
@@ -132,6 +169,34 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
   }
   return std::unique_ptr<Kernel>(new ConvKernel(algorithm, p, *this, std::move(note)));
 }
+
+#if defined(WINFER_WITH_CUDA)
+Result<std::unique_ptr<CudaKernel>> Conv2dOp::compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
+                                                           const CudaCompileOptions& options) const {
+  const ConvParams p = params_for(inputs[0]);
+  const cuda::ConvAlgorithm* algorithm = options.conv_algorithm;
+  std::string note;
+  if (p.is_depthwise()) {
+    algorithm = cuda::find_conv_algorithm("depthwise");
+  } else if (!algorithm->supports(p)) {
+    note = std::string(options.conv_algorithm->name()) + " does not support " + p.to_string();
+    algorithm = cuda::find_conv_algorithm("direct");
+  }
+  if (algorithm == nullptr || !algorithm->supports(p)) {
+    return internal_error("no CUDA convolution algorithm supports " + p.to_string());
+  }
+  const cuda::Status tuned = algorithm->tune(options.context, p);
+  if (!tuned.ok()) return from_cuda(tuned).with_context(std::string(algorithm->name()) + " tuning");
+  const size_t packed_bytes = algorithm->packed_weight_bytes(p);
+  auto packed = options.weights->get(options.device, this, std::string("weight:") + algorithm->name(), packed_bytes,
+                                     [&](float* dst) { algorithm->pack_weights(p, weight_.data(), dst); });
+  if (!packed.ok()) return packed.status();
+  auto bias = upload_tensor(options, this, "bias", bias_);
+  if (!bias.ok()) return bias.status();
+  return std::unique_ptr<CudaKernel>(new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), activation_,
+                                                        packed_bytes + bias_.bytes(), std::move(note)));
+}
+#endif
 
 int64_t Conv2dOp::flops(const std::vector<Shape>& inputs, const std::vector<Shape>&) const {
   return params_for(inputs[0]).flops();

@@ -27,6 +27,10 @@ class Conv2dOp : public Op {
   Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
                                           const std::vector<Shape>& outputs,
                                           const CompileOptions& options) const override;
+#if defined(WINFER_WITH_CUDA)
+  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
+                                                   const CudaCompileOptions& options) const override;
+#endif
   int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) const override;
   int64_t param_count() const override;
   size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }

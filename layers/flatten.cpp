@@ -1,6 +1,11 @@
 #include "layers/flatten.h"
 
 #include "kernels/cpu/layout.h"
+
+#if defined(WINFER_WITH_CUDA)
+#include "kernels/cuda/layout.h"
+#include "kernels/cuda/memory.h"
+#endif
 #include "layers/channel_rows.h"
 
 namespace winfer {
@@ -41,6 +46,20 @@ class FlattenOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new FlattenKernel(inputs[0]));
   }
+#if defined(WINFER_WITH_CUDA)
+  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
+                                                   const CudaCompileOptions&) const override {
+    const Shape s = inputs[0];
+    if (needs_reorder(s)) {
+      return make_cuda_kernel("NHWC to NCHW order", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
+        return cuda::nhwc_to_nchw(s.n(), s.c(), s.h(), s.w(), in[0], out[0], ctx.stream);
+      });
+    }
+    return make_cuda_kernel("copy", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
+      return cuda::copy_on_device(out[0], in[0], static_cast<size_t>(s.numel()) * sizeof(float), ctx.stream);
+    });
+  }
+#endif
   // A plain copy can be skipped by sharing the storage; the NHWC -> NCHW reorder cannot run in
   // place (it moves elements to other positions).
   bool can_run_in_place(const std::vector<Shape>& inputs) const override { return !needs_reorder(inputs[0]); }

@@ -1,6 +1,10 @@
 #include "layers/linear.h"
 
 #include "kernels/cpu/linear.h"
+
+#if defined(WINFER_WITH_CUDA)
+#include "kernels/cuda/linear.h"
+#endif
 #include "layers/activation.h"
 #include "layers/layer_util.h"
 
@@ -56,6 +60,23 @@ class LinearOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new LinearKernel(weight_, bias_, inputs[0][0], activation_));
   }
+#if defined(WINFER_WITH_CUDA)
+  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
+                                                   const CudaCompileOptions& options) const override {
+    auto weight = upload_tensor(options, this, "weight", weight_);
+    if (!weight.ok()) return weight.status();
+    auto bias = upload_tensor(options, this, "bias", bias_);
+    if (!bias.ok()) return bias.status();
+    const float* w = weight.value();
+    const float* b = bias.value();
+    const int64_t rows = inputs[0][0], in_features = weight_.shape()[1], out_features = weight_.shape()[0];
+    const Activation act = activation_;
+    const std::string note = LinearKernel(weight_, bias_, rows, act).describe();
+    return make_cuda_kernel(note, [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
+      return cuda::linear(in[0], w, b, out[0], rows, in_features, out_features, act, ctx);
+    }, weight_.bytes() + bias_.bytes());
+  }
+#endif
 
   int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>&) const override {
     return 2 * inputs[0][0] * in_features_ * out_features_;

@@ -1,6 +1,10 @@
 #include "layers/maxpool2d.h"
 
 #include "kernels/cpu/pooling.h"
+
+#if defined(WINFER_WITH_CUDA)
+#include "kernels/cuda/pooling.h"
+#endif
 #include "layers/pool2d_common.h"
 
 namespace winfer {
@@ -34,6 +38,13 @@ class MaxPool2dOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new MaxPoolKernel(pool2d_params(attrs_, inputs[0], outputs[0])));
   }
+#if defined(WINFER_WITH_CUDA)
+  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
+                                                   const CudaCompileOptions&) const override {
+    const PoolParams p = pool2d_params(attrs_, inputs[0], outputs[0]);
+    return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) { return cuda::maxpool2d_nhwc(p, in[0], out[0], ctx.stream); });
+  }
+#endif
 
  private:
   Pool2dAttrs attrs_;

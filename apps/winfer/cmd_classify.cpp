@@ -73,14 +73,6 @@ std::vector<std::string> collect_images(const std::vector<std::string>& argument
   return paths;
 }
 
-Status check_device(const std::string& device) {
-  if (device == "cpu") return Status::Ok();
-  if (device == "cuda") {
-    return unsupported("--device cuda: the CUDA backend is not implemented yet; this winfer runs on the CPU only "
-                       "(use --device cpu)");
-  }
-  return invalid_argument("--device " + device + ": unknown device (cpu or cuda)");
-}
 
 // Loads the model and checks that its preprocessing can produce its input.
 Result<std::shared_ptr<const Model>> load_classifier(const ClassifyArgs& args) {
@@ -230,8 +222,6 @@ class Classifier {
 }  // namespace
 
 int run_classify(const ClassifyArgs& args) {
-  Status device = check_device(args.device);
-  if (!device.ok()) return fail(device);
   const auto start = Clock::now();
   auto model = load_classifier(args);
   if (!model.ok()) return fail(model.status());
@@ -241,12 +231,14 @@ int run_classify(const ClassifyArgs& args) {
 
   SessionOptions options;
   if (!args.conv.empty()) options.conv_algorithm = args.conv;
+  options.device = args.device;
   options.threads = args.threads;
   options.batch = args.batch > 0 ? args.batch : std::min<int64_t>(8, static_cast<int64_t>(paths.size()));
   auto session = Session::create(model.value(), options);
   if (!session.ok()) return fail(session.status());
   const double setup_seconds = seconds_since(start);
 
+  const std::string classifier_device = session.value()->device();
   Classifier classifier(model.value(), std::move(session).value(), args);
   const auto run_start = Clock::now();
   auto results = classifier.run(paths);
@@ -255,8 +247,9 @@ int run_classify(const ClassifyArgs& args) {
 
   if (args.json) std::printf("%s\n", to_json(*model.value(), results.value(), classifier.labels(), classifier.failed()).c_str());
   const int64_t ok = static_cast<int64_t>(paths.size()) - classifier.failed();
-  std::fprintf(stderr, "model %s (%s), conv %s, threads %d, batch %lld; load %.2f s\n", model.value()->name().c_str(),
-               model.value()->weights_source().c_str(), options.conv_algorithm.c_str(), args.threads,
+  std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld; load %.2f s\n",
+               model.value()->name().c_str(), model.value()->weights_source().c_str(),
+               classifier_device.c_str(), options.conv_algorithm.c_str(), args.threads,
                static_cast<long long>(options.batch), setup_seconds);
   std::fprintf(stderr, "classified %lld of %zu image(s) in %.3f s (%.1f images/s; decode+preprocess %.3f s, inference %.3f s)\n",
                static_cast<long long>(ok), paths.size(), run_seconds, run_seconds > 0 ? double(ok) / run_seconds : 0.0,

@@ -70,6 +70,8 @@ int run_run(const RunArgs& args) {
 
   SessionOptions options;
   options.conv_algorithm = args.conv;
+  options.device = args.device;
+  options.allow_tf32 = args.tf32;
   options.threads = args.threads;
   options.batch = batch;
   auto session = Session::create(model.value(), options);
@@ -94,8 +96,13 @@ int run_run(const RunArgs& args) {
   const Model& m = *model.value();
   std::fprintf(stderr, "model %s, weights %s, input %s%s\n", m.name().c_str(), m.weights_source().c_str(),
                input.value().shape().to_string().c_str(), args.input.empty() ? " (random)" : "");
-  std::fprintf(stderr, "conv %s, threads %d, gemm: %s\n", args.conv.c_str(), args.threads,
-               gemm_backend_description().c_str());
+  if (session.value()->device() == "cpu") {
+    std::fprintf(stderr, "device cpu, conv %s, threads %d, gemm: %s\n", args.conv.c_str(), args.threads,
+                 gemm_backend_description().c_str());
+  } else {
+    std::fprintf(stderr, "device %s, conv %s%s; times include the input upload and output download\n",
+                 session.value()->device().c_str(), args.conv.c_str(), args.tf32 ? ", TF32 allowed" : "");
+  }
   const double med = median(times);
   std::fprintf(stderr, "load %.1f ms; run: median %.2f ms over %zu run(s)%s (min %.2f, max %.2f), %.1f GFLOP/s\n",
                load_ms, med, times.size(), args.repeat == 0 ? " (cold)" : "", *std::min_element(times.begin(), times.end()),

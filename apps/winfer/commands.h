@@ -20,6 +20,8 @@ struct RunArgs {
   std::optional<uint64_t> random_weights_seed;
   uint64_t input_seed = 0;
   std::string conv = "im2win";
+  std::string device = "cpu";  // cpu, cuda, cuda:N, auto
+  bool tf32 = false;
   int threads = 1;
   int64_t batch = 0;
   int top = 5;

@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.input_seed, "Seed of the random input")->capture_default_str();
   run_cmd->add_option("--output", run.output, "Write the output tensor to this .npy file");
   run_cmd->add_option("--conv", run.conv, "Convolution algorithm: im2win (default), indirect, im2col, direct")->capture_default_str();
+  run_cmd->add_option("--device", run.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")->capture_default_str();
+  run_cmd->add_flag("--tf32", run.tf32, "CUDA: let cuBLAS/cuDNN use TF32 tensor cores (faster, ~1e-3 relative error)");
   run_cmd->add_option("--threads", run.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")->check(CLI::Range(1, 1 << 20));
   run_cmd->add_option("--top", run.top, "Classes to print per image")->capture_default_str()->check(CLI::Range(0, 1 << 20));
@@ -72,7 +74,7 @@ int main(int argc, char** argv) {
   classify_cmd->add_option("images", classify.images, "Image files or folders")->required();
   classify_cmd->add_option("--weights", classify.weights, "Weights (.safetensors), overrides the YAML's");
   classify_cmd->add_option("--top", classify.top, "Classes to print per image")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  classify_cmd->add_option("--device", classify.device, "cpu, or cuda (not implemented yet)")->capture_default_str();
+  classify_cmd->add_option("--device", classify.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")->capture_default_str();
   classify_cmd->add_option("--conv", classify.conv, "Convolution algorithm (default: the engine's)");
   classify_cmd->add_option("--threads", classify.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")->check(CLI::Range(1, 1 << 16));

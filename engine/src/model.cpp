@@ -1,10 +1,11 @@
 #include "winfer/model.h"
 
+#include "engine/src/cuda/device_weights.h"
 #include "engine/src/graph.h"
 
 namespace winfer {
 
-Model::Model() = default;
+Model::Model() : device_weights_(std::make_unique<DeviceWeightCache>()) {}
 Model::~Model() = default;
 
 std::vector<std::string> Model::output_names() const {

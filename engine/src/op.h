@@ -18,6 +18,10 @@
 #include "winfer/status.h"
 #include "winfer/tensor.h"
 
+#if defined(WINFER_WITH_CUDA)
+#include "engine/src/cuda/cuda_kernel.h"
+#endif
+
 namespace winfer {
 
 class ConvAlgorithm;
@@ -69,6 +73,15 @@ class Op {
   virtual Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
                                                   const std::vector<Shape>& outputs,
                                                   const CompileOptions& options) const = 0;
+
+#if defined(WINFER_WITH_CUDA)
+  // The CUDA form of compile(): same shapes, same tensor layouts, device memory (docs/CUDA.md).
+  virtual Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& /*inputs*/,
+                                                           const std::vector<Shape>& /*outputs*/,
+                                                           const CudaCompileOptions& /*options*/) const {
+    return unsupported(std::string("operator '") + type() + "' has no CUDA kernel");
+  }
+#endif
 
   // Multiply-adds x 2 (0 for data movement).
   virtual int64_t flops(const std::vector<Shape>& /*inputs*/, const std::vector<Shape>& /*outputs*/) const {

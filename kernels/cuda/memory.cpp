@@ -46,6 +46,12 @@ Status copy_to_host(void* host_dst, const void* device_src, size_t bytes, cudaSt
   return synchronize(stream);
 }
 
+Status copy_on_device(void* device_dst, const void* device_src, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0 || device_dst == device_src) return Status();
+  return cuda_status(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice, stream),
+                     "cudaMemcpyAsync (device to device)");
+}
+
 Status fill_bytes(void* device_dst, int value, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return Status();
   return cuda_status(cudaMemsetAsync(device_dst, value, bytes, stream), "cudaMemsetAsync");

@@ -40,6 +40,8 @@ class DeviceBuffer {
 Status copy_to_device(void* device_dst, const void* host_src, size_t bytes, cudaStream_t stream);
 // Device -> host, ordered on `stream`; waits for the stream, so the data is there on return.
 Status copy_to_host(void* host_dst, const void* device_src, size_t bytes, cudaStream_t stream);
+// Device -> device, ordered on `stream`; nothing when dst == src (a layer computed in place).
+Status copy_on_device(void* device_dst, const void* device_src, size_t bytes, cudaStream_t stream);
 // Fills device bytes with `value` (e.g. 0xFF: float NaN), ordered on `stream`.
 Status fill_bytes(void* device_dst, int value, size_t bytes, cudaStream_t stream);
 // Waits for the stream and reports any error of the work queued on it.

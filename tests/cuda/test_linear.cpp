@@ -1,4 +1,5 @@
-// CUDA softmax (emulated and native) and linear (cuBLAS: native only).
+// CUDA softmax and linear (emulated and native). linear() takes the one-warp-per-output kernel
+// for few rows or without cuBLAS (the emulator), cuBLAS above kLinearRowsWithoutBlas rows.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -34,19 +35,16 @@ TEST_CASE("cuda softmax_rows matches the reference, in place too, large magnitud
   MESSAGE(checked << " softmax runs checked");
 }
 
-TEST_CASE("cuda linear matches the reference GEMM (cuBLAS)") {
-  if (test::skip_without_libraries("cuda linear")) {
-    const cuda::Status s = cuda::linear(nullptr, nullptr, nullptr, nullptr, 2, 3, 4, Activation::kNone, test::ctx());
-    CHECK(s.code() == cuda::StatusCode::kUnsupported);
-    return;
-  }
+TEST_CASE("cuda linear matches the reference GEMM (warp kernel, and cuBLAS natively above 16 rows)") {
   struct Shape {
     int64_t rows, in, out;
     bool bias;
     Activation act;
   };
+  int checked = 0;
   for (const Shape& s : {Shape{2, 512, 10, true, Activation::kNone}, Shape{3, 37, 129, false, Activation::kRelu},
-                         Shape{1, 1000, 7, true, Activation::kRelu6}}) {
+                         Shape{1, 1000, 7, true, Activation::kRelu6}, Shape{1, 31, 3, true, Activation::kNone},
+                         Shape{cuda::kLinearRowsWithoutBlas + 5, 70, 33, true, Activation::kRelu}}) {
     INFO(s.rows, " x ", s.in, " -> ", s.out);
     const std::vector<float> x = test::random_floats(static_cast<size_t>(s.rows * s.in), 1);
     const std::vector<float> w = test::random_floats(static_cast<size_t>(s.out * s.in), 2);
@@ -63,7 +61,15 @@ TEST_CASE("cuda linear matches the reference GEMM (cuBLAS)") {
                                  s.act, test::ctx()));
     test::check_close(out.download().data(), want.value, want.abs_sum, want.terms, "linear");
     CHECK(out.canary_intact());
+    // The warp kernel directly, whatever linear() picked for this size.
+    DeviceArray out2(static_cast<size_t>(s.rows * s.out));
+    REQUIRE_CUDA_OK(cuda::linear_rows(dx.data(), dw.data(), s.bias ? db.data() : nullptr, out2.data(), s.rows, s.in,
+                                      s.out, s.act, test::ctx().stream));
+    test::check_close(out2.download().data(), want.value, want.abs_sum, want.terms, "linear_rows");
+    CHECK(out2.canary_intact());
+    checked += 2;
   }
+  MESSAGE(checked << " linear runs checked");
 }
 
 }  // namespace

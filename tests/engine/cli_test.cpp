@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "engine/model_test_util.h"
+#include "engine/src/session_impl.h"
 
 using namespace winfer_test;
 
@@ -107,4 +108,21 @@ TEST_CASE("cli: errors exit non-zero with a message on stderr") {
   CHECK(contains(r.stderr_text, "unknown convolution algorithm 'nope'"));
   r = run_cli("frobnicate");
   CHECK(r.exit_code != 0);
+}
+
+TEST_CASE("cli: run --device cuda without a CUDA device says so, --device auto falls back to the CPU") {
+  if (winfer::cuda_availability().count > 0) {
+    MESSAGE("a CUDA device is present: the no-device message is not checked here");
+    return;
+  }
+  CommandResult r = run_cli("run " + repo_path("models/zoo/resnet50.yaml") + " --random-weights 1 --device cuda");
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "no CUDA device"));
+  CHECK(r.stdout_text.empty());
+  r = run_cli("run " + repo_path("models/examples/tiny_net.yaml") + " --device auto --repeat 0");
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.stderr_text, "device cpu"));
+  r = run_cli("run " + repo_path("models/examples/tiny_net.yaml") + " --device tpu");
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "unknown device 'tpu'"));
 }

@@ -19,6 +19,7 @@
 namespace winfer {
 
 class Graph;
+class DeviceWeightCache;
 
 struct LoadOptions {
   // Overrides the `weights:` file named in the YAML.
@@ -80,6 +81,9 @@ class Model {
   size_t weight_bytes() const;
 
   const Graph& graph() const { return *graph_; }  // for Session; internal type
+  // Weights uploaded to CUDA devices, shared by the model's sessions (internal type). The
+  // model's own data never changes; this cache only fills up, under its own lock.
+  DeviceWeightCache& device_weights() const { return *device_weights_; }
 
  private:
   friend class ModelLoader;
@@ -89,6 +93,7 @@ class Model {
   bool structure_only_ = false;
   Preprocess preprocess_;
   std::unique_ptr<Graph> graph_;
+  std::unique_ptr<DeviceWeightCache> device_weights_;
 };
 
 }  // namespace winfer

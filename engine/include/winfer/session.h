@@ -1,4 +1,4 @@
-// Session: runs a Model on the CPU. Owns all activation memory and the per-session form of
+// Session: runs a Model on the CPU or a CUDA GPU. Owns all activation memory and the per-session form of
 // every layer (weights packed for the chosen convolution algorithm). One session runs one
 // inference at a time; create one session per thread to run concurrently.
 //
@@ -24,6 +24,9 @@
 namespace winfer {
 
 struct SessionOptions {
+  // Where to run: "cpu", "cuda" (device 0), "cuda:N", or "auto" (CUDA device 0 when this build
+  // has the CUDA backend and a device is present, else the CPU). See docs/CUDA.md.
+  std::string device = "cpu";
   // Convolution algorithm for every non-depthwise convolution (see conv_algorithm_names()).
   std::string conv_algorithm = "im2win";
   int threads = 1;
@@ -37,6 +40,9 @@ struct SessionOptions {
   // byte that is not alive at that step with NaN, so that reading a dead tensor cannot go
   // unnoticed. Costs a pass over the arena per layer.
   bool poison_unused_memory = false;
+  // CUDA only: let cuBLAS/cuDNN use TF32 tensor cores (faster, about 1e-3 relative error).
+  // Off by default, so that results match the CPU backend to float32 rounding.
+  bool allow_tf32 = false;
 };
 
 struct LayerTiming {
@@ -77,8 +83,11 @@ struct MemoryReport {
 };
 
 // Names of the convolution algorithms SessionOptions::conv_algorithm accepts, in the
-// registry's fixed order ("direct", "im2col", ...).
-std::vector<std::string> conv_algorithm_names();
+// registry's fixed order ("direct", "im2col", ...), for the CPU or for the CUDA backend
+// ("cuda": empty in a build without it).
+std::vector<std::string> conv_algorithm_names(const std::string& device = "cpu");
+
+class SessionImpl;
 
 class Session {
  public:
@@ -87,6 +96,7 @@ class Session {
   ~Session();
 
   const Shape& input_shape() const;               // NCHW with the session's batch
+  const std::string& device() const;              // where it runs: "cpu" or "cuda:N"
   const std::vector<Shape>& output_shapes() const;
 
   // Input: the model's input shape (NCHW, or plain for non-image inputs), any layout.
@@ -104,7 +114,7 @@ class Session {
   // Per-layer wall time of the last run (execution order).
   const std::vector<LayerTiming>& last_timings() const;
   // Bytes of activation memory the session allocated: the arena when memory is planned, else
-  // every tensor plus the shared workspace.
+  // every tensor plus the shared workspace (device memory for a CUDA session).
   size_t activation_bytes() const;
   // Bytes of the largest convolution workspace.
   size_t workspace_bytes() const;
@@ -112,9 +122,8 @@ class Session {
   const MemoryReport& memory_report() const;
 
  private:
-  struct Impl;
-  explicit Session(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit Session(std::unique_ptr<SessionImpl> impl);
+  std::unique_ptr<SessionImpl> impl_;
 };
 
 }  // namespace winfer

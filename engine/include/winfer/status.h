@@ -17,8 +17,10 @@ enum class ErrorCode {
   kIoError,          // read/write/mmap failed
   kParseError,       // YAML / JSON / npy / safetensors syntax
   kShapeMismatch,    // shapes disagree
-  kUnsupported,      // valid request the engine cannot serve (yet)
+  kUnsupported,      // valid request the engine cannot serve (yet), or not in this build
   kInternal,         // a bug in winfer
+  kOutOfMemory,      // an allocation (host or device) failed
+  kDeviceError,      // a CUDA device failed, is absent, or its driver is
 };
 
 const char* error_code_name(ErrorCode code);
@@ -54,6 +56,8 @@ inline Status parse_error(std::string m) { return Status(ErrorCode::kParseError,
 inline Status shape_mismatch(std::string m) { return Status(ErrorCode::kShapeMismatch, std::move(m)); }
 inline Status unsupported(std::string m) { return Status(ErrorCode::kUnsupported, std::move(m)); }
 inline Status internal_error(std::string m) { return Status(ErrorCode::kInternal, std::move(m)); }
+inline Status out_of_memory(std::string m) { return Status(ErrorCode::kOutOfMemory, std::move(m)); }
+inline Status device_error(std::string m) { return Status(ErrorCode::kDeviceError, std::move(m)); }
 
 // A value or the Status explaining why there is none.
 template <typename T>

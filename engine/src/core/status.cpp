@@ -12,6 +12,8 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kShapeMismatch: return "shape mismatch";
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kOutOfMemory: return "out of memory";
+    case ErrorCode::kDeviceError: return "device error";
   }
   return "unknown error";
 }

@@ -1,0 +1,206 @@
+// The CPU backend of winfer::Session: kernels compiled per node, every activation and workspace
+// in one planned arena of host memory, activations stored NHWC (logical shapes stay NCHW).
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "engine/src/graph.h"
+#include "engine/src/session_impl.h"
+#include "engine/src/session_plan.h"
+#include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/layout.h"
+
+namespace winfer {
+namespace {
+
+// Offsets in the arena keep the alignment every tensor allocation has on the CPU.
+constexpr size_t kArenaAlignment = Tensor::kAlignment;
+
+// CPU storage layout of a tensor with this logical shape.
+Layout cpu_layout(const Shape& shape) { return shape.rank() == 4 ? Layout::kNHWC : Layout::kPlain; }
+
+std::string algorithm_names() {
+  std::string names;
+  for (const std::string& name : conv_algorithm_names("cpu")) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+class CpuSession : public SessionImpl {
+ public:
+  // What one node reads and writes, bound once so that running allocates nothing.
+  struct Binding {
+    std::vector<const Tensor*> inputs;
+    std::vector<Tensor*> outputs;
+    void* workspace = nullptr;
+  };
+
+  std::vector<std::unique_ptr<Kernel>> kernels;  // per node
+  std::vector<Tensor> tensors;                   // per graph tensor, CPU layout: arena views or own storage
+  Tensor arena;                                  // planned: the one activation allocation
+  Tensor shared_workspace;                       // unplanned: one workspace for every node
+  std::vector<Binding> bindings;                 // per node
+  std::vector<std::vector<std::pair<size_t, size_t>>> poison_ranges;  // per step, when poisoning
+
+  Status compile() {
+    const Graph& graph = model->graph();
+    const ConvAlgorithm* algorithm = find_conv_algorithm(options.conv_algorithm);
+    if (algorithm == nullptr || std::string(algorithm->name()) == "depthwise") {
+      return invalid_argument("unknown convolution algorithm '" + options.conv_algorithm +
+                              "' for the CPU (known: " + algorithm_names() + ")");
+    }
+
+    Shape input = model->input_shape();
+    if (options.batch > 0) input[0] = options.batch;
+    WINFER_RETURN_IF_ERROR(graph.infer_shapes(input, &shapes, model->path()));
+
+    CompileOptions compile_options;
+    compile_options.conv_algorithm = algorithm;
+    compile_options.threads = options.threads;
+    for (const GraphNode& node : graph.nodes) {
+      std::vector<Shape> in, out;
+      for (int t : node.inputs) in.push_back(shapes[t]);
+      for (int t : node.outputs) out.push_back(shapes[t]);
+      auto kernel = node.op->compile(in, out, compile_options);
+      if (!kernel.ok()) return Status(kernel.status()).with_context(node.context(model->path()));
+      kernels.push_back(std::move(kernel).value());
+    }
+    std::vector<KernelMemory> memory;
+    for (const auto& kernel : kernels) {
+      memory.push_back({kernel->workspace_bytes(), kernel->owned_weight_bytes(), kernel->shared_weight_bytes()});
+    }
+    auto plan = plan_session_memory(*model, shapes, memory, kArenaAlignment);
+    if (!plan.ok()) return plan.status();
+    report = plan.value().report;
+    if (options.plan_memory) {
+      allocate_arena();
+    } else {
+      allocate_separately();
+    }
+    bind(plan.value().workspace_of);
+    if (options.plan_memory && options.poison_unused_memory) poison_ranges = dead_ranges_per_step(report);
+    for (int t : graph.outputs) output_shapes.push_back(shapes[t]);
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      timings.push_back({graph.nodes[n].name, graph.nodes[n].type, kernels[n]->describe(), 0.0});
+    }
+    return Status::Ok();
+  }
+
+  void allocate_arena() {
+    const Graph& graph = model->graph();
+    arena = Tensor::allocate(Shape{static_cast<int64_t>(report.arena_bytes / sizeof(float))});
+    char* base = reinterpret_cast<char*>(arena.data());
+    for (size_t t = 0; t < graph.tensors.size(); ++t) {
+      float* data = reinterpret_cast<float*>(base + report.buffers[t].offset);
+      tensors.push_back(Tensor::view(data, shapes[t], cpu_layout(shapes[t])));
+    }
+  }
+
+  void allocate_separately() {
+    for (const Shape& s : shapes) tensors.push_back(Tensor::allocate(s, cpu_layout(s)));
+    if (report.max_workspace_bytes > 0) {
+      shared_workspace = Tensor::allocate(Shape{static_cast<int64_t>((report.max_workspace_bytes + 3) / 4)});
+    }
+  }
+
+  void bind(const std::vector<int>& workspace_of) {
+    const Graph& graph = model->graph();
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      Binding b;
+      for (int t : graph.nodes[n].inputs) b.inputs.push_back(&tensors[t]);
+      for (int t : graph.nodes[n].outputs) b.outputs.push_back(&tensors[t]);
+      const int ws = workspace_of[n];
+      if (ws >= 0) {
+        b.workspace = options.plan_memory ? static_cast<void*>(reinterpret_cast<char*>(arena.data()) +
+                                                               report.buffers[ws].offset)
+                                          : static_cast<void*>(shared_workspace.data());
+      }
+      bindings.push_back(std::move(b));
+    }
+  }
+
+  Status load_input(const Tensor& input) {
+    WINFER_RETURN_IF_ERROR(check_input(input));
+    Tensor& dst = tensors[model->graph().input];
+    const Shape& s = input.shape();
+    if (s.rank() == 4 && input.layout() != Layout::kNHWC) {
+      nchw_to_nhwc(s.n(), s.c(), s.h(), s.w(), input.data(), dst.data(), options.threads);
+    } else {
+      std::memcpy(dst.data(), input.data(), dst.bytes());
+    }
+    return Status::Ok();
+  }
+
+  void poison(size_t step) {
+    char* base = reinterpret_cast<char*>(arena.data());
+    // All bits set is a quiet NaN in every float it touches.
+    for (const auto& [begin, end] : poison_ranges[step]) std::memset(base + begin, 0xff, end - begin);
+  }
+
+  void execute() {
+    for (size_t n = 0; n < kernels.size(); ++n) {
+      if (!poison_ranges.empty()) poison(n);
+      const Binding& b = bindings[n];
+      const auto start = std::chrono::steady_clock::now();
+      kernels[n]->run(b.inputs, b.outputs, b.workspace, options.threads);
+      const auto end = std::chrono::steady_clock::now();
+      timings[n].milliseconds = std::chrono::duration<double, std::milli>(end - start).count();
+    }
+  }
+
+  void store_outputs(std::vector<Tensor>* outputs) const {
+    const Graph& graph = model->graph();
+    for (size_t i = 0; i < graph.outputs.size(); ++i) {
+      const Tensor& src = tensors[graph.outputs[i]];
+      Tensor& dst = (*outputs)[i];
+      const Shape& s = src.shape();
+      if (s.rank() == 4 && dst.layout() != Layout::kNHWC) {
+        nhwc_to_nchw(s.n(), s.c(), s.h(), s.w(), src.data(), dst.data(), options.threads);
+      } else {
+        std::memcpy(dst.data(), src.data(), src.bytes());
+      }
+    }
+  }
+
+  size_t activation_bytes() const override {
+    if (options.plan_memory) return arena.bytes();
+    size_t total = shared_workspace.bytes();
+    for (const Tensor& t : tensors) total += t.bytes();
+    return total;
+  }
+
+  Status run_into(const Tensor& input, std::vector<Tensor>* outputs) override {
+    WINFER_RETURN_IF_ERROR(prepare_outputs(outputs));
+    WINFER_RETURN_IF_ERROR(load_input(input));
+    execute();
+    store_outputs(outputs);
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SessionImpl>> create_cpu_session(std::shared_ptr<const Model> model,
+                                                        const SessionOptions& options) {
+  auto impl = std::make_unique<CpuSession>();
+  impl->model = std::move(model);
+  impl->options = options;
+  impl->device = "cpu";
+  try {
+    WINFER_RETURN_IF_ERROR(impl->compile());
+  } catch (const std::bad_alloc&) {
+    return invalid_argument(impl->model->path() + ": not enough memory for a session with batch " +
+                            std::to_string(options.batch));
+  }
+  return std::unique_ptr<SessionImpl>(std::move(impl));
+}
+
+std::vector<std::string> cpu_conv_algorithm_names() {
+  std::vector<std::string> names;
+  for (const ConvAlgorithm* a : conv_algorithms()) {
+    if (std::string(a->name()) == "depthwise") continue;  // chosen automatically, not by the user
+    names.push_back(a->name());
+  }
+  return names;
+}
+
+}  // namespace winfer

@@ -1,0 +1,59 @@
+// What every backend's session implements behind winfer::Session (engine/include/winfer/session.h):
+// the CPU backend (cpu_session.cpp) and the CUDA backend (cuda/cuda_session.cpp). Both share the
+// graph's shapes, the memory plan (session_plan.h) and the handling of host inputs and outputs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "winfer/model.h"
+#include "winfer/session.h"
+#include "winfer/tensor.h"
+
+namespace winfer {
+
+class SessionImpl {
+ public:
+  virtual ~SessionImpl() = default;
+
+  std::shared_ptr<const Model> model;
+  SessionOptions options;
+  std::string device;               // resolved: "cpu" or "cuda:N"
+  std::vector<Shape> shapes;        // per graph tensor
+  std::vector<Shape> output_shapes;
+  std::vector<LayerTiming> timings;
+  MemoryReport report;
+
+  virtual size_t activation_bytes() const = 0;
+  virtual Status run_into(const Tensor& input, std::vector<Tensor>* outputs) = 0;
+
+  // The input has the session's input shape and data; errors name the model's input.
+  Status check_input(const Tensor& input) const;
+  // Missing or empty outputs are allocated (NCHW / plain); the others must have the output's shape.
+  Status prepare_outputs(std::vector<Tensor>* outputs) const;
+};
+
+// Options checked for every backend; `device` is the resolved device.
+Status check_common_options(const SessionOptions& options);
+
+Result<std::unique_ptr<SessionImpl>> create_cpu_session(std::shared_ptr<const Model> model,
+                                                        const SessionOptions& options);
+// CUDA device `device_index`; fails with a clear error in a build without the CUDA backend.
+Result<std::unique_ptr<SessionImpl>> create_cuda_session(std::shared_ptr<const Model> model,
+                                                         const SessionOptions& options, int device_index);
+
+// How many CUDA devices this build can use, and why none when 0 ("built without CUDA", the
+// driver's error, ...).
+struct CudaAvailability {
+  int count = 0;
+  std::string name;    // device 0
+  std::string reason;  // when count == 0
+};
+CudaAvailability cuda_availability();
+
+// The names conv_algorithm_names() returns per backend (CUDA: empty without the CUDA backend).
+std::vector<std::string> cpu_conv_algorithm_names();
+std::vector<std::string> cuda_conv_algorithm_names();
+
+}  // namespace winfer

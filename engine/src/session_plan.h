@@ -1,0 +1,36 @@
+// The memory plan of a session, shared by the CPU and the CUDA backend: one buffer per graph
+// tensor (same index) and one per workspace, their lifetimes over the execution steps, the
+// in-place aliases the ops allow, and the planner's offsets written into a MemoryReport.
+// Backends differ only in the workspace each kernel asks for and in the arena's alignment.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "engine/src/graph.h"
+#include "engine/src/planner.h"
+#include "winfer/model.h"
+#include "winfer/session.h"
+
+namespace winfer {
+
+// What the kernels of a session read and need, per node (execution order).
+struct KernelMemory {
+  size_t workspace_bytes = 0;
+  size_t owned_weight_bytes = 0;   // allocated for this session's kernels (packed weights)
+  size_t shared_weight_bytes = 0;  // read from the model's own tensors
+};
+
+struct SessionPlan {
+  MemoryReport report;
+  std::vector<int> workspace_of;  // per node: index of its workspace buffer in report.buffers, or -1
+};
+
+// Lifetimes, in-place aliases and workspaces -> offsets (multiples of `alignment`).
+Result<SessionPlan> plan_session_memory(const Model& model, const std::vector<Shape>& shapes,
+                                        const std::vector<KernelMemory>& kernels, size_t alignment);
+
+// Arena byte ranges [begin, end) not alive at each step: what poisoning overwrites.
+std::vector<std::vector<std::pair<size_t, size_t>>> dead_ranges_per_step(const MemoryReport& report);
+
+}  // namespace winfer
