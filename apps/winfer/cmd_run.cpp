@@ -1,6 +1,7 @@
 // `winfer run MODEL`: one input tensor through the model; top classes to stdout, time to stderr.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -50,6 +51,24 @@ void print_top_classes(const Model& model, const Tensor& output, int top) {
     if (rows > 1) std::printf("image %lld\n", static_cast<long long>(r));
     print_class_scores(top_classes(class_probabilities(model, output.data() + r * classes, classes), top), labels);
   }
+}
+
+// max |got - want| / max |want| (the parity tests' measure); an error when the shapes differ.
+Result<double> relative_error_vs(const std::string& path, const Tensor& got) {
+  auto want = read_npy(path);
+  if (!want.ok()) return want.status();
+  if (want.value().shape() != got.shape()) {
+    return shape_mismatch("--expect " + path + ": has shape " + want.value().shape().to_string() + ", the output is " +
+                          got.shape().to_string());
+  }
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = got.data()[i], w = want.value().data()[i];
+    diff = std::isnan(g) != std::isnan(w) ? INFINITY : std::max(diff, std::fabs(g - w));
+    if (std::isinf(diff)) break;
+    scale = std::max(scale, std::fabs(w));
+  }
+  return scale > 0 ? diff / scale : diff;
 }
 
 }  // namespace
@@ -108,6 +127,19 @@ int run_run(const RunArgs& args) {
                load_ms, med, times.size(), args.repeat == 0 ? " (cold)" : "", *std::min_element(times.begin(), times.end()),
                *std::max_element(times.begin(), times.end()),
                double(m.total_flops()) * double(batch) / double(m.input_shape().n()) / (med * 1e6));
+  const MemoryReport& memory = session.value()->memory_report();
+  std::fprintf(stderr, "memory (%s): activation arena %s, largest workspace %s, weights as run %s\n",
+               session.value()->device().c_str(), human_bytes(double(memory.arena_bytes)).c_str(),
+               human_bytes(double(memory.max_workspace_bytes)).c_str(),
+               human_bytes(double(memory.packed_weights_bytes)).c_str());
+  if (!args.expect.empty()) {
+    auto error = relative_error_vs(args.expect, output);
+    if (!error.ok()) return fail(error.status());
+    const bool pass = error.value() <= args.tolerance;
+    std::fprintf(stderr, "max relative error vs %s: %.3g (tolerance %.3g): %s\n", args.expect.c_str(), error.value(),
+                 args.tolerance, pass ? "ok" : "FAILED");
+    if (!pass) return 1;
+  }
   if (args.profile) {
     std::fprintf(stderr, "\n%-32s %-18s %-28s %10s\n", "layer", "op", "kernel", "ms");
     for (const LayerTiming& t : session.value()->last_timings()) {

@@ -22,6 +22,8 @@ struct RunArgs {
   std::string conv = "im2win";
   std::string device = "cpu";  // cpu, cuda, cuda:N, auto
   bool tf32 = false;
+  std::string expect;        // compare the output with this .npy (max |diff| / max |expected|)
+  double tolerance = 1e-4;
   int threads = 1;
   int64_t batch = 0;
   int top = 5;

@@ -110,6 +110,24 @@ TEST_CASE("cli: errors exit non-zero with a message on stderr") {
   CHECK(r.exit_code != 0);
 }
 
+TEST_CASE("cli: run --expect compares with a reference output and fails above the tolerance") {
+  const std::string model = repo_path("models/examples/tiny_net.yaml");
+  const std::string input = " --input " + repo_path("models/examples/tiny_net.input.npy");
+  CommandResult r = run_cli("run " + model + input + " --repeat 0 --expect " +
+                            repo_path("models/examples/tiny_net.output.npy") + " --tolerance 1e-5");
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.stderr_text, "max relative error vs"));
+  CHECK(contains(r.stderr_text, ": ok"));
+  CHECK(contains(r.stderr_text, "memory (cpu): activation arena"));
+  // Another input: the output differs from the golden one, so the check must fail.
+  r = run_cli("run " + model + " --batch 2 --seed 3 --repeat 0 --expect " + repo_path("models/examples/tiny_net.output.npy"));
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "FAILED"));
+  r = run_cli("run " + model + input + " --repeat 0 --expect " + repo_path("models/examples/tiny_inline.output.npy"));
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "the output is [2,10]"));
+}
+
 TEST_CASE("cli: run --device cuda without a CUDA device says so, --device auto falls back to the CPU") {
   if (winfer::cuda_availability().count > 0) {
     MESSAGE("a CUDA device is present: the no-device message is not checked here");
