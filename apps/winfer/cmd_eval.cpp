@@ -108,6 +108,7 @@ int run_eval(const EvalArgs& args) {
 
   SessionOptions options;
   if (!args.conv.empty()) options.conv_algorithm = args.conv;
+  options.device = args.device;
   options.threads = args.threads;
   options.batch = std::min(args.batch > 0 ? args.batch : 100, total);
   auto session = Session::create(model, options);
@@ -162,8 +163,8 @@ int run_eval(const EvalArgs& args) {
     if (!written.ok()) return fail(written);
   }
   const double seconds = preprocess_seconds + inference_seconds;
-  std::fprintf(stderr, "model %s (%s), conv %s, threads %d, batch %lld\n", model->name().c_str(),
-               model->weights_source().c_str(), options.conv_algorithm.c_str(), args.threads,
+  std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld\n", model->name().c_str(),
+               model->weights_source().c_str(), session.value()->device().c_str(), options.conv_algorithm.c_str(), args.threads,
                static_cast<long long>(options.batch));
   std::fprintf(stderr, "%lld images in %.3f s: %.0f images/s (preprocess %.3f s, inference %.3f s: %.0f images/s)\n",
                static_cast<long long>(total), seconds, double(total) / seconds, preprocess_seconds, inference_seconds,

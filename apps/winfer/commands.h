@@ -77,6 +77,7 @@ struct EvalArgs {
   std::string data;  // folder of the IDX files; empty: the dataset package's
   int64_t limit = 0;  // 0: the whole split
   std::string conv;
+  std::string device = "cpu";  // cpu, cuda, cuda:N, auto
   int threads = 1;
   int64_t batch = 0;  // 0: 100
   std::string predictions;  // write each image's predicted class here (one byte per image)

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--data", eval.data, "Folder of the IDX files (default: /usr/share/datasets/fashion-mnist)");
   eval_cmd->add_option("--limit", eval.limit, "Only the first N images")->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   eval_cmd->add_option("--conv", eval.conv, "Convolution algorithm (default: the engine's)");
+  eval_cmd->add_option("--device", eval.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")->capture_default_str();
   eval_cmd->add_option("--threads", eval.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   eval_cmd->add_option("--batch", eval.batch, "Images per batch (default: 100)")->check(CLI::Range(1, 1 << 16));
   eval_cmd->add_option("--predictions", eval.predictions, "Write each image's predicted class to this file (one byte each)");
