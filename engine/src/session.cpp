@@ -3,6 +3,7 @@
 // checks, device names, and the host side of inputs and outputs.
 #include "winfer/session.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "engine/src/graph.h"
@@ -48,6 +49,20 @@ Status SessionImpl::prepare_outputs(std::vector<Tensor>* outputs) const {
     }
   }
   return Status::Ok();
+}
+
+Status check_finite(const float* data, int64_t count, const std::string& what) {
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(data[i])) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  }
+  if (bad == 0) return Status::Ok();
+  const char* kind = std::isnan(data[first]) ? "NaN" : (data[first] > 0 ? "+Inf" : "-Inf");
+  return invalid_argument("check_numerics: " + what + " has " + std::to_string(bad) + " non-finite value(s) of " +
+                          std::to_string(count) + " (first: " + kind + " at index " + std::to_string(first) + ")");
 }
 
 Status check_common_options(const SessionOptions& options) {

@@ -34,6 +34,9 @@ class SessionImpl {
   Status prepare_outputs(std::vector<Tensor>* outputs) const;
 };
 
+// kInvalidArgument naming `what` when data[0..count) holds NaN or +-Inf (check_numerics).
+Status check_finite(const float* data, int64_t count, const std::string& what);
+
 // Options checked for every backend; `device` is the resolved device.
 Status check_common_options(const SessionOptions& options);
 

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/fault_injection.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/status.h"
 
@@ -49,6 +50,9 @@ template <typename... Params, typename... Args>
 Status launch(const char* what, const LaunchConfig& config, cudaStream_t stream,
               void (*kernel)(Params...), Args&&... args) {
   if (config.grid.x == 0 || config.grid.y == 0 || config.grid.z == 0) return Status();
+  if (testing::launch_fails()) {
+    return Status(StatusCode::kDeviceError, std::string(what) + ": launch: cudaErrorLaunchFailure (injected by a test)");
+  }
 #if defined(WINFER_CUDA_EMULATED)
   const cudaError_t error =
       winfer_emu::launch(kernel, config.grid, config.block, stream, std::forward<Args>(args)...);

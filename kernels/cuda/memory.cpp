@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "kernels/cuda/fault_injection.h"
+
 namespace winfer {
 namespace cuda {
 
@@ -20,6 +22,10 @@ Status DeviceBuffer::allocate(size_t bytes, DeviceBuffer* out) {
   out->reset();
   if (bytes == 0) return Status();
   void* p = nullptr;
+  if (testing::allocation_fails(bytes)) {
+    return Status(StatusCode::kOutOfMemory, "cudaMalloc(" + std::to_string(bytes) +
+                                                " bytes): cudaErrorMemoryAllocation (out of memory; injected by a test)");
+  }
   WINFER_CUDA_RETURN_IF_ERROR(cuda_status(cudaMalloc(&p, bytes), "cudaMalloc(" + std::to_string(bytes) + " bytes)"));
   out->data_ = p;
   out->bytes_ = bytes;

@@ -16,6 +16,7 @@
 
 #include "core/test_files.h"
 #include "engine/src/cuda/device_weights.h"
+#include "kernels/cuda/fault_injection.h"
 #include "kernels/cuda/runtime.h"
 #include "winfer/model.h"
 #include "winfer/npy.h"
@@ -252,6 +253,78 @@ TEST_CASE("cuda session: errors name the device, the algorithm and what is known
   s = Session::create(model, options);
   REQUIRE_MESSAGE(s.ok(), s.status().message());
   CHECK(s.value()->device() == "cuda:0");
+}
+
+TEST_CASE("cuda session: out of device memory at create is reported, and the next session works") {
+  auto model = load(repo("models/fashion/fashion_resnet.yaml"));
+  winfer::cuda::testing::fail_allocations_above(4096);
+  SessionOptions options;
+  options.device = "cuda";
+  auto failed = Session::create(model, options);
+  winfer::cuda::testing::clear_faults();
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().code() == winfer::ErrorCode::kOutOfMemory);
+  CHECK(failed.status().message().find("out of memory") != std::string::npos);
+  CHECK(failed.status().message().find("bytes") != std::string::npos);
+  auto session = Session::create(model, options);
+  REQUIRE_MESSAGE(session.ok(), session.status().message());
+  CHECK(session.value()->run(random_input(session.value()->input_shape(), 2)).ok());
+}
+
+TEST_CASE("cuda session: a device failure in the middle of a run names the layer, and running goes on") {
+  auto model = load(repo("models/fashion/fashion_shufflenet.yaml"));
+  SessionOptions options;
+  options.device = "cuda";
+  auto session = Session::create(model, options);
+  REQUIRE(session.ok());
+  const Tensor input = random_input(session.value()->input_shape(), 4);
+  auto want = session.value()->run(input);
+  REQUIRE(want.ok());
+  winfer::cuda::testing::fail_launches_after(10);
+  auto failed = session.value()->run(input);
+  winfer::cuda::testing::clear_faults();
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().code() == winfer::ErrorCode::kDeviceError);
+  CHECK(failed.status().message().find("cuda:0: ") == 0);
+  CHECK(failed.status().message().find("layer '") != std::string::npos);
+  CHECK(failed.status().message().find("cudaErrorLaunchFailure") != std::string::npos);
+  // The same session and a new one both run again, with the same result as before.
+  auto again = session.value()->run(input);
+  REQUIRE_MESSAGE(again.ok(), again.status().message());
+  CHECK(std::equal(again.value().data(), again.value().data() + again.value().numel(), want.value().data()));
+  auto other = Session::create(model, options);
+  REQUIRE(other.ok());
+  CHECK(other.value()->run(input).ok());
+}
+
+TEST_CASE("cuda session: NaN and Inf propagate, and check_numerics names where they appear") {
+  auto model = load(repo("models/examples/tiny_net.yaml"));
+  SessionOptions options;
+  options.device = "cuda";
+  Tensor input = random_input(model->input_shape(), 8);
+  input.data()[5] = std::nanf("");
+  auto plain = Session::create(model, options);
+  REQUIRE(plain.ok());
+  auto out = plain.value()->run(input);
+  REQUIRE(out.ok());
+  CHECK(std::any_of(out.value().data(), out.value().data() + out.value().numel(), [](float v) { return std::isnan(v); }));
+
+  options.check_numerics = true;
+  auto checking = Session::create(model, options);
+  REQUIRE(checking.ok());
+  auto failed = checking.value()->run(input);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().message().find("input 'input' has 1 non-finite value(s)") != std::string::npos);
+  CHECK(failed.status().message().find("NaN at index 5") != std::string::npos);
+
+  // Finite but huge input: the first convolution overflows to Inf, and the error names it.
+  Tensor huge = random_input(model->input_shape(), 8);
+  for (int64_t i = 0; i < huge.numel(); ++i) huge.data()[i] *= 3e38f;
+  failed = checking.value()->run(huge);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().message().find("layer 'stem'") != std::string::npos);
+  CHECK(failed.status().message().find("non-finite") != std::string::npos);
+  CHECK(checking.value()->run(random_input(model->input_shape(), 9)).ok());
 }
 
 }  // namespace

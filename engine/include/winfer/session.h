@@ -43,6 +43,10 @@ struct SessionOptions {
   // CUDA only: let cuBLAS/cuDNN use TF32 tensor cores (faster, about 1e-3 relative error).
   // Off by default, so that results match the CPU backend to float32 rounding.
   bool allow_tf32 = false;
+  // Debugging: fail the run at the first non-finite value (NaN or +-Inf), naming the input or
+  // the layer whose output holds it. Costs a pass over every tensor (on CUDA also a copy to the
+  // host per layer). Off: NaN and Inf propagate as they would in PyTorch.
+  bool check_numerics = false;
 };
 
 struct LayerTiming {

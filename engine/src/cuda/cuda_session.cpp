@@ -149,10 +149,21 @@ class CudaSession : public SessionImpl {
 
   Status run_into(const Tensor& input, std::vector<Tensor>* outputs) override {
     WINFER_RETURN_IF_ERROR(check_input(input));
+    if (options.check_numerics) {
+      WINFER_RETURN_IF_ERROR(check_finite(input.data(), input.numel(), "input '" + model->input_name() + "'"));
+    }
     WINFER_RETURN_IF_ERROR(prepare_outputs(outputs));
     WINFER_RETURN_IF_ERROR(checked(cuda::cuda_status(cudaSetDevice(device_index_), "cudaSetDevice"), ""));
     WINFER_RETURN_IF_ERROR(upload_input(input));
-    WINFER_RETURN_IF_ERROR(execute());
+    const Status executed = execute();
+    if (!executed.ok()) {
+      // Let whatever was queued before the failure finish, so the session (or another one) can
+      // run again when the device is still usable (out of memory, a failed launch); after a
+      // sticky error every later call reports it.
+      (void)cudaStreamSynchronize(stream_);
+      (void)cudaGetLastError();
+      return executed;
+    }
     WINFER_RETURN_IF_ERROR(download_outputs(outputs));
     for (size_t n = 0; n < kernels_.size(); ++n) timings[n].milliseconds = clock_.milliseconds(n);
     return Status::Ok();
@@ -189,6 +200,7 @@ class CudaSession : public SessionImpl {
     const Graph& graph = model->graph();
     std::vector<char*> tensor_data(graph.tensors.size(), nullptr);
     char* workspace_base = nullptr;
+    WINFER_RETURN_IF_ERROR(check_free_memory());
     if (options.plan_memory) {
       WINFER_RETURN_IF_ERROR(allocate_buffer(report.arena_bytes, "the activation arena", &arena_));
       for (size_t t = 0; t < graph.tensors.size(); ++t) {
@@ -224,6 +236,23 @@ class CudaSession : public SessionImpl {
     return Status::Ok();
   }
 
+  // Refuses, before allocating, a session whose activation memory exceeds what the device has
+  // free (with the numbers), rather than failing somewhere in the middle of allocating.
+  Status check_free_memory() {
+#if defined(WINFER_CUDA_EMULATED)
+    return Status::Ok();  // the emulator's memory is the host's
+#else
+    size_t free_bytes = 0, total_bytes = 0;
+    WINFER_RETURN_IF_ERROR(checked(cuda::cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"), ""));
+    const size_t needed = options.plan_memory ? report.arena_bytes : report.activations_sum_bytes;
+    if (needed <= free_bytes) return Status::Ok();
+    auto mib = [](size_t b) { return std::to_string((b + (1u << 20) - 1) >> 20) + " MiB"; };
+    return out_of_memory(device + ": " + model->path() + " needs " + mib(needed) + " of device memory for its activations" +
+                         " (batch " + std::to_string(shapes[model->graph().input].n()) + "), but only " + mib(free_bytes) +
+                         " of " + mib(total_bytes) + " are free; use a smaller batch");
+#endif
+  }
+
   Status allocate_buffer(size_t bytes, const std::string& what, cuda::DeviceBuffer* out) {
     const cuda::Status s = cuda::DeviceBuffer::allocate(bytes, out);
     if (s.ok()) return Status::Ok();
@@ -249,8 +278,23 @@ class CudaSession : public SessionImpl {
       const Binding& b = bindings_[n];
       const cuda::Status s = kernels_[n]->run(context_, b.inputs, b.outputs, b.workspace);
       if (!s.ok()) return checked(s, graph.nodes[n].context(model->path()));
+      if (options.check_numerics) WINFER_RETURN_IF_ERROR(check_layer_outputs(n));
     }
     return checked(clock_.mark(kernels_.size(), stream_), "");
+  }
+
+  // check_numerics: the layer's outputs, copied to the host (waits for the stream).
+  Status check_layer_outputs(size_t n) {
+    const Graph& graph = model->graph();
+    for (int t : graph.nodes[n].outputs) {
+      numerics_host_.resize(static_cast<size_t>(shapes[t].numel()));
+      const std::string what = "output '" + graph.tensors[t].name + "'";
+      WINFER_RETURN_IF_ERROR(checked(cuda::copy_to_host(numerics_host_.data(), tensors_[t],
+                                                        numerics_host_.size() * sizeof(float), stream_), what));
+      const Status s = check_finite(numerics_host_.data(), shapes[t].numel(), what);
+      if (!s.ok()) return Status(s).with_context(graph.nodes[n].context(model->path()));
+    }
+    return Status::Ok();
   }
 
   Status poison(size_t step) {
@@ -296,6 +340,7 @@ class CudaSession : public SessionImpl {
   std::vector<Binding> bindings_;             // per node
   std::vector<std::vector<std::pair<size_t, size_t>>> poison_ranges_;
   LayerClock clock_;
+  std::vector<float> numerics_host_;  // check_numerics
 };
 
 }  // namespace
