@@ -91,6 +91,7 @@ int run_run(const RunArgs& args) {
   options.conv_algorithm = args.conv;
   options.device = args.device;
   options.allow_tf32 = args.tf32;
+  options.check_numerics = args.check_numerics;
   options.threads = args.threads;
   options.batch = batch;
   auto session = Session::create(model.value(), options);

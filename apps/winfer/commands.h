@@ -24,6 +24,7 @@ struct RunArgs {
   bool tf32 = false;
   std::string expect;        // compare the output with this .npy (max |diff| / max |expected|)
   double tolerance = 1e-4;
+  bool check_numerics = false;
   int threads = 1;
   int64_t batch = 0;
   int top = 5;

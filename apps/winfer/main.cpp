@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--tf32", run.tf32, "CUDA: let cuBLAS/cuDNN use TF32 tensor cores (faster, ~1e-3 relative error)");
   run_cmd->add_option("--expect", run.expect, "Compare the output with this .npy: max |diff| / max |expected|, exit 1 above --tolerance");
   run_cmd->add_option("--tolerance", run.tolerance, "Relative tolerance of --expect")->capture_default_str();
+  run_cmd->add_flag("--check-numerics", run.check_numerics, "Fail at the first NaN/Inf, naming the input or the layer that produced it");
   run_cmd->add_option("--threads", run.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")->check(CLI::Range(1, 1 << 20));
   run_cmd->add_option("--top", run.top, "Classes to print per image")->capture_default_str()->check(CLI::Range(0, 1 << 20));

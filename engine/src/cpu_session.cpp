@@ -136,7 +136,7 @@ class CpuSession : public SessionImpl {
     for (const auto& [begin, end] : poison_ranges[step]) std::memset(base + begin, 0xff, end - begin);
   }
 
-  void execute() {
+  Status execute() {
     for (size_t n = 0; n < kernels.size(); ++n) {
       if (!poison_ranges.empty()) poison(n);
       const Binding& b = bindings[n];
@@ -144,7 +144,19 @@ class CpuSession : public SessionImpl {
       kernels[n]->run(b.inputs, b.outputs, b.workspace, options.threads);
       const auto end = std::chrono::steady_clock::now();
       timings[n].milliseconds = std::chrono::duration<double, std::milli>(end - start).count();
+      if (options.check_numerics) WINFER_RETURN_IF_ERROR(check_layer_outputs(n));
     }
+    return Status::Ok();
+  }
+
+  // check_numerics: the first non-finite value a layer wrote, named by layer and tensor.
+  Status check_layer_outputs(size_t n) const {
+    const Graph& graph = model->graph();
+    for (int t : graph.nodes[n].outputs) {
+      const Status s = check_finite(tensors[t].data(), tensors[t].numel(), "output '" + graph.tensors[t].name + "'");
+      if (!s.ok()) return Status(s).with_context(graph.nodes[n].context(model->path()));
+    }
+    return Status::Ok();
   }
 
   void store_outputs(std::vector<Tensor>* outputs) const {
@@ -171,7 +183,10 @@ class CpuSession : public SessionImpl {
   Status run_into(const Tensor& input, std::vector<Tensor>* outputs) override {
     WINFER_RETURN_IF_ERROR(prepare_outputs(outputs));
     WINFER_RETURN_IF_ERROR(load_input(input));
-    execute();
+    if (options.check_numerics) {
+      WINFER_RETURN_IF_ERROR(check_finite(input.data(), input.numel(), "input '" + model->input_name() + "'"));
+    }
+    WINFER_RETURN_IF_ERROR(execute());
     store_outputs(outputs);
     return Status::Ok();
   }
