@@ -26,13 +26,20 @@
 // or left padding, Ww == W: 1x1 convolutions among others) the GEMM reads the input directly and
 // the workspace is 0.
 //
-// This GEMM is the correct, general version: 64x64 output tiles, K in steps of 8 through shared
-// memory, 4x4 outputs per thread, every load and store bounds-checked so any M, N, K works. The
-// fast kernel (128x128x8 tiles, double buffering, vector loads) is a later issue; it replaces
-// window_gemm() below and keeps the window tensor, weight layout and workspace unchanged.
+// The GEMM is im2win_gemm.cuh's tiled kernel (128x128, 128x64 or 64x64 block tiles, 8x8 / 8x4 /
+// 4x4 register micro-tiles, double-buffered shared memory, 16-byte window loads and cp.async
+// weight copies where the channel counts allow, every load and store bounds-checked); the tile
+// shape, load widths and batch chunks are chosen by im2win_plan() (im2win_tiles.cuh). The batch
+// is processed in chunks of images when the whole window tensor would exceed a budget: window
+// transform then GEMM per chunk, so the workspace is one chunk's window.
+#include <atomic>
+#include <cstdint>
+
 #include "kernels/cuda/conv_internal.h"
 #include "kernels/cuda/conv_shape.cuh"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/im2win_gemm.cuh"
+#include "kernels/cuda/im2win_tiles.cuh"
 #include "kernels/cuda/launch.h"
 
 namespace winfer {
@@ -41,12 +48,15 @@ namespace {
 
 // ---- window transform --------------------------------------------------------------------------
 
-// One thread per element of the window tensor, c fastest (coalesced reads and writes).
-__global__ void window_kernel(ConvShape s, const float* in, float* win) {
-  const int64_t count = s.batch * s.out_h * s.window_w * s.kernel_h * s.in_c;
+// One thread per V consecutive channels of the window tensor, c fastest (coalesced reads and
+// writes); V = 4 (16-byte loads and stores) when C % 4 == 0 and both pointers are aligned.
+template <int V>
+__global__ void window_kernel(ConvShape s, const float* __restrict__ in, float* __restrict__ win) {
+  const int64_t c_vecs = s.in_c / V;
+  const int64_t count = s.batch * s.out_h * s.window_w * s.kernel_h * c_vecs;
   for (int64_t i = grid_thread_index(); i < count; i += grid_thread_count()) {
-    const int64_t c = i % s.in_c;
-    int64_t rest = i / s.in_c;
+    const int64_t c = (i % c_vecs) * V;
+    int64_t rest = i / c_vecs;
     const int64_t kh = rest % s.kernel_h;
     rest /= s.kernel_h;
     const int64_t x = rest % s.window_w;
@@ -54,9 +64,29 @@ __global__ void window_kernel(ConvShape s, const float* in, float* win) {
     const int64_t oh = rest % s.out_h, n = rest / s.out_h;
     const int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dilation_h, iw = x - s.pad_left;
     const bool inside = ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w;
-    win[i] = inside ? in[((n * s.in_h + ih) * s.in_w + iw) * s.in_c + c] : 0.f;
+    const int64_t src = ((n * s.in_h + ih) * s.in_w + iw) * s.in_c + c;
+    if constexpr (V == 4) {
+      reinterpret_cast<float4*>(win)[i] =
+          inside ? *reinterpret_cast<const float4*>(in + src) : make_float4(0.f, 0.f, 0.f, 0.f);
+    } else {
+      win[i] = inside ? in[src] : 0.f;
+    }
   }
 }
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+Status window_transform(const ConvParams& p, const float* input_nhwc, float* window, cudaStream_t stream) {
+  const ConvShape s = make_conv_shape(p);
+  if (s.in_c % 4 == 0 && aligned16(input_nhwc) && aligned16(window))
+    return launch("im2win window", grid_stride_config(im2win_window_floats(p) / 4), stream, window_kernel<4>, s,
+                  input_nhwc, window);
+  return launch("im2win window", grid_stride_config(im2win_window_floats(p)), stream, window_kernel<1>, s, input_nhwc,
+                window);
+}
+
+// Each window row is one contiguous run of K floats: no groups, no horizontal dilation.
+bool k_is_contiguous(const ConvParams& p) { return p.groups == 1 && p.dilation_w == 1; }
 
 bool window_is_input(const ConvParams& p) {
   const ConvShape s = make_conv_shape(p);
@@ -64,89 +94,128 @@ bool window_is_input(const ConvParams& p) {
          s.window_w == p.in_w;
 }
 
+// ---- plan: tile shape, load widths, batch chunks ---------------------------------------------------
+
+std::atomic<int> forced_tile{-1};
+std::atomic<bool> forced_scalar{false};
+std::atomic<int64_t> window_budget{-1};
+constexpr int64_t kDefaultWindowBudget = int64_t{256} << 20;
+
+struct TileShape {
+  int bm, bn;
+};
+TileShape tile_shape(Im2winTile t) {
+  switch (t) {
+    case Im2winTile::k128x128: return {128, 128};
+    case Im2winTile::k128x64: return {128, 64};
+    case Im2winTile::k64x64: break;
+  }
+  return {64, 64};
+}
+
+int64_t grid_blocks(Im2winTile t, int64_t m, const ConvParams& p) {
+  const TileShape ts = tile_shape(t);
+  return ceil_div(m, ts.bm) * ceil_div(p.out_channels_per_group(), ts.bn) * p.groups;
+}
+
+// Cost model of a tile shape (smaller is faster): waves of the grid, each as long as its blocks'
+// padded tile area over the tile's relative efficiency, times the blocks resident per SM. Resident
+// blocks per SM from the register counts (128x128: 126-128 registers -> 2 blocks, 128x64: 84-113
+// -> 2, 64x64: 71-85 -> 3, of 64K registers); efficiency from the FFMA share of each inner loop
+// in the SASS (86%, 75%, 63%: 1, 0.88, 0.73). Both are estimates to be tuned on a GPU
+// (docs/PERFORMANCE_CUDA.md). Padded columns (Co/g = 64 or 96 on a 128-wide tile) and partial
+// last waves count as work.
+struct TileModel {
+  Im2winTile tile;
+  int resident_per_sm;
+  double efficiency;
+};
+constexpr TileModel kTileModels[] = {
+    {Im2winTile::k128x128, 2, 1.0}, {Im2winTile::k128x64, 2, 0.88}, {Im2winTile::k64x64, 3, 0.73}};
+
+double tile_cost(const TileModel& t, int64_t m, const ConvParams& p, int sms) {
+  const TileShape ts = tile_shape(t.tile);
+  const int64_t slots = int64_t{t.resident_per_sm} * sms;
+  return static_cast<double>(ceil_div(grid_blocks(t.tile, m, p), slots)) * t.resident_per_sm * ts.bm * ts.bn /
+         t.efficiency;
+}
+
+// The cheapest tile by tile_cost(); a larger tile is kept unless a smaller one is over 5% cheaper
+// (it also reuses each loaded value more). 128x128 only where it will run (full_vector).
+Im2winTile pick_tile(const ConvParams& p, int64_t m, int sms, bool full_vector) {
+  if (forced_tile.load() >= 0) return static_cast<Im2winTile>(forced_tile.load());
+  Im2winTile best = Im2winTile::k128x64;
+  double best_cost = 0;
+  bool have = false;
+  for (const TileModel& t : kTileModels) {
+    if (t.tile == Im2winTile::k128x128 && !full_vector) continue;
+    const double cost = tile_cost(t, m, p, sms);
+    if (!have || cost < 0.95 * best_cost) {
+      best = t.tile;
+      best_cost = cost;
+      have = true;
+    }
+  }
+  return best;
+}
+
+int64_t window_floats_per_image(const ConvParams& p) {
+  const ConvShape s = make_conv_shape(p);
+  return s.out_h * s.window_w * s.kernel_h * s.in_c;
+}
+
 // ---- GEMM over the window tensor ----------------------------------------------------------------
 
-__device__ __forceinline__ int64_t window_row_offset(const ConvShape& s, int64_t m) {
-  const Pixel px = split_pixel(s, m);
-  return ((px.n * s.out_h + px.oh) * s.window_w + px.ow * s.stride_w) * s.kernel_h * s.in_c;
+template <int BM, int BN, int TM, int TN, bool kVecA, bool kVecB>
+Status launch_contiguity(const LaunchConfig& config, const ConvShape& s, const float* window, const float* packed,
+                         const float* bias, float* output, Clamp clip, cudaStream_t stream) {
+  using im2win_detail::im2win_gemm_kernel;
+  if (s.groups == 1 && s.dilation_w == 1)  // k_is_contiguous()
+    return launch("im2win gemm", config, stream, im2win_gemm_kernel<BM, BN, TM, TN, kVecA, kVecB, true>, s, window,
+                  packed, bias, output, clip);
+  return launch("im2win gemm", config, stream, im2win_gemm_kernel<BM, BN, TM, TN, kVecA, kVecB, false>, s, window,
+                packed, bias, output, clip);
 }
 
-__device__ __forceinline__ int64_t window_k_offset(const ConvShape& s, int64_t k) {
-  const int64_t c = k % s.cg, tap = k / s.cg;  // tap = kw*Kh + kh
-  const int64_t kh = tap % s.kernel_h, kw = tap / s.kernel_h;
-  return (kw * s.dilation_w * s.kernel_h + kh) * s.in_c + c;
-}
-
-// Tile shape: BM output pixels x BN output channels per block, K in steps of BK, TM x TN outputs
-// per thread. Thread (tx, ty) owns rows ty + i*(BM/TM) and columns tx + j*(BN/TN): the threads of
-// a warp read consecutive shared-memory words (no bank conflicts) and store consecutive channels.
-constexpr int kBM = 64, kBN = 64, kBK = 8, kTM = 4, kTN = 4;
-constexpr int kGemmThreadsX = kBN / kTN, kGemmThreadsY = kBM / kTM;
-constexpr int kGemmThreads = kGemmThreadsX * kGemmThreadsY;  // 256
-
-// Block (bx, by, g) computes pixels [bx*BM, +BM) x channels [by*BN, +BN) of group g.
-__global__ void __launch_bounds__(kGemmThreads)
-    window_gemm_kernel(ConvShape s, const float* win, const float* w, const float* bias, float* out, Clamp clip) {
-  __shared__ float a_tile[kBK][kBM];  // A^T: a_tile[k][m]
-  __shared__ float b_tile[kBK][kBN];
-  __shared__ int64_t row_offset[kBM];  // window offset of each pixel of the tile, -1 past M
-
-  const int64_t m_size = s.batch * s.out_h * s.out_w, k_size = s.kernel_w * s.kernel_h * s.cg;
-  const int64_t g = blockIdx.z, m0 = static_cast<int64_t>(blockIdx.x) * kBM, n0 = static_cast<int64_t>(blockIdx.y) * kBN;
-  const int tid = static_cast<int>(threadIdx.x);
-  const int tx = tid % kGemmThreadsX, ty = tid / kGemmThreadsX;
-  const float* w_group = w + g * k_size * s.cog;
-
-  for (int r = tid; r < kBM; r += kGemmThreads)
-    row_offset[r] = m0 + r < m_size ? window_row_offset(s, m0 + r) + g * s.cg : -1;
-  __syncthreads();
-
-  float acc[kTM][kTN] = {};
-  for (int64_t k0 = 0; k0 < k_size; k0 += kBK) {
-    // Stage A (BM x BK: consecutive threads read consecutive k of a row) and B (BK x BN:
-    // consecutive threads read consecutive channels), zeros outside the matrices.
-    for (int e = tid; e < kBM * kBK; e += kGemmThreads) {
-      const int r = e / kBK, kk = e % kBK;
-      const int64_t k = k0 + kk;
-      a_tile[kk][r] = (row_offset[r] >= 0 && k < k_size) ? win[row_offset[r] + window_k_offset(s, k)] : 0.f;
-    }
-    for (int e = tid; e < kBK * kBN; e += kGemmThreads) {
-      const int kk = e / kBN, j = e % kBN;
-      const int64_t k = k0 + kk, n = n0 + j;
-      b_tile[kk][j] = (k < k_size && n < s.cog) ? w_group[k * s.cog + n] : 0.f;
-    }
-    __syncthreads();
-    for (int kk = 0; kk < kBK; ++kk) {
-      float a[kTM], b[kTN];
-      for (int i = 0; i < kTM; ++i) a[i] = a_tile[kk][ty + i * kGemmThreadsY];
-      for (int j = 0; j < kTN; ++j) b[j] = b_tile[kk][tx + j * kGemmThreadsX];
-      for (int i = 0; i < kTM; ++i)
-        for (int j = 0; j < kTN; ++j) acc[i][j] += a[i] * b[j];
-    }
-    __syncthreads();  // the tiles are overwritten by the next step
-  }
-
-  for (int i = 0; i < kTM; ++i) {
-    const int64_t m = m0 + ty + i * kGemmThreadsY;
-    if (m >= m_size) continue;
-    for (int j = 0; j < kTN; ++j) {
-      const int64_t n = n0 + tx + j * kGemmThreadsX;
-      if (n >= s.cog) continue;
-      const int64_t o = g * s.cog + n;
-      out[m * s.out_c + o] = apply_clamp(acc[i][j] + (bias ? bias[o] : 0.f), clip);
-    }
-  }
-}
-
-Status window_gemm(const ConvParams& p, const float* window, const float* packed, const float* bias, float* output,
-                   Activation act, cudaStream_t stream) {
+template <int BM, int BN, int TM, int TN>
+Status launch_tile(const ConvParams& p, bool vec_a, bool vec_b, const float* window, const float* packed,
+                   const float* bias, float* output, Activation act, cudaStream_t stream) {
   const int64_t m_size = p.batch * p.out_h() * p.out_w();
   LaunchConfig config;
-  config.grid = dim3(static_cast<unsigned>(ceil_div(m_size, kBM)),
-                     static_cast<unsigned>(ceil_div(p.out_channels_per_group(), kBN)), static_cast<unsigned>(p.groups));
-  config.block = dim3(kGemmThreads);
-  return launch("im2win gemm", config, stream, window_gemm_kernel, make_conv_shape(p), window, packed, bias, output,
-                activation_clamp(act));
+  config.grid = dim3(static_cast<unsigned>(ceil_div(m_size, BM)),
+                     static_cast<unsigned>(ceil_div(p.out_channels_per_group(), BN)), static_cast<unsigned>(p.groups));
+  config.block = dim3(im2win_detail::kTileThreads);
+  const ConvShape s = make_conv_shape(p);
+  const Clamp clip = activation_clamp(act);
+  if (vec_a && vec_b)
+    return launch_contiguity<BM, BN, TM, TN, true, true>(config, s, window, packed, bias, output, clip, stream);
+  if (vec_a) return launch_contiguity<BM, BN, TM, TN, true, false>(config, s, window, packed, bias, output, clip, stream);
+  if (vec_b) return launch_contiguity<BM, BN, TM, TN, false, true>(config, s, window, packed, bias, output, clip, stream);
+  return launch_contiguity<BM, BN, TM, TN, false, false>(config, s, window, packed, bias, output, clip, stream);
+}
+
+Status window_gemm(const ConvParams& p, const Im2winPlan& plan, const float* window, const float* packed,
+                   const float* bias, float* output, Activation act, cudaStream_t stream) {
+  // The vector paths also need 16-byte aligned pointers (cudaMalloc's are; an arena's may not be).
+  const bool vec_a = plan.vector_a && aligned16(window);
+  const bool vec_b = plan.vector_b && aligned16(packed) && aligned16(output);
+  Im2winTile tile = plan.tile;
+  if (tile == Im2winTile::k128x128 && !(vec_a && vec_b && k_is_contiguous(p))) tile = Im2winTile::k128x64;
+  switch (tile) {
+    case Im2winTile::k128x128: {  // only in its fastest form: other forms spill at 128 registers
+      const int64_t m_size = p.batch * p.out_h() * p.out_w();
+      LaunchConfig config;
+      config.grid = dim3(static_cast<unsigned>(ceil_div(m_size, 128)),
+                         static_cast<unsigned>(ceil_div(p.out_channels_per_group(), 128)), 1);
+      config.block = dim3(im2win_detail::kTileThreads);
+      return launch("im2win gemm", config, stream, im2win_detail::im2win_gemm_kernel<128, 128, 8, 8, true, true, true>,
+                    make_conv_shape(p), window, packed, bias, output, activation_clamp(act));
+    }
+    case Im2winTile::k128x64:
+      return launch_tile<128, 64, 8, 4>(p, vec_a, vec_b, window, packed, bias, output, act, stream);
+    case Im2winTile::k64x64: break;
+  }
+  return launch_tile<64, 64, 4, 4>(p, vec_a, vec_b, window, packed, bias, output, act, stream);
 }
 
 // ---- the algorithm -------------------------------------------------------------------------------
@@ -156,10 +225,12 @@ class Im2winConv final : public ConvAlgorithm {
   const char* name() const override { return "im2win"; }
   // Grid y counts tiles of output channels per group (<= 65535 tiles of 64).
   bool supports(const ConvParams& p) const override {
-    return fits_launch_limits(p) && ceil_div(p.out_channels_per_group(), kBN) <= 65535;
+    return fits_launch_limits(p) && ceil_div(p.out_channels_per_group(), 64) <= 65535;
   }
+  // One chunk's window tensor.
   size_t workspace_bytes(const ConvParams& p) const override {
-    return window_is_input(p) ? 0 : static_cast<size_t>(im2win_window_floats(p)) * sizeof(float);
+    if (!p.is_valid() || window_is_input(p)) return 0;
+    return static_cast<size_t>(im2win_plan(p).chunk_images * window_floats_per_image(p)) * sizeof(float);
   }
   size_t packed_weight_bytes(const ConvParams& p) const override {
     return static_cast<size_t>(packed_weight_floats(p)) * sizeof(float);
@@ -170,17 +241,92 @@ class Im2winConv final : public ConvAlgorithm {
   Status run(const Context& ctx, const ConvParams& p, const float* input, const float* packed, const float* bias,
              float* output, void* workspace, Activation act) const override {
     if (!supports(p)) return invalid_argument("im2win: unsupported convolution " + p.to_string());
-    const float* window = input;
-    if (!window_is_input(p)) {
-      if (!workspace) return invalid_argument("im2win: null workspace");
-      WINFER_CUDA_RETURN_IF_ERROR(im2win_window(p, input, static_cast<float*>(workspace), ctx.stream));
-      window = static_cast<const float*>(workspace);
+    const bool copy = !window_is_input(p);
+    if (copy && !workspace) return invalid_argument("im2win: null workspace");
+    const Im2winPlan plan = im2win_plan(p);
+    const int64_t in_image = p.in_h * p.in_w * p.in_channels, out_image = p.out_h() * p.out_w() * p.out_channels;
+    for (int64_t n0 = 0; n0 < p.batch; n0 += plan.chunk_images) {
+      ConvParams chunk = p;
+      chunk.batch = min64(plan.chunk_images, p.batch - n0);
+      const float* chunk_in = input + n0 * in_image;
+      const float* window = chunk_in;
+      if (copy) {
+        WINFER_CUDA_RETURN_IF_ERROR(window_transform(chunk, chunk_in, static_cast<float*>(workspace), ctx.stream));
+        window = static_cast<const float*>(workspace);
+      }
+      WINFER_CUDA_RETURN_IF_ERROR(
+          window_gemm(chunk, plan, window, packed, bias, output + n0 * out_image, act, ctx.stream));
     }
-    return window_gemm(p, window, packed, bias, output, act, ctx.stream);
+    return Status();
   }
 };
 
 }  // namespace
+
+const char* im2win_tile_name(Im2winTile tile) {
+  switch (tile) {
+    case Im2winTile::k128x128: return "128x128";
+    case Im2winTile::k128x64: return "128x64";
+    case Im2winTile::k64x64: return "64x64";
+  }
+  return "?";
+}
+
+std::atomic<int> forced_sm_count{0};
+
+int im2win_sm_count() {
+  if (forced_sm_count.load() > 0) return forced_sm_count.load();
+  static std::atomic<int> cached{0};
+  int sms = cached.load();
+  if (sms > 0) return sms;
+  int device = 0;
+  cudaDeviceProp prop;
+  if (cudaGetDevice(&device) == cudaSuccess && cudaGetDeviceProperties(&prop, device) == cudaSuccess &&
+      prop.multiProcessorCount > 0) {
+    sms = prop.multiProcessorCount;
+  } else {
+    (void)cudaGetLastError();
+    sms = 132;
+  }
+  cached.store(sms);
+  return sms;
+}
+
+Im2winPlan im2win_plan(const ConvParams& p) {
+  Im2winPlan plan;
+  const int sms = im2win_sm_count();
+  plan.vector_a = !forced_scalar.load() && p.in_channels_per_group() % 4 == 0;
+  plan.vector_b = !forced_scalar.load() && p.out_channels_per_group() % 4 == 0;
+  const bool full_vector = plan.vector_a && plan.vector_b && k_is_contiguous(p);
+  const int64_t m_image = p.out_h() * p.out_w();
+  // Chunks: the whole batch within the budget; else enough chunks to stay within it, but no
+  // chunk with fewer than 8 waves of blocks (16 per SM).
+  const int64_t budget = window_budget.load() >= 0 ? window_budget.load() : kDefaultWindowBudget;
+  const int64_t image_bytes = window_is_input(p) ? 0 : window_floats_per_image(p) * int64_t{sizeof(float)};
+  int64_t chunk = p.batch;
+  if (image_bytes > 0 && image_bytes * p.batch > budget) {
+    const int64_t by_budget = max64(1, budget / image_bytes);
+    const int64_t image_blocks = max64(1, grid_blocks(pick_tile(p, m_image, sms, full_vector), m_image, p));
+    const int64_t by_waves = window_budget.load() >= 0 ? 1 : ceil_div(16 * int64_t{sms}, image_blocks);
+    chunk = min64(p.batch, max64(by_budget, by_waves));
+    chunk = ceil_div(p.batch, ceil_div(p.batch, chunk));  // balanced chunks
+  }
+  plan.chunk_images = max64(1, chunk);
+  plan.tile = pick_tile(p, plan.chunk_images * m_image, sms, full_vector);
+  plan.blocks = grid_blocks(plan.tile, plan.chunk_images * m_image, p);
+  // 128x128 exists only with vector loads over contiguous rows (other forms spill at 128
+  // registers): a forced 128x128 runs 128x64 there.
+  if (plan.tile == Im2winTile::k128x128 && !full_vector) {
+    plan.tile = Im2winTile::k128x64;
+    plan.blocks = grid_blocks(plan.tile, plan.chunk_images * m_image, p);
+  }
+  return plan;
+}
+
+void im2win_force_tile(int tile) { forced_tile.store(tile >= 0 && tile < kIm2winTileCount ? tile : -1); }
+void im2win_force_scalar(bool scalar) { forced_scalar.store(scalar); }
+void im2win_set_window_budget(int64_t bytes) { window_budget.store(bytes); }
+void im2win_force_sm_count(int sms) { forced_sm_count.store(sms > 0 ? sms : 0); }
 
 int64_t im2win_window_floats(const ConvParams& p) {
   const ConvShape s = make_conv_shape(p);
@@ -189,8 +335,7 @@ int64_t im2win_window_floats(const ConvParams& p) {
 
 Status im2win_window(const ConvParams& p, const float* input_nhwc, float* window, cudaStream_t stream) {
   if (!fits_launch_limits(p)) return invalid_argument("im2win window: unsupported convolution " + p.to_string());
-  return launch("im2win window", grid_stride_config(im2win_window_floats(p)), stream, window_kernel,
-                make_conv_shape(p), input_nhwc, window);
+  return window_transform(p, input_nhwc, window, stream);
 }
 
 const ConvAlgorithm& im2win_conv_algorithm() {

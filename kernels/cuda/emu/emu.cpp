@@ -67,7 +67,31 @@ struct Fiber {
   uint3 index;
   Wait wait = Wait::kRunnable;
   unsigned warp_mask = 0;  // lanes this fiber waits for (kWarpBarrier)
+  // cp.async: copies issued and not yet done, in issue order; group_ends[i] = copies issued
+  // when the i-th still-pending group was committed.
+  struct AsyncCopy {
+    void* dst;
+    const void* src;
+    size_t size, zfill;
+  };
+  std::vector<AsyncCopy> async_copies;
+  std::vector<size_t> async_group_ends;
+  // Does the oldest `count` queued copies.
+  void finish_async_copies(size_t count);
 };
+
+void Fiber::finish_async_copies(size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const AsyncCopy& c = async_copies[i];
+    std::memcpy(c.dst, c.src, c.size - c.zfill);
+    std::memset(static_cast<unsigned char*>(c.dst) + (c.size - c.zfill), 0, c.zfill);
+  }
+  async_copies.erase(async_copies.begin(), async_copies.begin() + static_cast<std::ptrdiff_t>(count));
+  size_t kept = 0;
+  for (size_t end : async_group_ends)
+    if (end > count) async_group_ends[kept++] = end - count;
+  async_group_ends.resize(kept);
+}
 
 class Scheduler {
  public:
@@ -75,6 +99,7 @@ class Scheduler {
   void wait_block_barrier() { suspend(Wait::kBlockBarrier, 0); }
   void wait_warp_barrier(unsigned mask);
   int current_linear_thread() const { return current_; }
+  Fiber& current_fiber() { return fibers_[static_cast<size_t>(current_)]; }
   unsigned char* warp_slot(int warp, int lane) { return slots_[static_cast<size_t>(warp)].lane[lane]; }
   bool in_kernel() const { return running_; }
 
@@ -107,7 +132,9 @@ thread_local Scheduler scheduler;
 void Scheduler::fiber_entry() {
   Scheduler& s = scheduler;
   s.body_(s.closure_);
-  s.fibers_[static_cast<size_t>(s.current_)].wait = Wait::kDone;
+  Fiber& self = s.fibers_[static_cast<size_t>(s.current_)];
+  self.finish_async_copies(self.async_copies.size());  // the GPU completes unwaited copies too
+  self.wait = Wait::kDone;
   // Returning resumes uc_link, the scheduler.
 }
 
@@ -121,6 +148,8 @@ void Scheduler::start_fibers() {
     f.index = uint3{u % blockDim.x, u / blockDim.x % blockDim.y, u / (blockDim.x * blockDim.y)};
     f.wait = Wait::kRunnable;
     f.warp_mask = 0;
+    f.async_copies.clear();  // left by a launch that failed
+    f.async_group_ends.clear();
     getcontext(&f.context);
     f.context.uc_stack.ss_sp = stacks_[static_cast<size_t>(i)]->usable();
     f.context.uc_stack.ss_size = kStackBytes;
@@ -347,6 +376,29 @@ void __syncthreads() {
 void __syncwarp(unsigned mask) {
   if (!winfer_emu::scheduler.in_kernel()) return;
   winfer_emu::scheduler.wait_warp_barrier(mask);
+}
+
+void __pipeline_memcpy_async(void* dst_shared, const void* src_global, size_t size_and_align, size_t zfill) {
+  if (zfill > size_and_align) zfill = size_and_align;
+  if (!winfer_emu::scheduler.in_kernel()) {  // outside a kernel: at once
+    std::memcpy(dst_shared, src_global, size_and_align - zfill);
+    std::memset(static_cast<unsigned char*>(dst_shared) + (size_and_align - zfill), 0, zfill);
+    return;
+  }
+  winfer_emu::scheduler.current_fiber().async_copies.push_back({dst_shared, src_global, size_and_align, zfill});
+}
+
+void __pipeline_commit() {
+  if (!winfer_emu::scheduler.in_kernel()) return;
+  winfer_emu::Fiber& f = winfer_emu::scheduler.current_fiber();
+  f.async_group_ends.push_back(f.async_copies.size());
+}
+
+void __pipeline_wait_prior(size_t prior) {
+  if (!winfer_emu::scheduler.in_kernel()) return;
+  winfer_emu::Fiber& f = winfer_emu::scheduler.current_fiber();
+  const size_t groups = f.async_group_ends.size();
+  if (groups > prior) f.finish_async_copies(f.async_group_ends[groups - prior - 1]);
 }
 
 // ---- runtime API -----------------------------------------------------------------------------------

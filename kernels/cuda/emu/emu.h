@@ -23,7 +23,8 @@
 // detected except when they change the result under the emulator's varied scheduling order;
 // "device" memory is host memory, so out-of-bounds reads are not caught (writes past the end of a
 // buffer are caught by the tests' canaries); no dynamic shared memory, textures, streams
-// concurrency, cooperative groups or tensor cores; cuBLAS and cuDNN are not emulated.
+// concurrency, cooperative groups or tensor cores; cuBLAS and cuDNN are not emulated. cp.async
+// (the __pipeline_* primitives) is emulated as a per-thread queue of copies done at the wait.
 #pragma once
 
 #include <cmath>
@@ -169,6 +170,16 @@ template <typename T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize) {
   return winfer_emu::shuffle(mask, var, winfer_emu::shfl_xor_source, lane_mask, width);
 }
+
+// Asynchronous global -> shared copies (cp.async, sm_80+), through CUDA's pipeline primitives
+// (<cuda_pipeline_primitives.h>). Each thread's copies are queued in issue order and happen only
+// when __pipeline_wait_prior() waits for their group (copies not yet committed are never waited
+// for), so a kernel that reads the destination too early reads its old contents, as it would
+// race on the GPU; copies still pending when a thread returns happen then (the GPU completes
+// them too). `zfill` trailing bytes of the `size_and_align` (4, 8 or 16) are zeros, not read.
+void __pipeline_memcpy_async(void* dst_shared, const void* src_global, size_t size_and_align, size_t zfill = 0);
+void __pipeline_commit();
+void __pipeline_wait_prior(size_t prior);
 
 // Threads never run at the same time, so a read-modify-write is atomic by construction.
 template <typename T>
