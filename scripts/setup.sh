@@ -11,6 +11,16 @@ packages+=(python3-torch python3-torchvision python3-numpy python3-yaml)
 # shipped models against PyTorch's predictions. python3-pil: models/fashion/train.py --examples
 # and the image fixtures' torchvision references (tests/fixtures/images/make_fixtures.py).
 packages+=(dataset-fashion-mnist python3-pil)
+# The robustness stages of scripts/test.sh (docs/ERRORS.md): clang with its sanitizer and
+# libFuzzer runtimes (scripts/sanitize.sh, scripts/fuzz.sh), libomp for clang's OpenMP and its
+# Archer tool (OpenMP under ThreadSanitizer), llvm for llvm-symbolizer (readable reports).
+packages+=(clang libclang-rt-14-dev libomp-dev llvm)
+# `scripts/setup.sh --bench`: also the peer libraries of `winfer bench --layers` and of
+# scripts/bench_report.sh (oneDNN, XNNPACK and the pthreadpool header XNNPACK's includes);
+# the default build and the tests do not need them.
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(libdnnl-dev libxnnpack-dev libpthreadpool-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

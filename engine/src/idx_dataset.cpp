@@ -101,9 +101,18 @@ Result<IdxArray> read_idx(const std::string& path, int64_t max_bytes) {
     return invalid_argument(path + ": the IDX header promises more than " + std::to_string(max_bytes) +
                             " bytes of data; refused (corrupt header?)");
   }
-  array.data.resize(static_cast<size_t>(total));
-  const int64_t read = read_fully(file.get(), array.data.data(), total, &error);
-  if (read < 0) return io_error(path + ": cannot read the data (corrupt gzip data?): " + error);
+  // The buffer grows with the data actually read (16 MiB at a time), so a 20-byte file whose
+  // header promises 1 GiB is found truncated without allocating the gigabyte first.
+  constexpr int64_t kChunk = int64_t(1) << 24;
+  int64_t read = 0;
+  while (read < total) {
+    const int64_t want = std::min(kChunk, total - read);
+    array.data.resize(static_cast<size_t>(read + want));
+    const int64_t got_now = read_fully(file.get(), array.data.data() + read, want, &error);
+    if (got_now < 0) return io_error(path + ": cannot read the data (corrupt gzip data?): " + error);
+    read += got_now;
+    if (got_now < want) break;
+  }
   if (read < total) {
     return parse_error(path + ": truncated: the header promises " + std::to_string(total) + " bytes of data, the file has " +
                        std::to_string(read));
@@ -126,6 +135,10 @@ Result<ImageDataset> load_mnist_split(const std::string& dir, const std::string&
   if (images.dims.size() != 3) {
     return parse_error(dir + ": " + prefix + "-images-idx3-ubyte has " + std::to_string(images.dims.size()) +
                        " dimensions, expected 3 (count, rows, columns)");
+  }
+  if (images.dims[1] < 1 || images.dims[2] < 1) {
+    return parse_error(dir + ": " + prefix + "-images-idx3-ubyte has images of " + std::to_string(images.dims[1]) + "x" +
+                       std::to_string(images.dims[2]) + " pixels; rows and columns must be at least 1");
   }
   if (labels.dims.size() != 1 || labels.dims[0] != images.dims[0]) {
     return parse_error(dir + ": " + prefix + "-labels-idx1-ubyte does not hold one label per image (" +

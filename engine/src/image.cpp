@@ -61,6 +61,65 @@ bool jpeg_has_end_marker(std::string_view bytes) {
   return false;
 }
 
+// Debian's stb_image (2022-09) builds a JPEG Huffman table without checking that the 16 code
+// counts of a DHT segment add up to at most 256, and then writes one byte per code into a
+// 257-byte array: a few bytes of a hostile file overwrite the decoder's state (found by
+// tests/fuzz/fuzz_image; newer stb_image refuses such tables). So every DHT segment the decoder
+// will read is checked first. The walk follows the decoder: marker segments one after another
+// from SOI, bytes between segments skipped up to the next FF (as the decoder does before the
+// frame header); after a start-of-scan segment the entropy-coded data runs to the first FF
+// followed by a byte other than 00 (fill FFs skipped), which is the next marker. Returns "" when
+// every table is valid, else the reason.
+// Where a JPEG's data starts after its start-of-image marker, or 0 if the bytes are not a JPEG
+// as stb_image tests it: FF D8, possibly after more FF fill bytes (which it skips).
+size_t jpeg_after_soi(std::string_view bytes) {
+  size_t i = 0;
+  while (i < bytes.size() && static_cast<uint8_t>(bytes[i]) == 0xFF) ++i;
+  return i >= 1 && i < bytes.size() && static_cast<uint8_t>(bytes[i]) == 0xD8 ? i + 1 : 0;
+}
+
+std::string jpeg_huffman_tables_error(std::string_view bytes) {
+  const auto byte = [&](size_t i) -> unsigned { return i < bytes.size() ? static_cast<uint8_t>(bytes[i]) : 0u; };
+  // Entropy-coded data runs to the next marker: an FF followed by neither 00 (a stuffed FF) nor FF (fill).
+  const auto skip_entropy_coded_data = [&](size_t i) {
+    while (i + 1 < bytes.size() && !(byte(i) == 0xFF && byte(i + 1) != 0x00 && byte(i + 1) != 0xFF)) ++i;
+    return i;
+  };
+  size_t at = jpeg_after_soi(bytes);
+  while (at + 1 < bytes.size()) {
+    if (byte(at) != 0xFF) {  // junk where a marker should be: the decoder scans forward for one
+      ++at;
+      continue;
+    }
+    while (at < bytes.size() && byte(at) == 0xFF) ++at;  // fill bytes
+    const unsigned marker = byte(at++);
+    if (marker == 0xD9 || at >= bytes.size()) return "";                  // EOI: the decoder stops
+    const bool restart = marker >= 0xD0 && marker <= 0xD7;  // inside a scan: more entropy-coded data follows
+    if (marker == 0xD8 || marker == 0x01 || restart) {       // markers without a length
+      if (restart) at = skip_entropy_coded_data(at);
+      continue;
+    }
+    const size_t length = byte(at) << 8 | byte(at + 1);
+    const size_t end = at + std::max<size_t>(length, 2);
+    if (marker == 0xC4) {
+      // One or more tables: class/id byte, 16 counts, then that many symbols. Bytes past the end
+      // of the file read as zeros, as in the decoder.
+      size_t t = at + 2;
+      while (t < end && t < bytes.size()) {
+        unsigned codes = 0;
+        for (size_t i = 1; i <= 16; ++i) codes += byte(t + i);
+        if (codes > 256) {
+          return "a Huffman table (DHT segment at byte " + std::to_string(at - 2) + ") has " + std::to_string(codes) +
+                 " codes, more than 256";
+        }
+        t += 17 + codes;
+      }
+    }
+    at = marker == 0xDA ? skip_entropy_coded_data(end) : end;
+  }
+  return "";
+}
+
 uint32_t read_le32(std::string_view bytes, size_t at) {
   uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(bytes[at + i]);
@@ -265,6 +324,12 @@ Result<Image> decode_image(const void* bytes, size_t size, const std::string& na
   const auto* data = static_cast<const stbi_uc*>(bytes);
   const int length = static_cast<int>(size);
   int width = 0, height = 0, components = 0;
+  // Before stbi_info: reading a JPEG's header already builds the Huffman tables defined before the frame.
+  const std::string_view view(static_cast<const char*>(bytes), size);
+  if (jpeg_after_soi(view) > 0) {
+    const std::string reason = jpeg_huffman_tables_error(view);
+    if (!reason.empty()) return parse_error(name + ": corrupt JPEG: " + reason);
+  }
   if (!stbi_info_from_memory(data, length, &width, &height, &components)) {
     return parse_error(name + ": not an image winfer can read (JPEG, PNG, BMP, GIF, PGM/PPM, TGA, PSD, HDR, PIC): " +
                        stbi_failure_reason());
@@ -278,8 +343,7 @@ Result<Image> decode_image(const void* bytes, size_t size, const std::string& na
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
       stbi_load_from_memory(data, length, &width, &height, &components, 0), stbi_image_free);
   if (!pixels) return parse_error(name + ": cannot decode the image (corrupt or truncated?): " + stbi_failure_reason());
-  const std::string_view view(static_cast<const char*>(bytes), size);
-  if (starts_with(view, "\xFF\xD8") && !jpeg_has_end_marker(view)) {
+  if (jpeg_after_soi(view) > 0 && !jpeg_has_end_marker(view)) {
     return parse_error(name + ": the JPEG data ends before its end-of-image marker (truncated file)");
   }
   if (starts_with(view, "BM") && !bmp_is_complete(view, width, height)) {

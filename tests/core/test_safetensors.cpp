@@ -89,7 +89,10 @@ TEST_CASE("safetensors: write -> open round trip is bit-exact") {
   REQUIRE(file->tensors().size() == tensors.size());
   // tensors() follows the data order, which is the order they were written in (zero-size
   // tensors sort before others that start at the same offset, so compare by name lookup too).
-  for (const auto& [name, expected] : tensors) {
+  for (const auto& entry : tensors) {
+    // Not a structured binding: clang (the sanitizer builds) cannot capture one in doctest's lambdas.
+    const std::string& name = entry.first;
+    const Tensor& expected = entry.second;
     const SafeTensor* t = file->find(name);
     REQUIRE_MESSAGE(t != nullptr, name);
     CHECK(t->name == name);

@@ -1,0 +1,30 @@
+# Sanitizer builds (scripts/sanitize.sh, the sanitizer stages of scripts/test.sh).
+#
+#   cmake -S . -B build-asan -DCMAKE_CXX_COMPILER=clang++ -DWINFER_SANITIZE=address,undefined
+#   cmake -S . -B build-tsan -DCMAKE_CXX_COMPILER=clang++ -DWINFER_SANITIZE=thread
+#
+# The flags go into CMAKE_CXX_FLAGS and the linker flags rather than add_compile_options: this
+# file is included at the end of the top-level CMakeLists.txt, after the targets exist, and CMake
+# applies a directory's final CMAKE_<LANG>_FLAGS to all of its targets. Only C++ (and C) is
+# instrumented; nvcc never sees these flags. Every undefined-behaviour report is fatal
+# (-fno-sanitize-recover), so a test that triggers one fails instead of printing and passing.
+set(WINFER_SANITIZE "" CACHE STRING
+    "Sanitizers for the whole build: empty (none), address,undefined, or thread (clang or gcc)")
+if(WINFER_SANITIZE)
+  if(WINFER_SANITIZE MATCHES "thread" AND WINFER_SANITIZE MATCHES "address")
+    message(FATAL_ERROR "WINFER_SANITIZE: thread cannot be combined with address")
+  endif()
+  set(winfer_sanitize_flags "-fsanitize=${WINFER_SANITIZE} -fno-omit-frame-pointer -g")
+  if(WINFER_SANITIZE MATCHES "undefined")
+    # float-divide-by-zero is not in 'undefined' by default and stays out: IEEE division by zero
+    # is how NaN/Inf propagate through a model (docs/ERRORS.md), not a bug.
+    string(APPEND winfer_sanitize_flags " -fno-sanitize-recover=undefined")
+  endif()
+  foreach(lang C CXX)
+    string(APPEND CMAKE_${lang}_FLAGS " ${winfer_sanitize_flags}")
+  endforeach()
+  foreach(kind EXE SHARED MODULE)
+    string(APPEND CMAKE_${kind}_LINKER_FLAGS " -fsanitize=${WINFER_SANITIZE}")
+  endforeach()
+  message(STATUS "winfer: sanitizers on: ${WINFER_SANITIZE} (${CMAKE_CXX_COMPILER_ID})")
+endif()

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Sanitizer runs of the test suite (the sanitizer stages of scripts/test.sh, what CI runs).
+#
+#   scripts/sanitize.sh asan   # AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer),
+#                              # build-asan/, every doctest suite and the fuzz corpora (ctest -L fuzz)
+#   scripts/sanitize.sh tsan   # ThreadSanitizer, build-tsan/, the tests whose names mention threads
+#                              # or concurrency
+#   scripts/sanitize.sh asan -R 'image'   # extra arguments go to ctest
+#
+# Both use clang (Debian: clang, libclang-rt-14-dev, libomp-dev). Release-like code (-O2 -g).
+#
+# ASan/UBSan: any report fails the test (UBSan is built with -fno-sanitize-recover). Left out:
+# the PyTorch parity tests (label parity: whole ImageNet models, minutes each even uninstrumented,
+# and a 5 GB reference cache per build folder), the Python model-tool checks (label models: no
+# C++ under test), and the cuda.*native tests (real GPU code, not instrumented; its kernels run here through
+# the emulator, tests emu/*). The same build holds the libFuzzer targets (WINFER_FUZZ=ON), so
+# scripts/fuzz.sh --build-dir build-asan --no-build runs them without a second build.
+#
+# TSan: the tests selected by name, -R '[Cc]oncurren|[Tt]hread' (so a new test only has to say
+# "threads" or "concurrent" in its name to be picked up). The kernels use OpenMP; libomp is not
+# instrumented, and without help TSan reports its barriers as races (false positives). LLVM's
+# Archer tool (libarcher.so, in libomp-dev) tells TSan about OpenMP's synchronisation, and
+# ignore_noninstrumented_modules silences the runtime's own internals, so real races in winfer's
+# code are still reported. WINFER_TSAN_OMP_THREADS=1 runs the kernels' OpenMP loops single-
+# threaded instead, should Archer be missing (the script says so).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+kind=${1:-}
+shift || true
+jobs=$(nproc)
+start=$(date +%s)
+
+# The doctest binaries of a configured build: every winfer_*_tests target, CUDA ones only in their
+# emulated form (native CUDA code is not instrumented, and needs a GPU).
+test_targets() {
+  cmake --build "$root/$1" --target help | sed -n 's/^\.\.\. \(winfer_[a-z_]*_tests\)$/\1/p' |
+    awk '!/cuda/ || /emu/'
+}
+
+configure() {  # folder, sanitizer, extra cmake args...
+  local dir=$1 sanitize=$2
+  shift 2
+  # WINFER_CUDA=EMU: the CUDA kernels, and whole networks on CUDA, run instrumented through the
+  # host emulator; the nvcc-built native code could not be instrumented (and needs a GPU).
+  cmake -S "$root" -B "$root/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+        -DCMAKE_CXX_COMPILER=clang++ -DWINFER_SANITIZE="$sanitize" -DWINFER_BENCH_PEERS=OFF -DWINFER_CUDA=EMU "$@" >/dev/null
+}
+
+case "$kind" in
+  asan)
+    configure build-asan address,undefined -DWINFER_FUZZ=ON
+    cmake --build "$root/build-asan" -j "$jobs" --target winfer $(test_targets build-asan) winfer_fuzzers
+    echo "sanitize.sh: build-asan built in $(( $(date +%s) - start )) s"
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    cd "$root/build-asan"
+    ctest --output-on-failure -j "$jobs" -LE 'parity|models' -E '^cuda[.].*native$' "$@"
+    ;;
+  tsan)
+    configure build-tsan thread
+    # Only the binaries that hold thread and concurrency tests (kernels: OpenMP thread counts;
+    # engine: the shared-model concurrency test, CLI runs with --threads).
+    cmake --build "$root/build-tsan" -j "$jobs" --target winfer winfer_kernel_tests winfer_engine_tests
+    echo "sanitize.sh: build-tsan built in $(( $(date +%s) - start )) s"
+    archer=$(ls /usr/lib/llvm-*/lib/libarcher.so 2>/dev/null | head -1 || true)
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1}
+    if [[ -n "${WINFER_TSAN_OMP_THREADS:-}" ]]; then
+      export OMP_NUM_THREADS=$WINFER_TSAN_OMP_THREADS
+      echo "sanitize.sh: OpenMP loops limited to OMP_NUM_THREADS=$OMP_NUM_THREADS"
+    elif [[ -n "$archer" ]]; then
+      export OMP_TOOL_LIBRARIES=$archer
+      echo "sanitize.sh: OpenMP synchronisation reported to TSan by $archer"
+    else
+      export OMP_NUM_THREADS=1
+      echo "sanitize.sh: libarcher.so not found (libomp-dev); OpenMP loops run single-threaded (OMP_NUM_THREADS=1)"
+    fi
+    cd "$root/build-tsan"
+    ctest --output-on-failure -j "$jobs" -R '[Cc]oncurren|[Tt]hread' -E '^cuda[.].*native$' "$@"
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh asan|tsan [ctest arguments]" >&2
+    exit 2
+    ;;
+esac
+echo "sanitize.sh $kind: done in $(( $(date +%s) - start )) s"
