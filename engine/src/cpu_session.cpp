@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "engine/src/conv_autotune.h"
 #include "engine/src/graph.h"
 #include "engine/src/session_impl.h"
 #include "engine/src/session_plan.h"
@@ -43,10 +44,12 @@ class CpuSession : public SessionImpl {
 
   Status compile() {
     const Graph& graph = model->graph();
-    const ConvAlgorithm* algorithm = find_conv_algorithm(options.conv_algorithm);
+    // "auto" chooses per layer below; the other nodes compile as with the default.
+    const bool autotune = options.conv_algorithm == "auto";
+    const ConvAlgorithm* algorithm = find_conv_algorithm(autotune ? "im2win" : options.conv_algorithm);
     if (algorithm == nullptr || std::string(algorithm->name()) == "depthwise") {
       return invalid_argument("unknown convolution algorithm '" + options.conv_algorithm +
-                              "' for the CPU (known: " + algorithm_names() + ")");
+                              "' for the CPU (known: " + algorithm_names() + ", auto)");
     }
 
     Shape input = model->input_shape();
@@ -56,13 +59,42 @@ class CpuSession : public SessionImpl {
     CompileOptions compile_options;
     compile_options.conv_algorithm = algorithm;
     compile_options.threads = options.threads;
-    for (const GraphNode& node : graph.nodes) {
+    const auto compile_node = [&](size_t n, const ConvAlgorithm* conv) -> Status {
+      const GraphNode& node = graph.nodes[n];
       std::vector<Shape> in, out;
       for (int t : node.inputs) in.push_back(shapes[t]);
       for (int t : node.outputs) out.push_back(shapes[t]);
+      compile_options.conv_algorithm = conv;
       auto kernel = node.op->compile(in, out, compile_options);
       if (!kernel.ok()) return Status(kernel.status()).with_context(node.context(model->path()));
-      kernels.push_back(std::move(kernel).value());
+      kernels[n] = std::move(kernel).value();
+      return Status::Ok();
+    };
+    kernels.resize(graph.nodes.size());
+    std::vector<bool> tuned(graph.nodes.size(), false);
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      tuned[n] = autotune && is_tuned_conv(*model, shapes, n);
+      if (!tuned[n]) WINFER_RETURN_IF_ERROR(compile_node(n, algorithm));
+    }
+    std::vector<ConvChoice> conv_choices;
+    if (autotune) {
+      std::vector<KernelMemory> known(graph.nodes.size());
+      for (size_t n = 0; n < graph.nodes.size(); ++n) {
+        if (kernels[n]) {
+          known[n] = {kernels[n]->workspace_bytes(), kernels[n]->owned_weight_bytes(), kernels[n]->shared_weight_bytes()};
+        }
+      }
+      ConvAutotuneOptions tune;
+      tune.threads = options.threads;
+      tune.budget = options.memory_budget;
+      tune.cache_path = options.autotune_cache;
+      tune.alignment = kArenaAlignment;
+      tune.plan_memory = options.plan_memory;
+      WINFER_ASSIGN_OR_RETURN(ConvAutotuneResult chosen, autotune_conv_layers(*model, shapes, known, tune));
+      for (size_t n = 0; n < graph.nodes.size(); ++n) {
+        if (tuned[n]) WINFER_RETURN_IF_ERROR(compile_node(n, chosen.algorithm_of[n]));
+      }
+      conv_choices = std::move(chosen.choices);
     }
     std::vector<KernelMemory> memory;
     for (const auto& kernel : kernels) {
@@ -71,6 +103,17 @@ class CpuSession : public SessionImpl {
     auto plan = plan_session_memory(*model, shapes, memory, kArenaAlignment);
     if (!plan.ok()) return plan.status();
     report = plan.value().report;
+    report.session_bytes = session_bytes_of(report, options.plan_memory);
+    report.memory_budget = options.memory_budget;
+    report.conv_choices = std::move(conv_choices);
+    if (options.memory_budget > 0 && report.session_bytes > options.memory_budget) {
+      return out_of_memory(model->path() + ": the session needs " + std::to_string(report.session_bytes) +
+                           " bytes with conv algorithm '" + options.conv_algorithm + "', over memory_budget " +
+                           std::to_string(options.memory_budget) + " (conv_algorithm \"auto\" picks per layer to fit)");
+    }
+    // Refused with the numbers before allocating, rather than left to the allocator (which may
+    // overcommit and fail later, when the pages are touched).
+    WINFER_RETURN_IF_ERROR(check_host_memory(*model, report, report.session_bytes, shapes[graph.input].n()));
     if (options.plan_memory) {
       allocate_arena();
     } else {

@@ -22,6 +22,13 @@ const std::set<std::string> kTopLevelKeys = {"format", "name", "description", "i
                                              "preprocess", "outputs", "tensors", "layers"};
 const std::set<std::string> kLayerKeys = {"name", "op", "input", "inputs", "params"};
 
+// Sanity bounds (docs/ERRORS.md, "Limits"). A model description is text: the largest zoo
+// model (resnet152.yaml) is 39 KB with ~500 layers, so anything past these is corrupt or hostile,
+// and refusing it early keeps the parser's memory and time bounded.
+constexpr uintmax_t kMaxModelFileBytes = uintmax_t(64) << 20;  // 64 MiB (inline tensors included)
+constexpr size_t kMaxLayers = 100000;
+constexpr int64_t kMaxInputDim = int64_t(1) << 24;  // per dimension of input.shape, as for attributes
+
 int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 0; }
 
 std::string join(const std::vector<std::string>& items) {
@@ -88,6 +95,12 @@ class ModelLoader {
  public:
   ModelLoader(const std::string& path, const LoadOptions& options)
       : path_(path), options_(options), yaml_(path), model_(new Model()) {}
+  // Model::load_from_memory: the YAML text itself, `path` only names it in messages; weights
+  // from `weights` when not null (they take the place of the YAML's `weights:` file).
+  ModelLoader(const std::string& name, const std::string* yaml_text, std::shared_ptr<const SafeTensorsFile> weights,
+              const LoadOptions& options)
+      : path_(name), options_(options), yaml_(name), model_(new Model()), yaml_text_(yaml_text),
+        memory_weights_(std::move(weights)) {}
 
   Result<std::shared_ptr<const Model>> load() {
     YAML::Node root;
@@ -111,13 +124,33 @@ class ModelLoader {
 
  private:
   Status read_file(YAML::Node* root) {
+    if (yaml_text_ != nullptr) return read_text(root);
     std::error_code ec;
     if (!fs::exists(path_, ec)) return not_found("model file '" + path_ + "' does not exist");
     if (fs::is_directory(path_, ec)) return invalid_argument("model file '" + path_ + "' is a directory");
     std::ifstream probe(path_);
     if (!probe) return io_error("cannot read model file '" + path_ + "'");
+    const uintmax_t bytes = fs::file_size(path_, ec);
+    if (!ec && bytes > kMaxModelFileBytes) {
+      return invalid_argument("model file '" + path_ + "' is " + std::to_string(bytes) + " bytes, more than the limit of " +
+                              std::to_string(kMaxModelFileBytes) + " (64 MiB); put large weights in a safetensors file");
+    }
     try {
       *root = YAML::LoadFile(path_);
+    } catch (const YAML::Exception& e) {
+      const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
+      return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) +
+                         ": YAML syntax error: " + e.msg);
+    }
+    if (!root->IsMap()) return parse_error(path_ + ": expected a YAML mapping with 'format', 'input' and 'layers'");
+    model_->path_ = path_;
+    model_->graph_.reset(new Graph());
+    return Status::Ok();
+  }
+
+  Status read_text(YAML::Node* root) {
+    try {
+      *root = YAML::Load(*yaml_text_);
     } catch (const YAML::Exception& e) {
       const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
       return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) +
@@ -178,6 +211,10 @@ class ModelLoader {
     }
     for (int64_t d : dims) {
       if (d < 1) return yaml_.error(node["shape"], "'input.shape' dims must be >= 1, got " + Shape(dims).to_string());
+      if (d > kMaxInputDim) {
+        return yaml_.error(node["shape"], "'input.shape' dims must be <= 2^24 (" + std::to_string(kMaxInputDim) + "), got " +
+                                              Shape(dims).to_string());
+      }
     }
     auto shape = Shape::make(dims);
     if (!shape.ok()) return Status(shape.status()).with_context(yaml_.at(node["shape"]) + "input.shape");
@@ -313,6 +350,10 @@ class ModelLoader {
   Status read_layers(const YAML::Node& node) {
     if (!node) return invalid_argument(path_ + ": missing 'layers'");
     if (!node.IsSequence() || node.size() == 0) return yaml_.error(node, "'layers' must be a non-empty list");
+    if (node.size() > kMaxLayers) {
+      return yaml_.error(node, "'layers' has " + std::to_string(node.size()) + " layers, more than the limit of " +
+                                   std::to_string(kMaxLayers));
+    }
     std::string previous = model_->input_name_;
     size_t index = 0;
     for (const YAML::Node& layer : node) WINFER_RETURN_IF_ERROR(read_layer(layer, index++, &previous));
@@ -398,7 +439,15 @@ class ModelLoader {
       WINFER_RETURN_IF_ERROR(yaml_.string(root["weights"], "weights", &weights));
       weights = relative_to_model(weights);
     }
-    if (options_.random_weights_seed) {
+    if (memory_weights_ && !options_.random_weights_seed) {
+      for (const std::string& name : inline_source->names()) {
+        if (memory_weights_->find(name) != nullptr) {
+          return invalid_argument(path_ + ": tensor '" + name + "' is defined both inline and in the weights buffer");
+        }
+      }
+      file_source = std::make_unique<SafeTensorsParamSource>(memory_weights_);
+      model_->weights_source_ = "memory";
+    } else if (options_.random_weights_seed) {
       random_source = std::make_unique<RandomParamSource>(*options_.random_weights_seed);
       model_->weights_source_ = "random(seed=" + std::to_string(*options_.random_weights_seed) + ")";
     } else if (!weights.empty()) {
@@ -434,6 +483,8 @@ class ModelLoader {
   YamlReader yaml_;
   std::unique_ptr<Model> model_;
   std::vector<std::vector<std::string>> pending_inputs_;  // per node, in file order
+  const std::string* yaml_text_ = nullptr;                 // load_from_memory
+  std::shared_ptr<const SafeTensorsFile> memory_weights_;  // load_from_memory
 };
 
 Result<std::shared_ptr<const Model>> Model::load(const std::string& yaml_path, const LoadOptions& options) {
@@ -444,6 +495,24 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& yaml_path, c
   } catch (const std::exception& e) {
     // yaml-cpp can throw on conversions we did not foresee; never let it escape the library.
     return internal_error(yaml_path + ": unexpected error while loading: " + e.what());
+  }
+}
+
+Result<std::shared_ptr<const Model>> Model::load_from_memory(const std::string& yaml_text, const void* weights,
+                                                             size_t weights_size, const LoadOptions& options,
+                                                             const std::string& name) {
+  try {
+    std::shared_ptr<const SafeTensorsFile> file;
+    if (weights != nullptr || weights_size > 0) {
+      auto opened = SafeTensorsFile::from_memory(weights, weights_size, name + " weights");
+      if (!opened.ok()) return Status(opened.status()).with_context(name);
+      file = opened.value();
+    }
+    return ModelLoader(name, &yaml_text, std::move(file), options).load();
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(name + ": out of memory while loading the model");
+  } catch (const std::exception& e) {
+    return internal_error(name + ": unexpected error while loading: " + e.what());
   }
 }
 

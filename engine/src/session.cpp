@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 
 #include "engine/src/graph.h"
 #include "engine/src/session_impl.h"
@@ -65,6 +66,27 @@ Status check_finite(const float* data, int64_t count, const std::string& what) {
                           std::to_string(count) + " (first: " + kind + " at index " + std::to_string(first) + ")");
 }
 
+size_t available_host_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+Status check_host_memory(const Model& model, const MemoryReport& report, size_t needed, int64_t batch) {
+  const size_t available = available_host_memory();
+  if (available == 0 || needed <= available) return Status::Ok();
+  auto mib = [](size_t b) { return std::to_string((b + (size_t(1) << 20) - 1) >> 20) + " MiB"; };
+  return out_of_memory(model.path() + ": a session with batch " + std::to_string(batch) + " needs " + mib(needed) +
+                       " (activation arena " + mib(report.arena_bytes) + ", packed weights " +
+                       mib(report.session_weights_bytes) + "), more than the " + mib(available) +
+                       " this machine has available (MemAvailable); use a smaller batch");
+}
+
 Status check_common_options(const SessionOptions& options) {
   if (options.threads < 1) return invalid_argument("threads must be >= 1, got " + std::to_string(options.threads));
   if (options.batch < 0) return invalid_argument("batch must be >= 1, got " + std::to_string(options.batch));
@@ -91,7 +113,8 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
   if (options.device == "cpu") {
     impl = create_cpu_session(std::move(model), options);
   } else if (options.device == "auto") {
-    if (cuda_availability().count > 0) {
+    // conv_algorithm "auto" (per-layer timing) exists on the CPU only, so it keeps "auto" there.
+    if (cuda_availability().count > 0 && options.conv_algorithm != "auto") {
       impl = create_cuda_session(std::move(model), options, 0);
     } else {
       impl = create_cpu_session(std::move(model), options);

@@ -37,6 +37,12 @@ class SessionImpl {
 // kInvalidArgument naming `what` when data[0..count) holds NaN or +-Inf (check_numerics).
 Status check_finite(const float* data, int64_t count, const std::string& what);
 
+// Host memory the kernel says is available for new allocations without swapping (MemAvailable
+// of /proc/meminfo), in bytes; 0 when unknown.
+size_t available_host_memory();
+// kOutOfMemory, before anything is allocated, when a session would need more than is available.
+Status check_host_memory(const Model& model, const MemoryReport& report, size_t needed, int64_t batch);
+
 // Options checked for every backend; `device` is the resolved device.
 Status check_common_options(const SessionOptions& options);
 

@@ -253,6 +253,17 @@ TEST_CASE("cuda session: errors name the device, the algorithm and what is known
   s = Session::create(model, options);
   REQUIRE_MESSAGE(s.ok(), s.status().message());
   CHECK(s.value()->device() == "cuda:0");
+
+  // Per-layer algorithm timing ("auto") is CPU-only: refused on cuda, and device "auto" keeps the CPU for it.
+  options.conv_algorithm = "auto";
+  s = Session::create(model, options);
+  REQUIRE_MESSAGE(s.ok(), s.status().message());
+  CHECK(s.value()->device() == "cpu");
+  options.device = "cuda";
+  s = Session::create(model, options);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().code() == winfer::ErrorCode::kUnsupported);
+  CHECK(s.status().message().find("CPU-only") != std::string::npos);
 }
 
 TEST_CASE("cuda session: out of device memory at create is reported, and the next session works") {

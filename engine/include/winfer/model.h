@@ -57,6 +57,15 @@ class Model {
  public:
   static Result<std::shared_ptr<const Model>> load(const std::string& yaml_path,
                                                    const LoadOptions& options = {});
+  // The same from memory: `yaml_text` is the model description; `weights` (safetensors bytes,
+  // copied, so the caller may free them on return; null with size 0 for none) take the place
+  // of the YAML's `weights:` file. `name` stands for the file name in messages and path();
+  // relative `weights:`/`labels:` paths in the YAML resolve against the current directory.
+  static Result<std::shared_ptr<const Model>> load_from_memory(const std::string& yaml_text,
+                                                               const void* weights = nullptr,
+                                                               size_t weights_size = 0,
+                                                               const LoadOptions& options = {},
+                                                               const std::string& name = "<memory>");
   ~Model();
 
   const std::string& name() const { return name_; }
@@ -67,8 +76,9 @@ class Model {
   std::vector<Shape> output_shapes() const;
   const std::string& labels_path() const { return labels_path_; }  // resolved; "" if none
   const Preprocess& preprocess() const { return preprocess_; }
-  // Where the weights came from: a file path, "inline", "random(seed=N)" or "none" (then the
-  // model was loaded with allow_missing_weights and cannot run).
+  // Where the weights came from: a file path, "memory" (load_from_memory), "inline",
+  // "random(seed=N)" or "none" (then the model was loaded with allow_missing_weights and
+  // cannot run).
   const std::string& weights_source() const { return weights_source_; }
   // True when loaded with allow_missing_weights and no weights were found: not runnable.
   bool structure_only() const { return structure_only_; }

@@ -40,6 +40,10 @@ size_t safetensors_dtype_size(const std::string& dtype);
 class SafeTensorsFile {
  public:
   static Result<std::shared_ptr<const SafeTensorsFile>> open(const std::string& path);
+  // The same checks on safetensors bytes held in memory, which are copied (the caller may free
+  // them on return). `name` stands for the path in error messages and path().
+  static Result<std::shared_ptr<const SafeTensorsFile>> from_memory(const void* data, size_t size,
+                                                                    const std::string& name);
 
   const std::string& path() const { return path_; }
   // Sorted by data offset, i.e. in the order the data lies in the file.
@@ -53,6 +57,8 @@ class SafeTensorsFile {
 
  private:
   SafeTensorsFile() = default;
+  // Validates `size` bytes and fills `file`'s tensors (pointing into `bytes`) and metadata.
+  static Status parse(const std::string& path, const unsigned char* bytes, size_t size, SafeTensorsFile* file);
 
   std::string path_;
   const unsigned char* map_ = nullptr;
@@ -60,6 +66,7 @@ class SafeTensorsFile {
   std::vector<SafeTensor> tensors_;
   std::map<std::string, size_t> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;
+  std::vector<unsigned char> owned_;  // from_memory(): the copy the tensors point into
 };
 
 // Writes a safetensors file of F32 tensors whose data lies in the given order. Tensors are

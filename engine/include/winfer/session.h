@@ -27,8 +27,23 @@ struct SessionOptions {
   // Where to run: "cpu", "cuda" (device 0), "cuda:N", or "auto" (CUDA device 0 when this build
   // has the CUDA backend and a device is present, else the CPU). See docs/CUDA.md.
   std::string device = "cpu";
-  // Convolution algorithm for every non-depthwise convolution (see conv_algorithm_names()).
+  // Convolution algorithm for every non-depthwise convolution (see conv_algorithm_names()), or
+  // "auto" (CPU only): Session::create times every algorithm that supports each layer, on the
+  // session's own shapes and threads (the best of several runs on random input; on the
+  // thread's CPU clock when threads is 1, so that other processes do not decide), and gives
+  // each layer the fastest one that keeps the session within memory_budget. What was chosen
+  // and why: memory_report().conv_choices. Layers of the same shape are measured once.
   std::string conv_algorithm = "im2win";
+  // Upper bound (bytes) on the memory a CPU session allocates for itself: its activation arena
+  // (tensors and workspaces; every tensor on its own when plan_memory is false) plus the
+  // convolution weights it packs. The model's own weights, shared by all sessions, are not
+  // counted. 0 = no bound. With "auto" the per-layer choice keeps under it (create fails when
+  // no choice does); with a fixed algorithm create fails when the session would exceed it.
+  size_t memory_budget = 0;
+  // "auto" only: a text file of measured layer times, keyed by CPU ISA, threads and layer
+  // shape. Times found there are not measured again (so a cached choice is repeatable);
+  // new measurements are added to it. "" = measure every time, keep nothing.
+  std::string autotune_cache;
   int threads = 1;
   // Batch size; 0 = the model's declared batch.
   int64_t batch = 0;
@@ -69,6 +84,26 @@ struct MemoryBuffer {
   std::string in_place_of;  // the tensor whose storage this one takes over, or ""
 };
 
+// One algorithm considered for a convolution layer by conv_algorithm "auto".
+struct ConvCandidate {
+  std::string algorithm;
+  double milliseconds = 0;         // best of the timed runs (or the cached time)
+  bool cached = false;             // the time came from SessionOptions::autotune_cache
+  size_t workspace_bytes = 0;      // scratch memory of the layer with this algorithm
+  size_t packed_weight_bytes = 0;  // the layer's weights packed for this algorithm
+};
+
+// The algorithm "auto" chose for one convolution layer, and why.
+struct ConvChoice {
+  std::string layer;
+  std::string algorithm;
+  // "fastest", "only supported", or "memory_budget" (a faster one did not fit); `reason`
+  // says it in words with the times and bytes involved.
+  std::string rule;
+  std::string reason;
+  std::vector<ConvCandidate> candidates;  // every algorithm that supports the layer, registry order
+};
+
 // What a session's memory plan costs; `winfer plan` prints it per convolution algorithm.
 struct MemoryReport {
   size_t weights_bytes = 0;         // the model's parameters as loaded (batch norm folded)
@@ -84,6 +119,13 @@ struct MemoryReport {
   int in_place_layers = 0;                   // layers whose output took over an input's storage
   std::vector<std::string> steps;            // layer name of each step
   std::vector<MemoryBuffer> buffers;
+  // What the session allocates for itself, compared against SessionOptions::memory_budget:
+  // the arena (activations_sum_bytes when plan_memory is false) + session_weights_bytes.
+  size_t session_bytes = 0;
+  size_t memory_budget = 0;  // the session's budget (0 = none)
+  // conv_algorithm "auto": one entry per tuned convolution (every non-depthwise conv2d), in
+  // execution order. Empty for a fixed algorithm.
+  std::vector<ConvChoice> conv_choices;
 };
 
 // Names of the convolution algorithms SessionOptions::conv_algorithm accepts, in the

@@ -20,6 +20,9 @@ constexpr size_t kLengthBytes = 8;
 // The reference implementation refuses headers over 100 MB; a real header (a few hundred bytes
 // per tensor) is far smaller, so anything larger is corrupt or hostile.
 constexpr uint64_t kMaxHeaderBytes = uint64_t(100) << 20;
+// A CNN has hundreds of tensors (ResNet-152: 934); more than this is not a model winfer can run,
+// and each entry costs an index slot and a name.
+constexpr size_t kMaxTensors = size_t(1) << 16;
 // The writer pads the header with spaces so that the data starts at a multiple of this, which
 // keeps the first tensor aligned in the (page-aligned) mapping, as the reference writer does.
 constexpr size_t kDataAlignment = 8;
@@ -37,30 +40,53 @@ constexpr DtypeSize kDtypes[] = {
 
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
+// Finds the first key repeated within one JSON object, at any depth. A SAX pass of its own:
+// nlohmann's parse callback (the obvious way to see keys) rescans the parent object after every
+// child object, so a header of n tensors took O(n^2) time: 65536 tensors, a 4 MB header, kept
+// open() busy for minutes (found by the limits test, tests/engine/error_catalogue_test.cpp).
+class DuplicateKeyFinder : public nlohmann::json_sax<json> {
+ public:
+  std::string duplicate;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open_objects_.emplace_back();
+    return true;
+  }
+  bool key(string_t& key) override {
+    if (!open_objects_.back().insert(key).second && duplicate.empty()) duplicate = key;
+    return duplicate.empty();  // stop at the first duplicate
+  }
+  bool end_object() override {
+    open_objects_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  std::vector<std::set<std::string>> open_objects_;  // keys seen so far, innermost object last
+};
+
 // Parses the header, refusing duplicate keys at any level: nlohmann would silently keep the
 // last one, and a duplicated tensor name would make "which data is conv1.weight?" ambiguous.
 Result<json> parse_header_json(const std::string& path, const char* begin, const char* end) {
-  std::vector<std::set<std::string>> open_objects;  // keys seen so far, innermost object last
-  std::string duplicate;
-  auto on_event = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      open_objects.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      if (!open_objects.empty()) open_objects.pop_back();
-    } else if (event == json::parse_event_t::key && !open_objects.empty() && duplicate.empty()) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!open_objects.back().insert(key).second) duplicate = key;
-    }
-    return true;
-  };
-
   json header;
   try {
-    header = json::parse(begin, end, on_event);
+    header = json::parse(begin, end);
   } catch (const json::exception& e) {
     return parse_error(path + ": header is not valid JSON: " + e.what());
   }
-  if (!duplicate.empty()) return parse_error(path + ": header has duplicate key " + in_quotes(duplicate));
+  DuplicateKeyFinder finder;  // the text is valid JSON now; this pass only looks at keys
+  json::sax_parse(begin, end, &finder);
+  if (!finder.duplicate.empty()) return parse_error(path + ": header has duplicate key " + in_quotes(finder.duplicate));
   if (!header.is_object()) {
     return parse_error(path + ": header must be a JSON object, got " + header.type_name());
   }
@@ -222,19 +248,20 @@ size_t safetensors_dtype_size(const std::string& dtype) {
   return 0;
 }
 
-Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::open(const std::string& path) {
-  WINFER_ASSIGN_OR_RETURN(detail::MappedFile mapped, detail::MappedFile::map(path));
-  const unsigned char* bytes = mapped.data();
-  WINFER_ASSIGN_OR_RETURN(const uint64_t header_size, read_header_length(path, bytes, mapped.size()));
+Status SafeTensorsFile::parse(const std::string& path, const unsigned char* bytes, size_t size, SafeTensorsFile* file) {
+  WINFER_ASSIGN_OR_RETURN(const uint64_t header_size, read_header_length(path, bytes, size));
 
   const char* header_begin = reinterpret_cast<const char*>(bytes + kLengthBytes);
   WINFER_ASSIGN_OR_RETURN(json header,
                           parse_header_json(path, header_begin, header_begin + header_size));
+  if (header.size() > kMaxTensors + (header.contains(kMetadataKey) ? 1 : 0)) {
+    return parse_error(path + ": the header lists " + std::to_string(header.size()) + " entries, more than the limit of " +
+                       std::to_string(kMaxTensors) + " tensors");
+  }
 
   const unsigned char* data = bytes + kLengthBytes + header_size;
-  const uint64_t data_size = mapped.size() - kLengthBytes - header_size;
+  const uint64_t data_size = size - kLengthBytes - header_size;
 
-  std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
   file->path_ = path;
   std::vector<Entry> entries;
   for (auto it = header.begin(); it != header.end(); ++it) {
@@ -251,10 +278,27 @@ Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::open(const std::
     file->index_[e.tensor.name] = file->tensors_.size();
     file->tensors_.push_back(std::move(e.tensor));
   }
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::open(const std::string& path) {
+  WINFER_ASSIGN_OR_RETURN(detail::MappedFile mapped, detail::MappedFile::map(path));
+  std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
+  WINFER_RETURN_IF_ERROR(parse(path, mapped.data(), mapped.size(), file.get()));
   // Hand the mapping over to the file object only now that everything is valid.
   file->map_size_ = mapped.size();
-  file->map_ = bytes;
+  file->map_ = mapped.data();
   mapped.release();
+  return std::shared_ptr<const SafeTensorsFile>(std::move(file));
+}
+
+Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::from_memory(const void* data, size_t size,
+                                                                          const std::string& name) {
+  if (data == nullptr && size > 0) return invalid_argument(name + ": null data of " + std::to_string(size) + " bytes");
+  std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  file->owned_.assign(bytes, bytes + size);  // tensors point into this copy, never resized again
+  WINFER_RETURN_IF_ERROR(parse(name, file->owned_.data(), size, file.get()));
   return std::shared_ptr<const SafeTensorsFile>(std::move(file));
 }
 

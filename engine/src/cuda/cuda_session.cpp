@@ -103,6 +103,10 @@ class CudaSession : public SessionImpl {
       return device_error("no CUDA device " + device + ": this machine has " + std::to_string(available.count) +
                           " (cuda:0 .. cuda:" + std::to_string(available.count - 1) + ")");
     }
+    if (options.conv_algorithm == "auto") {
+      return unsupported("conv_algorithm 'auto' (per-layer timing) is CPU-only for now; on CUDA choose one of " +
+                         algorithm_names());
+    }
     const cuda::ConvAlgorithm* algorithm = cuda::find_conv_algorithm(options.conv_algorithm);
     if (algorithm == nullptr || std::string(algorithm->name()) == "depthwise") {
       return invalid_argument("unknown convolution algorithm '" + options.conv_algorithm +

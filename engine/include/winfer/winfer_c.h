@@ -1,0 +1,165 @@
+/* winfer's C API: opaque handles, create/destroy pairs, status codes, and the message of the
+ * last error on the calling thread (winfer_last_error()). For C programs and for bindings from
+ * other languages (ctypes, cffi, JNI, ...). Links against the same library as the C++ API.
+ *
+ *   winfer_model* model = NULL;
+ *   if (winfer_model_load("tiny_net.yaml", NULL, &model) != WINFER_OK) {
+ *     fprintf(stderr, "%s\n", winfer_last_error());
+ *     return 1;
+ *   }
+ *   winfer_session_options options;
+ *   winfer_session_options_init(&options);      // always: fills the defaults
+ *   options.conv_algorithm = "auto";
+ *   winfer_session* session = NULL;
+ *   winfer_session_create(model, &options, &session);
+ *   winfer_session_run(session, input, input_count, output, output_count);  // NCHW floats
+ *   winfer_session_destroy(session);
+ *   winfer_model_destroy(model);                // sessions keep what they need of the model
+ *
+ * Threads: a winfer_model may be used by any number of threads and sessions at once; a
+ * winfer_session by one thread at a time. winfer_last_error() is per thread.
+ * Strings returned by the library stay valid until the handle they came from is destroyed
+ * (winfer_last_error(): until the thread's next failing call). */
+#ifndef WINFER_WINFER_C_H_
+#define WINFER_WINFER_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The C++ winfer::ErrorCode values. */
+typedef enum winfer_status {
+  WINFER_OK = 0,
+  WINFER_INVALID_ARGUMENT = 1,
+  WINFER_NOT_FOUND = 2,
+  WINFER_IO_ERROR = 3,
+  WINFER_PARSE_ERROR = 4,
+  WINFER_SHAPE_MISMATCH = 5,
+  WINFER_UNSUPPORTED = 6,
+  WINFER_INTERNAL = 7,
+  WINFER_OUT_OF_MEMORY = 8,
+  WINFER_DEVICE_ERROR = 9
+} winfer_status;
+
+typedef enum winfer_log_level {
+  WINFER_LOG_DEBUG = 0,
+  WINFER_LOG_INFO = 1,
+  WINFER_LOG_WARNING = 2,
+  WINFER_LOG_ERROR = 3,
+  WINFER_LOG_OFF = 4
+} winfer_log_level;
+
+typedef struct winfer_model winfer_model;
+typedef struct winfer_session winfer_session;
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char* winfer_version(void);
+/* "ok", "invalid argument", ... */
+const char* winfer_status_name(winfer_status status);
+/* The message of the calling thread's last failed call ("" when none failed yet). */
+const char* winfer_last_error(void);
+
+/* Log lines (one line each, no newline) go to `callback`, or to stderr when it is NULL (the
+ * default); lines below `level` are dropped (default WINFER_LOG_WARNING). The callback may be
+ * called from any thread using the library. */
+typedef void (*winfer_log_callback)(winfer_log_level level, const char* message, void* user_data);
+void winfer_set_log_callback(winfer_log_callback callback, void* user_data);
+void winfer_set_log_level(winfer_log_level level);
+
+/* ---- models ---------------------------------------------------------------------------- */
+
+typedef struct winfer_load_options {
+  const char* weights_path;      /* overrides the YAML's weights file; NULL: none */
+  int use_random_weights;        /* non-zero: deterministic random weights from random_seed */
+  uint64_t random_seed;
+  int fuse;                      /* fold batch norm and fuse activations (default 1) */
+} winfer_load_options;
+
+void winfer_load_options_init(winfer_load_options* options);
+
+/* `options` may be NULL (defaults). On success *model is set; destroy it with
+ * winfer_model_destroy. */
+winfer_status winfer_model_load(const char* yaml_path, const winfer_load_options* options, winfer_model** model);
+/* From memory: YAML text of `yaml_size` bytes and safetensors bytes (NULL/0 for none); both
+ * are copied. */
+winfer_status winfer_model_load_from_memory(const char* yaml, size_t yaml_size, const void* weights,
+                                            size_t weights_size, const winfer_load_options* options,
+                                            winfer_model** model);
+void winfer_model_destroy(winfer_model* model); /* NULL is allowed */
+
+const char* winfer_model_name(const winfer_model* model);
+/* The input's dims (NCHW, the declared batch): writes up to `capacity` dims to `dims` and the
+ * rank to *rank; fails with WINFER_INVALID_ARGUMENT when capacity is too small. */
+winfer_status winfer_model_input_shape(const winfer_model* model, int64_t* dims, int capacity, int* rank);
+size_t winfer_model_output_count(const winfer_model* model);
+const char* winfer_model_output_name(const winfer_model* model, size_t index); /* NULL when out of range */
+winfer_status winfer_model_output_shape(const winfer_model* model, size_t index, int64_t* dims, int capacity,
+                                        int* rank);
+/* The labels file the model names (resolved path), or "" when none. */
+const char* winfer_model_labels_path(const winfer_model* model);
+
+/* ---- sessions -------------------------------------------------------------------------- */
+
+typedef struct winfer_session_options {
+  const char* device;          /* "cpu" (default), "cuda", "cuda:N", "auto" */
+  const char* conv_algorithm;  /* "im2win" (default), "indirect", "im2col", "direct", "auto" */
+  int threads;                 /* >= 1 (default 1) */
+  int64_t batch;               /* 0: the model's declared batch */
+  size_t memory_budget;        /* bytes; 0: none (see winfer::SessionOptions::memory_budget) */
+  const char* autotune_cache;  /* "auto" only: cache file, or NULL */
+  int plan_memory;             /* default 1 */
+} winfer_session_options;
+
+void winfer_session_options_init(winfer_session_options* options);
+
+/* `options` may be NULL (defaults). The session holds its own reference to the model. */
+winfer_status winfer_session_create(const winfer_model* model, const winfer_session_options* options,
+                                    winfer_session** session);
+void winfer_session_destroy(winfer_session* session); /* NULL is allowed */
+
+winfer_status winfer_session_input_shape(const winfer_session* session, int64_t* dims, int capacity, int* rank);
+size_t winfer_session_output_count(const winfer_session* session);
+winfer_status winfer_session_output_shape(const winfer_session* session, size_t index, int64_t* dims, int capacity,
+                                          int* rank);
+
+/* Runs on `input` (the session's input shape, NCHW floats, `input_count` elements) and writes
+ * the first output (NCHW, or [N, classes]) to `output`, which must hold exactly its
+ * `output_count` elements. */
+winfer_status winfer_session_run(winfer_session* session, const float* input, size_t input_count, float* output,
+                                 size_t output_count);
+/* Every output: outputs[i] holds output_counts[i] floats, for i < winfer_session_output_count(). */
+winfer_status winfer_session_run_all(winfer_session* session, const float* input, size_t input_count,
+                                     float* const* outputs, const size_t* output_counts);
+
+typedef struct winfer_memory_report {
+  size_t weights_bytes;
+  size_t packed_weights_bytes;
+  size_t session_weights_bytes;
+  size_t activations_sum_bytes;
+  size_t activations_lower_bound_bytes;
+  size_t arena_bytes;
+  size_t max_workspace_bytes;
+  size_t session_bytes; /* what memory_budget counts */
+} winfer_memory_report;
+
+winfer_status winfer_session_memory_report(const winfer_session* session, winfer_memory_report* report);
+
+/* Per-layer times of the last run, in execution order. */
+size_t winfer_session_layer_count(const winfer_session* session);
+/* Fills the layer's name, type, kernel (e.g. "im2col") and milliseconds; any pointer may be NULL. */
+winfer_status winfer_session_layer_timing(const winfer_session* session, size_t index, const char** name,
+                                          const char** type, const char** kernel, double* milliseconds);
+
+/* conv_algorithm "auto": the algorithm chosen for each tuned convolution and why. */
+size_t winfer_session_conv_choice_count(const winfer_session* session);
+winfer_status winfer_session_conv_choice(const winfer_session* session, size_t index, const char** layer,
+                                         const char** algorithm, const char** reason);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* WINFER_WINFER_C_H_ */

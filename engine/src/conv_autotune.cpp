@@ -1,0 +1,471 @@
+// conv_algorithm "auto": see conv_autotune.h.
+#include "engine/src/conv_autotune.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "engine/src/graph.h"
+#include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/cpu_common.h"
+#include "layers/conv2d.h"
+#include "winfer/log.h"
+
+namespace winfer {
+namespace {
+
+constexpr size_t kTooLarge = std::numeric_limits<size_t>::max();
+
+size_t local_bytes(const ConvCandidate& c) { return c.workspace_bytes + c.packed_weight_bytes; }
+
+std::string format_ms(double ms) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g ms", ms);
+  return buffer;
+}
+
+std::string format_bytes(size_t bytes) {
+  char buffer[48];
+  if (bytes >= (size_t(1) << 20)) {
+    std::snprintf(buffer, sizeof buffer, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  } else if (bytes >= 1024) {
+    std::snprintf(buffer, sizeof buffer, "%.1f KiB", static_cast<double>(bytes) / 1024);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%zu B", bytes);
+  }
+  return buffer;
+}
+
+// Index of the fastest candidate; ties: the smaller memory, then the earlier one.
+int fastest_of(const std::vector<ConvCandidate>& candidates) {
+  int best = 0;
+  for (int c = 1; c < static_cast<int>(candidates.size()); ++c) {
+    const ConvCandidate& a = candidates[c];
+    const ConvCandidate& b = candidates[best];
+    if (a.milliseconds < b.milliseconds || (a.milliseconds == b.milliseconds && local_bytes(a) < local_bytes(b))) {
+      best = c;
+    }
+  }
+  return best;
+}
+
+// Index of the candidate with the least memory; ties: the faster, then the earlier one.
+int smallest_of(const std::vector<ConvCandidate>& candidates) {
+  int best = 0;
+  for (int c = 1; c < static_cast<int>(candidates.size()); ++c) {
+    const ConvCandidate& a = candidates[c];
+    const ConvCandidate& b = candidates[best];
+    if (local_bytes(a) < local_bytes(b) || (local_bytes(a) == local_bytes(b) && a.milliseconds < b.milliseconds)) {
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string others_list(const std::vector<ConvCandidate>& candidates, int chosen) {
+  std::string s;
+  for (int c = 0; c < static_cast<int>(candidates.size()); ++c) {
+    if (c == chosen) continue;
+    s += (s.empty() ? "" : ", ") + candidates[c].algorithm + " " + format_ms(candidates[c].milliseconds);
+  }
+  return s;
+}
+
+}  // namespace
+
+size_t session_bytes_of(const MemoryReport& report, bool plan_memory) {
+  size_t activations = report.arena_bytes;
+  if (!plan_memory) {
+    activations = report.max_workspace_bytes;
+    for (const MemoryBuffer& b : report.buffers) {
+      if (!b.workspace) activations += b.bytes;
+    }
+  }
+  return activations + report.session_weights_bytes;
+}
+
+Result<ConvSelection> select_conv_algorithms(const std::vector<ConvLayerCandidates>& layers, size_t budget,
+                                             const SessionBytesFn& session_bytes) {
+  const size_t count = layers.size();
+  for (const ConvLayerCandidates& layer : layers) {
+    if (layer.candidates.empty()) return internal_error("layer '" + layer.layer + "': no convolution algorithm supports it");
+  }
+  ConvSelection sel;
+  std::vector<int> fastest(count);
+  for (size_t i = 0; i < count; ++i) fastest[i] = fastest_of(layers[i].candidates);
+  sel.choice = fastest;
+  size_t bytes = session_bytes(sel.choice);
+
+  if (budget > 0 && bytes > budget) {
+    // Downgrade: the cheapest switch (milliseconds lost per byte of the session saved) first.
+    while (bytes > budget) {
+      int best_layer = -1, best_candidate = -1;
+      double best_penalty = 0;
+      size_t best_bytes = 0;
+      int fallback_layer = -1, fallback_candidate = -1;  // saves only the layer's own bytes
+      double fallback_penalty = 0;
+      for (size_t i = 0; i < count; ++i) {
+        const std::vector<ConvCandidate>& cands = layers[i].candidates;
+        const ConvCandidate& current = cands[sel.choice[i]];
+        for (int c = 0; c < static_cast<int>(cands.size()); ++c) {
+          if (local_bytes(cands[c]) >= local_bytes(current)) continue;
+          const double lost = std::max(0.0, cands[c].milliseconds - current.milliseconds);
+          std::vector<int> trial = sel.choice;
+          trial[i] = c;
+          const size_t trial_bytes = session_bytes(trial);
+          if (trial_bytes < bytes) {
+            const double penalty = lost / static_cast<double>(bytes - trial_bytes);
+            if (best_layer < 0 || penalty < best_penalty || (penalty == best_penalty && trial_bytes < best_bytes)) {
+              best_layer = static_cast<int>(i), best_candidate = c, best_penalty = penalty, best_bytes = trial_bytes;
+            }
+          } else {
+            const double penalty = lost / static_cast<double>(local_bytes(current) - local_bytes(cands[c]));
+            if (fallback_layer < 0 || penalty < fallback_penalty) {
+              fallback_layer = static_cast<int>(i), fallback_candidate = c, fallback_penalty = penalty;
+            }
+          }
+        }
+      }
+      if (best_layer >= 0) {
+        sel.choice[best_layer] = best_candidate;
+        bytes = best_bytes;
+      } else if (fallback_layer >= 0) {
+        sel.choice[fallback_layer] = fallback_candidate;
+        bytes = session_bytes(sel.choice);
+      } else {
+        std::vector<int> smallest(count);
+        for (size_t i = 0; i < count; ++i) smallest[i] = smallest_of(layers[i].candidates);
+        const size_t minimum = std::min(bytes, session_bytes(smallest));
+        return out_of_memory("memory_budget of " + std::to_string(budget) + " bytes (" + format_bytes(budget) +
+                             ") cannot be met: the session needs at least " + std::to_string(minimum) +
+                             " bytes (" + format_bytes(minimum) +
+                             ") with the least memory-hungry algorithm of every convolution");
+      }
+    }
+    // Upgrade: the downgrade may have overshot; move layers back to faster candidates, the
+    // largest gain first, wherever the budget still holds.
+    std::vector<size_t> order;
+    for (size_t i = 0; i < count; ++i) {
+      if (sel.choice[i] != fastest[i]) order.push_back(i);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const auto gain = [&](size_t i) {
+        return layers[i].candidates[sel.choice[i]].milliseconds - layers[i].candidates[fastest[i]].milliseconds;
+      };
+      return gain(a) > gain(b);
+    });
+    for (size_t i : order) {
+      const std::vector<ConvCandidate>& cands = layers[i].candidates;
+      std::vector<int> faster;
+      for (int c = 0; c < static_cast<int>(cands.size()); ++c) {
+        if (cands[c].milliseconds < cands[sel.choice[i]].milliseconds) faster.push_back(c);
+      }
+      std::stable_sort(faster.begin(), faster.end(),
+                       [&](int a, int b) { return cands[a].milliseconds < cands[b].milliseconds; });
+      for (int c : faster) {
+        std::vector<int> trial = sel.choice;
+        trial[i] = c;
+        const size_t trial_bytes = session_bytes(trial);
+        if (trial_bytes <= budget) {
+          sel.choice = trial;
+          bytes = trial_bytes;
+          break;
+        }
+      }
+    }
+  }
+  sel.session_bytes = bytes;
+
+  for (size_t i = 0; i < count; ++i) {
+    const std::vector<ConvCandidate>& cands = layers[i].candidates;
+    const int c = sel.choice[i];
+    const std::string chosen = cands[c].algorithm + " " + format_ms(cands[c].milliseconds);
+    if (cands.size() == 1) {
+      sel.rules.push_back("only supported");
+      sel.reasons.push_back("only " + chosen + " supports this layer");
+    } else if (c == fastest[i]) {
+      sel.rules.push_back("fastest");
+      sel.reasons.push_back("fastest: " + chosen + " (" + others_list(cands, c) + ")");
+    } else {
+      std::vector<int> trial = sel.choice;
+      trial[i] = fastest[i];
+      const size_t over = session_bytes(trial);
+      const ConvCandidate& f = cands[fastest[i]];
+      sel.rules.push_back("memory_budget");
+      sel.reasons.push_back(chosen + " to stay within memory_budget: the faster " + f.algorithm + " " +
+                            format_ms(f.milliseconds) + " would need " +
+                            (over == kTooLarge || over <= budget ? std::string("more memory")
+                                                                 : format_bytes(over - budget) + " more") +
+                            " (" + format_bytes(local_bytes(f)) + " of workspace and packed weights against " +
+                            format_bytes(local_bytes(cands[c])) + ")");
+    }
+  }
+  return sel;
+}
+
+namespace {
+
+const char* isa_name() {
+  switch (cpu::cpu_isa()) {
+    case cpu::Isa::kAvx512: return "avx512";
+    case cpu::Isa::kAvx2: return "avx2";
+    case cpu::Isa::kGeneric: return "generic";
+  }
+  return "unknown";
+}
+
+// The autotune cache: one line per measurement, "key<TAB>milliseconds"; '#' starts a comment.
+class TimingCache {
+ public:
+  explicit TimingCache(std::string path) : path_(std::move(path)) {
+    if (path_.empty()) return;
+    std::ifstream in(path_);
+    if (!in) return;  // not there yet
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      if (line.empty() || line[0] == '#') continue;
+      const size_t tab = line.rfind('\t');
+      char* end = nullptr;
+      const double ms = tab == std::string::npos ? -1 : std::strtod(line.c_str() + tab + 1, &end);
+      if (tab == std::string::npos || end == line.c_str() + tab + 1 || !(ms >= 0) || !std::isfinite(ms)) {
+        log_message(LogLevel::kWarning,
+                    path_ + ":" + std::to_string(number) + ": autotune cache line ignored (expected key<TAB>milliseconds)");
+        continue;
+      }
+      entries_[line.substr(0, tab)] = {ms, true};
+    }
+  }
+
+  static std::string key(const ConvParams& p, int threads, const std::string& algorithm) {
+    return std::string(isa_name()) + " threads=" + std::to_string(threads) + " " + p.to_string() + " " + algorithm;
+  }
+  // A time read from the file, or measured earlier in this session (a layer of the same shape).
+  struct Entry {
+    double ms = 0;
+    bool from_file = false;
+  };
+  const Entry* find(const std::string& key) const {
+    auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+  void add(const std::string& key, double ms) {
+    entries_[key] = {ms, false};
+    dirty_ = true;
+  }
+
+  // Rewrites the file (entries read + measured) through a temporary file and a rename, so that
+  // a concurrent reader never sees half a file. A failure only costs a warning.
+  void save() const {
+    if (path_.empty() || !dirty_) return;
+    static std::atomic<unsigned> counter{0};
+    const std::string tmp = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << "# winfer conv autotune cache: <isa> threads=<T> <conv shape> <algorithm><TAB><milliseconds>\n";
+      char ms[32];
+      for (const auto& [k, v] : entries_) {
+        std::snprintf(ms, sizeof ms, "%.6g", v.ms);
+        out << k << '\t' << ms << '\n';
+      }
+      out.flush();
+      if (!out) {
+        std::remove(tmp.c_str());
+        log_message(LogLevel::kWarning, "cannot write the autotune cache '" + path_ + "'");
+        return;
+      }
+    }
+    if (std::rename(tmp.c_str(), path_.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      log_message(LogLevel::kWarning, "cannot write the autotune cache '" + path_ + "'");
+    }
+  }
+
+ private:
+  std::string path_;
+  std::map<std::string, Entry> entries_;
+  bool dirty_ = false;
+};
+
+// Milliseconds on the calling thread's CPU clock: time the thread was not running (another
+// process had the core) does not count. Used when the kernels run on this thread only.
+double thread_cpu_ms() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+double wall_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// One run of `algorithm` on the layer; milliseconds. With threads == 1 the thread's CPU time
+// (robust on a busy machine), else wall time (an OpenMP team's work is not on this thread's clock).
+double run_once(const ConvAlgorithm& algorithm, const ConvParams& p, const Conv2dOp& op, const float* input,
+                const float* packed, float* output, void* workspace, int threads) {
+  const bool cpu_clock = threads == 1;
+  const double start = cpu_clock ? thread_cpu_ms() : wall_ms();
+  algorithm.run(p, input, packed, op.bias().empty() ? nullptr : op.bias().data(), output, workspace, op.activation(),
+                threads);
+  return (cpu_clock ? thread_cpu_ms() : wall_ms()) - start;
+}
+
+Tensor allocate_bytes(size_t bytes) {
+  return Tensor::allocate(Shape{static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float))});
+}
+
+// Times every candidate whose time is not known yet, in rounds: each round runs every candidate
+// once, in turn, and each keeps its best run, so that a run slowed down by another process on a
+// busy machine does not decide. From the second round on, candidates more than 8x slower than
+// the best so far (the reference loops, typically) are not run again.
+void measure_layer(const ConvParams& p, const Conv2dOp& op, const std::vector<const ConvAlgorithm*>& algorithms,
+                   const std::vector<bool>& known, std::vector<ConvCandidate>* candidates, int threads, int repeats) {
+  std::vector<size_t> todo;
+  for (size_t c = 0; c < candidates->size(); ++c) {
+    if (!known[c]) todo.push_back(c);
+  }
+  if (todo.empty()) return;
+  Tensor input = Tensor::allocate(Shape{p.batch * p.in_h * p.in_w * p.in_channels});
+  Tensor output = Tensor::allocate(Shape{p.batch * p.out_h() * p.out_w() * p.out_channels});
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+  for (int64_t i = 0; i < input.numel(); ++i) input.data()[i] = uniform(rng);
+
+  struct Prepared {
+    Tensor packed, workspace;
+  };
+  std::vector<Prepared> prepared(candidates->size());
+  for (size_t c : todo) {
+    const ConvAlgorithm& a = *algorithms[c];
+    prepared[c].packed = allocate_bytes(a.packed_weight_bytes(p));
+    a.pack_weights(p, op.weight().data(), prepared[c].packed.data());
+    if (a.workspace_bytes(p) > 0) prepared[c].workspace = allocate_bytes(a.workspace_bytes(p));
+  }
+  std::vector<double> best(candidates->size(), std::numeric_limits<double>::infinity());
+  double overall = std::numeric_limits<double>::infinity();
+  // `repeats` rounds, and more (up to 3x as many) while this layer has taken under 30 ms: short
+  // layers get more chances at a run nobody interrupted.
+  const double started = wall_ms();
+  const int rounds = std::max(1, repeats);
+  for (int round = 0; round < rounds || (round < 3 * rounds && wall_ms() - started < 30.0); ++round) {
+    for (size_t c : todo) {
+      if (round > 0 && best[c] > 8 * overall) continue;
+      const double ms = run_once(*algorithms[c], p, op, input.data(), prepared[c].packed.data(), output.data(),
+                                 prepared[c].workspace.empty() ? nullptr : prepared[c].workspace.data(), threads);
+      best[c] = std::min(best[c], ms);
+      overall = std::min(overall, best[c]);
+    }
+  }
+  for (size_t c : todo) (*candidates)[c].milliseconds = best[c];
+}
+
+const Conv2dOp* conv_of(const GraphNode& node) { return dynamic_cast<const Conv2dOp*>(node.op.get()); }
+
+}  // namespace
+
+bool is_tuned_conv(const Model& model, const std::vector<Shape>& shapes, size_t node) {
+  const GraphNode& n = model.graph().nodes[node];
+  const Conv2dOp* conv = conv_of(n);
+  return conv != nullptr && !conv->params_for(shapes[n.inputs[0]]).is_depthwise();
+}
+
+Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::vector<Shape>& shapes,
+                                                std::vector<KernelMemory> memory, const ConvAutotuneOptions& options) {
+  const Graph& graph = model.graph();
+  TimingCache cache(options.cache_path);
+  std::vector<size_t> nodes;                                  // tuned nodes
+  std::vector<ConvLayerCandidates> layers;                    // per tuned node
+  std::vector<std::vector<const ConvAlgorithm*>> algorithms;  // per tuned node, per candidate
+  std::vector<size_t> bias_bytes;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!is_tuned_conv(model, shapes, n)) continue;
+    const GraphNode& node = graph.nodes[n];
+    const Conv2dOp& op = *conv_of(node);
+    const ConvParams p = op.params_for(shapes[node.inputs[0]]);
+    ConvLayerCandidates layer;
+    layer.layer = node.name;
+    std::vector<const ConvAlgorithm*> supported;
+    std::vector<bool> have;  // per candidate: time known (cache file, or a layer of the same shape)
+    for (const ConvAlgorithm* a : conv_algorithms()) {
+      if (std::string(a->name()) == "depthwise" || !a->supports(p)) continue;
+      ConvCandidate c;
+      c.algorithm = a->name();
+      c.workspace_bytes = a->workspace_bytes(p);
+      c.packed_weight_bytes = a->packed_weight_bytes(p);
+      const TimingCache::Entry* known = cache.find(TimingCache::key(p, options.threads, c.algorithm));
+      const bool known_time = known != nullptr;
+      if (known_time) {
+        c.milliseconds = known->ms;
+        c.cached = known->from_file;
+      }
+      have.push_back(known_time);
+      layer.candidates.push_back(c);
+      supported.push_back(a);
+    }
+    if (supported.empty()) return internal_error(node.context(model.path()) + ": no convolution algorithm supports " + p.to_string());
+    measure_layer(p, op, supported, have, &layer.candidates, options.threads, options.repeats);
+    for (size_t c = 0; c < supported.size(); ++c) {
+      if (!have[c]) {
+        cache.add(TimingCache::key(p, options.threads, layer.candidates[c].algorithm), layer.candidates[c].milliseconds);
+      }
+    }
+    nodes.push_back(n);
+    layers.push_back(std::move(layer));
+    algorithms.push_back(std::move(supported));
+    bias_bytes.push_back(op.bias().bytes());
+  }
+  cache.save();
+
+  Status plan_error;
+  std::map<std::vector<int>, size_t> planned;  // the planner is deterministic: plan each choice once
+  const SessionBytesFn session_bytes = [&](const std::vector<int>& choice) -> size_t {
+    auto it = planned.find(choice);
+    if (it != planned.end()) return it->second;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const ConvCandidate& c = layers[i].candidates[choice[i]];
+      memory[nodes[i]] = {c.workspace_bytes, c.packed_weight_bytes, bias_bytes[i]};
+    }
+    auto plan = plan_session_memory(model, shapes, memory, options.alignment);
+    size_t bytes = kTooLarge;
+    if (plan.ok()) {
+      bytes = session_bytes_of(plan.value().report, options.plan_memory);
+    } else if (plan_error.ok()) {
+      plan_error = plan.status();
+    }
+    planned[choice] = bytes;
+    return bytes;
+  };
+  auto selection = select_conv_algorithms(layers, options.budget, session_bytes);
+  if (!plan_error.ok()) return plan_error;
+  if (!selection.ok()) return Status(selection.status()).with_context(model.path() + ": conv_algorithm auto");
+
+  ConvAutotuneResult result;
+  result.algorithm_of.assign(graph.nodes.size(), nullptr);
+  result.session_bytes = selection.value().session_bytes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int c = selection.value().choice[i];
+    result.algorithm_of[nodes[i]] = algorithms[i][c];
+    ConvChoice choice;
+    choice.layer = layers[i].layer;
+    choice.algorithm = layers[i].candidates[c].algorithm;
+    choice.rule = selection.value().rules[i];
+    choice.reason = selection.value().reasons[i];
+    choice.candidates = layers[i].candidates;
+    log_message(LogLevel::kInfo, "conv auto: " + choice.layer + ": " + choice.reason);
+    result.choices.push_back(std::move(choice));
+  }
+  return result;
+}
+
+}  // namespace winfer
