@@ -1,13 +1,17 @@
 // `winfer bench --layers NAME|FILE`: convolution layers timed with every algorithm of the engine
 // and the peer libraries built in (bench/), as a table or JSON on stdout; progress on stderr.
+// `winfer bench MODEL...|--zoo` (whole networks) is in cmd_bench_model.cpp; run_bench() below
+// picks the mode.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
+#include "apps/winfer/bench_model.h"
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
 #include "bench/bench.h"
+#include "bench/cuda/cuda_bench.h"
 #include "bench/layer_set.h"
 
 namespace winfer::cli {
@@ -121,9 +125,8 @@ int list_layers(const bench::LayerSet& set) {
   return 0;
 }
 
-}  // namespace
-
-int run_bench(const BenchArgs& args) {
+// The layer mode: `winfer bench --layers NAME|FILE`.
+int run_bench_layers(const BenchArgs& args) {
   auto set = bench::load_layer_set(args.layers);
   if (!set.ok()) return fail(set.status());
   if (!args.filter.empty()) {
@@ -135,6 +138,17 @@ int run_bench(const BenchArgs& args) {
   }
   if (args.batch > 0) bench::set_batch(&set.value(), args.batch);
   if (args.list) return list_layers(set.value());
+  if (args.device != "cpu") {  // the CUDA algorithms on the device (bench/cuda/cuda_bench.h)
+    bench::CudaBenchOptions cuda_options;
+    cuda_options.device = args.device;
+    cuda_options.convs = split_list(args.conv);
+    cuda_options.runs = std::max(args.runs, 20);
+    cuda_options.verify = args.verify;
+    cuda_options.seed = args.seed;
+    cuda_options.log = [](const std::string& line) { std::cerr << line << "\n"; };
+    const Status s = bench::cuda_bench_command(set.value(), cuda_options, args.json);
+    return s.ok() ? 0 : fail(s);
+  }
 
   bench::BenchOptions options;
   options.convs = split_list(args.conv);
@@ -158,6 +172,30 @@ int run_bench(const BenchArgs& args) {
                                " result(s) disagree with the direct convolution (MISMATCH above)"));
   }
   return 0;
+}
+
+}  // namespace
+
+// Whole networks (bench_model.h) or single layers (above): exactly one of the two per call.
+int run_bench(const BenchArgs& args) {
+  const bool models = !args.models.empty() || args.zoo;
+  if (models && !args.layers.empty()) {
+    return fail(invalid_argument("give either models (MODEL... or --zoo) or --layers, not both"));
+  }
+  if (!models && args.layers.empty()) {
+    return fail(invalid_argument("nothing to benchmark: give MODEL..., --zoo or --layers SET"));
+  }
+  if (models) {
+    if (args.list || !args.filter.empty() || !args.verify || !args.peak) {
+      return fail(invalid_argument("--list, --filter, --no-verify and --no-peak apply to --layers only"));
+    }
+    return run_bench_models(args);
+  }
+  // Layer mode: --device cuda[:N] times the CUDA algorithms (run_bench_layers).
+  if (args.per_layer) {
+    return fail(invalid_argument("--per-layer applies to whole networks (MODEL... or --zoo) only"));
+  }
+  return run_bench_layers(args);
 }
 
 }  // namespace winfer::cli

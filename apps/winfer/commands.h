@@ -47,6 +47,12 @@ struct PlanArgs {
 int run_plan(const PlanArgs& args);
 
 struct BenchArgs {
+  // Model mode (cmd_bench_model.cpp): whole networks, when `models` is not empty or `zoo` is set.
+  std::vector<std::string> models;  // model files or zoo names (resnet18 = models/zoo/resnet18.yaml)
+  bool zoo = false;                 // resnet18, resnet50, vgg16, shufflenet_v2_x1_0
+  std::string device = "cpu";       // cpu, cuda, cuda:N, auto
+  bool per_layer = false;           // per-layer medians, GFLOP/s and % of the FMA peak
+  // Layer mode (cmd_bench.cpp): single convolution layers.
   std::string layers;        // layer set name (bench/layers/NAME.yaml), layer-set file or model file
   std::string conv;          // comma-separated implementations; empty or "all": every one that applies
   std::string filter;        // only layers whose name contains this

@@ -2,6 +2,7 @@
 //   winfer info MODEL             layers, shapes, parameters and FLOPs
 //   winfer run  MODEL [options]   run on an .npy input (or a seeded random one), print top classes and time
 //   winfer plan MODEL [options]   memory plan and measured peak memory per convolution algorithm
+//   winfer bench MODEL...|--zoo   time whole networks: init, first run, median/p95, per layer, peak memory
 //   winfer bench --layers SET     time convolution layers per algorithm (and peer libraries)
 //   winfer classify MODEL IMAGE... top classes of image files (or folders of them)
 //   winfer eval MODEL --dataset fashion-mnist   accuracy on a labelled dataset
@@ -57,9 +58,13 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("!--no-measure", plan.measure, "Plan only; skip the measured run");
 
   winfer::cli::BenchArgs bench;
-  CLI::App* bench_cmd = app.add_subcommand("bench", "Time convolution layers with each algorithm and peer library");
-  bench_cmd->add_option("--layers", bench.layers, "Layer set: paper12, zoo, tiny, a layer-set .yaml or a model .yaml")->required();
-  bench_cmd->add_option("--conv", bench.conv, "Implementations, comma-separated (engine algorithms, onednn, xnnpack); default: all that apply");
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time whole networks (MODEL..., --zoo) or convolution layers (--layers) per algorithm and peer library");
+  bench_cmd->add_option("models", bench.models, "Model files or zoo names (resnet18 = models/zoo/resnet18.yaml): whole networks");
+  bench_cmd->add_flag("--zoo", bench.zoo, "Whole networks: resnet18, resnet50, vgg16, shufflenet_v2_x1_0");
+  bench_cmd->add_option("--device", bench.device, "Device: cpu, cuda, cuda:N, auto (whole networks); cpu, cuda, cuda:N (--layers: the CUDA algorithms timed on the device)")->capture_default_str();
+  bench_cmd->add_flag("--per-layer", bench.per_layer, "Whole networks: per-layer medians, GFLOP/s and % of the FMA peak");
+  bench_cmd->add_option("--layers", bench.layers, "Layer set: paper12, zoo, tiny, a layer-set .yaml or a model .yaml");
+  bench_cmd->add_option("--conv", bench.conv, "Implementations, comma-separated (engine algorithms; with --layers also onednn, xnnpack); default: the engine's default algorithm for networks, all that apply for layers");
   bench_cmd->add_option("--filter", bench.filter, "Only layers whose name contains this text");
   bench_cmd->add_option("--threads", bench.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   bench_cmd->add_option("--batch", bench.batch, "Batch size (default: the layer set's)")->check(CLI::Range(1, 1 << 20));

@@ -13,10 +13,117 @@
 
 namespace winfer {
 
-// Threads split the larger of rows and out_features into contiguous ranges, each multiplied
-// by a single-threaded sgemm (one thread pool, as in conv_im2col.cpp).
+namespace {
+
+// A few rows (batch 1 to kSmallRows): the kernel streams the weight matrix once from memory.
+// OpenBLAS 0.3.21's sgemm packs all of B first even for M = 1, i.e. copies the weights (411 MB
+// for VGG's first classifier layer) before reading them again. A block of 4 weight rows is
+// multiplied with up to 4 input rows at a time (16 accumulators: each weight load feeds 4
+// FMAs); more input rows read the same block again from L2. Measured on VGG's 25088 -> 4096
+// layer, 1 thread (docs/PERFORMANCE.md): 1 row 73 -> 34 ms, 8 rows 73 -> 63 ms, but 16 rows
+// 80 -> 97 ms, where sgemm's packing pays off: hence 8.
+constexpr int64_t kSmallRows = 8;
+
+template <int L>
+WINFER_ALWAYS_INLINE inline float reduce(const cpu::Vec<L>& v) {
+  float s = 0;
+  for (int i = 0; i < L; ++i) s += v[i];
+  return s;
+}
+
+// out[r][o + j] = in[r] . weight[o + j] for j < kO, r < kR (rows and outputs of one block).
+template <int L, int kO, int kR>
+WINFER_ALWAYS_INLINE inline void block(const float* x, const float* w, float* y, int64_t k_total,
+                                       int64_t out_features) {
+  using V = cpu::Vec<L>;
+  V acc[kO][kR] = {};
+  const int64_t k_vec = k_total / L * L;
+  for (int64_t k = 0; k < k_vec; k += L) {
+    V xs[kR];
+    for (int r = 0; r < kR; ++r) xs[r] = cpu::load<L>(x + r * k_total + k);
+    for (int j = 0; j < kO; ++j) {
+      const V wv = cpu::load<L>(w + j * k_total + k);
+      for (int r = 0; r < kR; ++r) acc[j][r] += xs[r] * wv;
+    }
+  }
+  for (int j = 0; j < kO; ++j) {
+    for (int r = 0; r < kR; ++r) {
+      float sum = reduce<L>(acc[j][r]);
+      for (int64_t k = k_vec; k < k_total; ++k) sum += x[r * k_total + k] * w[j * k_total + k];
+      y[r * out_features + j] = sum;
+    }
+  }
+}
+
+template <int L, int kO>
+WINFER_ALWAYS_INLINE inline void block_rows(const float* x, const float* w, float* y, int64_t rows, int64_t k_total,
+                                            int64_t out_features) {
+  for (int64_t r = 0; r < rows; r += 4) {
+    const float* xr = x + r * k_total;
+    float* yr = y + r * out_features;
+    switch (std::min<int64_t>(4, rows - r)) {
+      case 1: block<L, kO, 1>(xr, w, yr, k_total, out_features); break;
+      case 2: block<L, kO, 2>(xr, w, yr, k_total, out_features); break;
+      case 3: block<L, kO, 3>(xr, w, yr, k_total, out_features); break;
+      default: block<L, kO, 4>(xr, w, yr, k_total, out_features); break;
+    }
+  }
+}
+
+// out[r][o] = in[r] . weight[o] for o in [o_begin, o_end), every r < rows.
+template <int L>
+WINFER_ALWAYS_INLINE inline void small_rows_body(const float* in, const float* weight, float* out, int64_t rows,
+                                                 int64_t k_total, int64_t out_features, int64_t o_begin,
+                                                 int64_t o_end) {
+  int64_t o = o_begin;
+  for (; o + 4 <= o_end; o += 4) block_rows<L, 4>(in, weight + o * k_total, out + o, rows, k_total, out_features);
+  for (; o < o_end; ++o) block_rows<L, 1>(in, weight + o * k_total, out + o, rows, k_total, out_features);
+}
+
+WINFER_TARGET_AVX512 void small_rows_avx512(const float* in, const float* weight, float* out, int64_t rows,
+                                            int64_t k, int64_t n, int64_t o_begin, int64_t o_end) {
+  small_rows_body<16>(in, weight, out, rows, k, n, o_begin, o_end);
+}
+WINFER_TARGET_AVX2 void small_rows_avx2(const float* in, const float* weight, float* out, int64_t rows, int64_t k,
+                                        int64_t n, int64_t o_begin, int64_t o_end) {
+  small_rows_body<8>(in, weight, out, rows, k, n, o_begin, o_end);
+}
+void small_rows_generic(const float* in, const float* weight, float* out, int64_t rows, int64_t k, int64_t n,
+                        int64_t o_begin, int64_t o_end) {
+  small_rows_body<4>(in, weight, out, rows, k, n, o_begin, o_end);
+}
+
+void linear_small_rows(const float* in, const float* weight, const float* bias, float* out, int64_t rows,
+                       int64_t in_features, int64_t out_features, Activation act, int threads) {
+  auto* fn = small_rows_generic;
+  switch (cpu::cpu_isa()) {
+    case cpu::Isa::kAvx512: fn = small_rows_avx512; break;
+    case cpu::Isa::kAvx2: fn = small_rows_avx2; break;
+    case cpu::Isa::kGeneric: break;
+  }
+  // Threads take contiguous ranges of output features, a multiple of 4 each.
+  const int64_t blocks = cpu::ceil_div(out_features, 4);
+  cpu::parallel_chunks(blocks, 4 * rows * in_features, threads, [&](int64_t begin, int64_t end) {
+    const int64_t o_begin = begin * 4, o_end = std::min(out_features, end * 4);
+    fn(in, weight, out, rows, in_features, out_features, o_begin, o_end);
+    for (int64_t r = 0; r < rows; ++r) {
+      cpu::bias_activation_rows(out + r * out_features + o_begin, 1, o_end - o_begin, bias ? bias + o_begin : nullptr,
+                                act, 1);
+    }
+  });
+}
+
+}  // namespace
+
+// Up to kSmallRows rows: matrix-vector products (above). Otherwise threads split the larger of
+// rows and out_features into contiguous ranges, each multiplied by a single-threaded sgemm (one
+// thread pool, as in conv_im2col.cpp).
 void linear(const float* in, const float* weight, const float* bias, float* out, int64_t rows,
             int64_t in_features, int64_t out_features, Activation act, int threads) {
+  if (rows <= kSmallRows) {
+    linear_small_rows(in, weight, bias, out, rows, in_features, out_features, act, threads);
+    return;
+  }
   gemm_set_threads(1);
   const bool split_rows = rows >= out_features;
   const int64_t extent = split_rows ? rows : out_features;

@@ -52,6 +52,35 @@ TEST_CASE("linear matches the reference (bias, activations, both GEMM paths)") {
   gemm_force_portable_for_testing(false);
 }
 
+TEST_CASE("linear with few rows (matrix-vector path) matches the reference on every ISA") {
+  // Up to 8 rows the kernel streams the weights itself (no GEMM; 9 rows use sgemm): output counts that are and
+  // are not multiples of its 4-row blocks, K with and without a vector tail, 1 and 3 threads.
+  uint32_t seed = 900;
+  for (cpu::Isa isa : test::runnable_isas()) {
+    test::IsaCap cap(isa);
+    for (int64_t rows : {1, 2, 4, 5, 8, 9}) {
+      for (int64_t k : {3, 64, 1000}) {
+        const int64_t n = 4 * 40 + 3;
+        INFO("isa ", test::isa_name(isa), " rows ", rows, " in ", k, " out ", n);
+        const auto in = test::random_floats(static_cast<size_t>(rows * k), seed++);
+        const auto weight = test::random_floats(static_cast<size_t>(n * k), seed++);
+        const auto bias = test::random_floats(static_cast<size_t>(n), seed++);
+        ConvParams p;
+        p.batch = rows;
+        p.in_channels = k;
+        p.in_h = p.in_w = 1;
+        p.out_channels = n;
+        const ref::Result want = ref::conv2d(p, in, weight, bias.data(), Activation::kRelu);
+        for (int threads : {1, 3}) {
+          std::vector<float> out(static_cast<size_t>(rows * n), NAN);
+          linear(in.data(), weight.data(), bias.data(), out.data(), rows, k, n, Activation::kRelu, threads);
+          test::check_close(out.data(), want.value, want.abs_sum, want.terms, "linear");
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("softmax_rows: stable for large values, rows sum to 1, in place") {
   const int64_t cols = 37;
   std::vector<float> in = test::random_floats(static_cast<size_t>(6 * cols), 77, -5.f, 5.f);

@@ -67,16 +67,37 @@ TEST_CASE("maxpool2d matches the reference - padding never wins") {
       {1, 17, 8, 11, 3, 2, 1, 1, true}, {1, 4, 11, 9, 3, 1, 1, 2, false}, {3, 1, 5, 5, 5, 1, 2, 1, false},
       {1, 70, 13, 11, 3, 2, 1, 1, false},
   };
-  uint32_t seed = 10;
-  for (const PoolCase& pc : cases) {
-    const PoolParams p = make_params(pc);
-    INFO(describe(p, pc.ceil_mode));
-    // All-negative data: a kernel that let a zero padding tap win would show it.
-    const auto in = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.channels), seed++, -2.f, -0.5f);
-    const auto want = ref::maxpool2d(p, in);
+  for (cpu::Isa isa : test::runnable_isas()) {  // the kernel is compiled per ISA
+    test::IsaCap cap(isa);
+    uint32_t seed = 10;
+    for (const PoolCase& pc : cases) {
+      const PoolParams p = make_params(pc);
+      INFO(test::isa_name(isa), " ", describe(p, pc.ceil_mode));
+      // All-negative data: a kernel that let a zero padding tap win would show it.
+      const auto in = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.channels), seed++, -2.f, -0.5f);
+      const auto want = ref::maxpool2d(p, in);
+      const auto got = run_max(p, in, 1);
+      test::check_close_simple(got.data(), want, 0.0, 0.0, "maxpool");  // exact: no arithmetic
+      CHECK(test::bitwise_equal(got.data(), run_max(p, in, 3).data(), got.size()));
+    }
+  }
+}
+
+TEST_CASE("maxpool2d propagates NaN in vector lanes and in the channel tail, on every ISA") {
+  for (cpu::Isa isa : test::runnable_isas()) {
+    test::IsaCap cap(isa);
+    INFO(test::isa_name(isa));
+    PoolParams p = make_params({1, 37, 4, 4, 2, 2, 0, 1, false});  // 37 channels: 2 x 16 + a tail of 5
+    std::vector<float> in(static_cast<size_t>(p.in_h * p.in_w * p.channels), 1.f);
+    in[3] = NAN;                            // pixel (0,0), channel 3: a vector lane, first window
+    in[36] = NAN;                           // pixel (0,0), channel 36: the tail, first window
+    in[(1 * p.in_w + 1) * 37 + 20] = NAN;   // pixel (1,1), channel 20, first window, not its first tap
     const auto got = run_max(p, in, 1);
-    test::check_close_simple(got.data(), want, 0.0, 0.0, "maxpool");  // exact: no arithmetic
-    CHECK(test::bitwise_equal(got.data(), run_max(p, in, 3).data(), got.size()));
+    for (int64_t c = 0; c < 37; ++c) {
+      INFO("channel ", c);
+      CHECK(std::isnan(got[static_cast<size_t>(c)]) == (c == 3 || c == 36 || c == 20));
+      CHECK_FALSE(std::isnan(got[static_cast<size_t>(37 + c)]));  // the second window has none
+    }
   }
 }
 

@@ -1,0 +1,420 @@
+// `winfer bench MODEL...|--zoo`: whole networks, each (model, conv) measured in a forked child
+// process of its own: load with random weights, create the session (init), one first run, then
+// at least --runs timed runs (more until --min-time seconds are covered), the per-layer times,
+// and the growth of the process's peak resident set over what it was before loading, next to
+// what the memory plan predicts. Table on stdout (or one JSON object per line with --json),
+// progress on stderr. The parent process runs no kernel: it forks, collects and prints.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/winfer/bench_model.h"
+#include "apps/winfer/format.h"
+#include "apps/winfer/process_memory.h"
+#include "bench/bench.h"  // engine_isa()
+#include "kernels/cpu/fma_probe.h"
+#include "kernels/cpu/gemm.h"
+#include "winfer/model.h"
+
+#ifndef WINFER_SOURCE_DIR
+#define WINFER_SOURCE_DIR ""
+#endif
+#ifndef WINFER_BUILD_TYPE
+#define WINFER_BUILD_TYPE "unknown"
+#endif
+
+namespace winfer::cli {
+
+using Json = nlohmann::ordered_json;
+
+const std::vector<std::string>& bench_zoo_models() {
+  static const std::vector<std::string> zoo = {"resnet18", "resnet50", "vgg16", "shufflenet_v2_x1_0"};
+  return zoo;
+}
+
+Result<std::string> resolve_model_path(const std::string& name) {
+  auto exists = [](const std::string& p) { return !p.empty() && ::access(p.c_str(), R_OK) == 0; };
+  if (exists(name)) return name;
+  const bool has_ext = name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0;
+  const std::string file = has_ext ? name : name + ".yaml";
+  if (name.find('/') == std::string::npos) {
+    for (const std::string& dir : {std::string("models/zoo/"), std::string(WINFER_SOURCE_DIR) + "/models/zoo/"}) {
+      if (exists(dir + file)) return dir + file;
+    }
+  }
+  return not_found("model '" + name + "': no such file, and no models/zoo/" + file +
+                   " (zoo: resnet18, resnet50, vgg16, shufflenet_v2_x1_0, ...)");
+}
+
+// ---- the device ------------------------------------------------------------------------------
+
+Status apply_device(const std::string& device, SessionOptions* options) {
+  const bool cuda_n = device.rfind("cuda:", 0) == 0 && device.size() > 5 &&
+                      device.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (device != "cpu" && device != "cuda" && device != "auto" && !cuda_n) {
+    return invalid_argument("--device '" + device + "': expected cpu, cuda, cuda:N or auto");
+  }
+  // The session itself accepts or refuses the device (e.g. no CUDA backend in this build, no
+  // GPU): its error reaches the user unchanged.
+  options->device = device;
+  return Status::Ok();
+}
+
+namespace {
+
+// ---- configuration ---------------------------------------------------------------------------
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The commit the source tree is at, read from .git without running git ("unknown" without it).
+std::string git_commit() {
+  const std::string git = std::string(WINFER_SOURCE_DIR) + "/.git";
+  std::string head = read_first_line(git + "/HEAD");
+  if (head.rfind("ref: ", 0) == 0) {
+    const std::string ref = head.substr(5);
+    std::string hash = read_first_line(git + "/" + ref);
+    if (hash.empty()) {  // packed refs: "<hash> <ref>" lines
+      std::ifstream packed(git + "/packed-refs");
+      for (std::string line; std::getline(packed, line);) {
+        if (line.size() > 41 && line.compare(41, std::string::npos, ref) == 0) hash = line.substr(0, 40);
+      }
+    }
+    head = hash;
+  }
+  return head.size() >= 12 ? head.substr(0, 12) : "unknown";
+}
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+std::string now_utc() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+double load_average() {
+  double load[1];
+  return getloadavg(load, 1) == 1 ? load[0] : -1;
+}
+
+// What describes the machine and build, measured by a child (the GEMM library is loaded there).
+Json config_json(const BenchArgs& args) {
+  const std::string gemm = gemm_backend_description();
+  Json c;
+  c["threads"] = args.threads;
+  c["isa"] = bench::engine_isa();
+  c["build_type"] = WINFER_BUILD_TYPE;
+  c["git_commit"] = git_commit();
+  c["gemm"] = gemm;
+  c["openblas_coretype"] = env_or("OPENBLAS_CORETYPE", "");
+  c["omp_wait_policy"] = env_or("OMP_WAIT_POLICY", "");
+  c["started_at"] = now_utc();
+  c["load_average"] = load_average();
+  return c;
+}
+
+// Nearest-rank percentile of unsorted values.
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q / 100.0 * double(v.size()))));
+  return v[std::min(rank, v.size()) - 1];
+}
+
+// ---- one measurement (in the child) ------------------------------------------------------------
+
+Json measure(const BenchArgs& args, const std::string& model_arg, const std::string& conv) {
+  Json r;
+  const std::optional<size_t> baseline = peak_resident_bytes();
+  r["model"] = model_arg;
+  r["device"] = args.device;
+  r["conv"] = conv;
+  r["threads"] = args.threads;
+  r["batch"] = args.batch;
+  auto fail_with = [&](const std::string& message) {
+    r["error"] = message;
+    return r;
+  };
+  auto path = resolve_model_path(model_arg);
+  if (!path.ok()) return fail_with(path.status().message());
+  r["path"] = path.value();
+
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  LoadOptions load;
+  load.random_weights_seed = args.seed;
+  auto t0 = Clock::now();
+  auto model = Model::load(path.value(), load);
+  if (!model.ok()) return fail_with(model.status().message());
+  const double load_ms = ms_since(t0);
+  const Model& m = *model.value();
+  r["model"] = m.name();
+  const int64_t declared = m.input_shape().n();
+  const int64_t batch = args.batch > 0 ? args.batch : declared;
+  r["batch"] = batch;
+
+  SessionOptions options;
+  options.conv_algorithm = conv;
+  options.threads = args.threads;
+  options.batch = batch;
+  const Status device = apply_device(args.device, &options);
+  if (!device.ok()) return fail_with(device.message());
+  t0 = Clock::now();
+  auto created = Session::create(model.value(), options);
+  if (!created.ok()) return fail_with(created.status().message());
+  Session& session = *created.value();
+  const double create_ms = ms_since(t0);
+  r["device"] = session.device();  // where it runs ("auto" resolved)
+  r["device_requested"] = args.device;
+
+  const Tensor input = random_tensor(session.input_shape(), 0);
+  std::vector<Tensor> outputs;
+  t0 = Clock::now();
+  Status run = session.run_into(input, &outputs);
+  if (!run.ok()) return fail_with(run.message());
+  const double first_ms = ms_since(t0);
+
+  std::vector<double> times;
+  std::vector<std::vector<double>> layer_times(session.last_timings().size());
+  const auto start = Clock::now();
+  while (static_cast<int>(times.size()) < args.runs ||
+         (ms_since(start) < args.min_time * 1e3 && times.size() < 1000)) {
+    t0 = Clock::now();
+    run = session.run_into(input, &outputs);
+    const double ms = ms_since(t0);
+    if (!run.ok()) return fail_with(run.message());
+    times.push_back(ms);
+    const auto& lt = session.last_timings();
+    for (size_t i = 0; i < lt.size() && i < layer_times.size(); ++i) layer_times[i].push_back(lt[i].milliseconds);
+  }
+  const std::optional<size_t> peak = peak_resident_bytes();
+
+  const MemoryReport& mem = session.memory_report();
+  const double flops = double(m.total_flops()) * double(batch) / double(declared);
+  const double med = median(times);
+  size_t io_bytes = size_t(input.numel()) * sizeof(float);
+  for (const Tensor& t : outputs) io_bytes += size_t(t.numel()) * sizeof(float);
+  const size_t expected = mem.weights_bytes + mem.session_weights_bytes + mem.arena_bytes + io_bytes;
+
+  r["init_ms"] = load_ms + create_ms;
+  r["load_ms"] = load_ms;
+  r["session_create_ms"] = create_ms;
+  r["first_ms"] = first_ms;
+  r["median_ms"] = med;
+  r["min_ms"] = *std::min_element(times.begin(), times.end());
+  r["p95_ms"] = percentile(times, 95);
+  r["max_ms"] = *std::max_element(times.begin(), times.end());
+  r["runs"] = times.size();
+  r["gflop"] = flops / 1e9;
+  r["gflops"] = flops / (med * 1e6);
+  r["planned_bytes"] = mem.packed_weights_bytes + mem.arena_bytes;
+  r["weights_bytes"] = mem.weights_bytes;
+  r["packed_weights_bytes"] = mem.packed_weights_bytes;
+  r["session_weights_bytes"] = mem.session_weights_bytes;
+  r["arena_bytes"] = mem.arena_bytes;
+  r["activations_lower_bound_bytes"] = mem.activations_lower_bound_bytes;
+  r["max_workspace_bytes"] = mem.max_workspace_bytes;
+  r["io_bytes"] = io_bytes;
+  r["expected_resident_bytes"] = expected;
+  if (baseline && peak) {
+    const size_t measured = *peak - std::min(*peak, *baseline);
+    r["measured_peak_bytes"] = measured;
+    r["beyond_weights_bytes"] = static_cast<int64_t>(measured) - static_cast<int64_t>(mem.weights_bytes);
+    r["measured_over_expected"] = double(measured) / double(expected);
+  } else {
+    r["measured_peak_bytes"] = nullptr;
+  }
+  r["config"] = config_json(args);  // its load_average: at the end of the timed runs
+
+  // Per-layer medians; kernels that are not the requested algorithm (depthwise, fallbacks) show
+  // in `kernel`.
+  std::map<std::string, int64_t> layer_flops;
+  for (const LayerInfo& l : m.layers()) layer_flops[l.name] = l.flops;
+  int fallbacks = 0;
+  Json layers = Json::array();
+  const auto& lt = session.last_timings();
+  for (size_t i = 0; i < lt.size(); ++i) {
+    const double lm = median(layer_times[i]);
+    const double lf = double(layer_flops.count(lt[i].name) ? layer_flops[lt[i].name] : 0) * double(batch) / double(declared);
+    if (lt[i].type == "conv2d" && lt[i].kernel.rfind("depthwise", 0) != 0 && lt[i].kernel.rfind(conv, 0) != 0) ++fallbacks;
+    if (!args.per_layer) continue;
+    layers.push_back(Json{{"name", lt[i].name},
+                          {"type", lt[i].type},
+                          {"kernel", lt[i].kernel},
+                          {"median_ms", lm},
+                          {"flops", lf},
+                          {"gflops", lm > 0 ? lf / (lm * 1e6) : 0.0}});
+  }
+  r["fallback_layers"] = fallbacks;
+  if (args.per_layer) {
+    r["peak_gflops"] = fma_peak_gflops(args.threads);
+    r["layers"] = layers;
+  }
+  return r;
+}
+
+// ---- output ----------------------------------------------------------------------------------
+
+std::string mib(const Json& v) {
+  if (!v.is_number()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v.get<double>() / double(1 << 20));
+  return buf;
+}
+
+void print_config(const Json& c) {
+  std::printf("threads %d, isa %s, build %s, commit %s\ngemm: %s\nOPENBLAS_CORETYPE=%s, OMP_WAIT_POLICY=%s, started %s, load average %.2f\n",
+              c.value("threads", 0), c.value("isa", "").c_str(), c.value("build_type", "").c_str(),
+              c.value("git_commit", "").c_str(), c.value("gemm", "").c_str(), c.value("openblas_coretype", "").c_str(),
+              c.value("omp_wait_policy", "(unset)").empty() ? "(unset)" : c.value("omp_wait_policy", "").c_str(),
+              c.value("started_at", "").c_str(), c.value("load_average", -1.0));
+}
+
+void print_table(const std::vector<Json>& results) {
+  for (const Json& r : results) {
+    if (r.contains("config")) {
+      print_config(r["config"]);
+      break;
+    }
+  }
+  std::printf("\n%-20s %-9s %5s %9s %9s %9s %9s %9s %9s %5s %8s %10s %10s %10s %8s\n", "model", "conv", "batch", "init ms",
+              "first ms", "median", "min", "p95", "max", "runs", "GFLOP/s", "planned", "expected", "measured", "meas/exp");
+  std::printf("%-20s %-9s %5s %9s %9s %9s %9s %9s %9s %5s %8s %10s %10s %10s %8s\n", "", "", "", "", "", "ms", "ms", "ms",
+              "ms", "", "", "MiB", "MiB", "MiB", "");
+  for (const Json& r : results) {
+    if (r.contains("error")) {
+      std::printf("%-20s %-9s error: %s\n", r.value("model", "").c_str(), r.value("conv", "").c_str(),
+                  r["error"].get<std::string>().c_str());
+      continue;
+    }
+    char ratio[16] = "-";
+    if (r.contains("measured_over_expected")) std::snprintf(ratio, sizeof ratio, "%.3f", r["measured_over_expected"].get<double>());
+    std::printf("%-20s %-9s %5lld %9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %5d %8.1f %10s %10s %10s %8s\n",
+                r["model"].get<std::string>().c_str(), r["conv"].get<std::string>().c_str(),
+                static_cast<long long>(r["batch"].get<int64_t>()), r["init_ms"].get<double>(), r["first_ms"].get<double>(),
+                r["median_ms"].get<double>(), r["min_ms"].get<double>(), r["p95_ms"].get<double>(), r["max_ms"].get<double>(),
+                r["runs"].get<int>(), r["gflops"].get<double>(), mib(r["planned_bytes"]).c_str(),
+                mib(r["expected_resident_bytes"]).c_str(), mib(r["measured_peak_bytes"]).c_str(), ratio);
+  }
+  std::printf(
+      "\ninit = load (random weights) + Session::create; first = the first run; median/min/p95/max over the timed runs.\n"
+      "planned = packed weights + arena (winfer plan's total); expected = weights as loaded + weights the session\n"
+      "packed + arena + input + output; measured = growth of the peak resident set (VmHWM) of a process of its own.\n");
+  for (const Json& r : results) {
+    if (!r.contains("layers")) continue;
+    const double total = r["median_ms"].get<double>();
+    std::printf("\n%s, conv %s, batch %lld: per-layer medians (peak %.1f GFLOP/s at %d thread(s))\n",
+                r["model"].get<std::string>().c_str(), r["conv"].get<std::string>().c_str(),
+                static_cast<long long>(r["batch"].get<int64_t>()), r.value("peak_gflops", 0.0), r.value("threads", 1));
+    std::printf("  %-36s %-18s %-26s %9s %6s %8s %7s\n", "layer", "op", "kernel", "ms", "%", "GFLOP/s", "% peak");
+    const double peak = r.value("peak_gflops", 0.0);
+    for (const Json& l : r["layers"]) {
+      const double ms = l["median_ms"].get<double>(), gf = l["gflops"].get<double>();
+      char gfs[16] = "", pk[16] = "";
+      if (gf > 0) std::snprintf(gfs, sizeof gfs, "%.1f", gf);
+      if (gf > 0 && peak > 0) std::snprintf(pk, sizeof pk, "%.0f%%", 100.0 * gf / peak);
+      std::printf("  %-36s %-18s %-26s %9.3f %5.1f%% %8s %7s\n", l["name"].get<std::string>().c_str(),
+                  l["type"].get<std::string>().c_str(), l["kernel"].get<std::string>().c_str(), ms,
+                  total > 0 ? 100.0 * ms / total : 0.0, gfs, pk);
+    }
+  }
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+}  // namespace
+
+int run_bench_models(const BenchArgs& args) {
+  std::vector<std::string> models = args.models;
+  if (args.zoo) models.insert(models.end(), bench_zoo_models().begin(), bench_zoo_models().end());
+  for (const std::string& m : models) {  // fail early on a wrong name, before any measurement
+    auto path = resolve_model_path(m);
+    if (!path.ok()) return fail(path.status());
+  }
+  {
+    SessionOptions probe;
+    const Status device = apply_device(args.device, &probe);
+    if (!device.ok() && device.code() == ErrorCode::kInvalidArgument) return fail(device);
+  }
+  std::vector<std::string> convs = split_commas(args.conv);
+  if (convs.empty()) convs.push_back(SessionOptions().conv_algorithm);
+  if (convs.size() == 1 && convs[0] == "all") convs = conv_algorithm_names(args.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu");
+  // The algorithms of the device's backend; where the list is empty (auto, or a build without
+  // CUDA) the session says what is wrong.
+  const std::vector<std::string> known = conv_algorithm_names(args.device.rfind("cuda", 0) == 0 ? "cuda" : args.device);
+  for (const std::string& c : convs) {
+    if (!known.empty() && std::find(known.begin(), known.end(), c) == known.end()) {
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      return fail(invalid_argument("--conv '" + c + "': not an engine algorithm (" + list +
+                                   "); the peer libraries run in the layer mode (--layers)"));
+    }
+  }
+
+  std::vector<Json> results;
+  int errors = 0;
+  for (const std::string& model : models) {
+    for (const std::string& conv : convs) {
+      std::cerr << "bench: " << model << ", conv " << conv << ", threads " << args.threads << ", device " << args.device
+                << (args.batch > 0 ? ", batch " + std::to_string(args.batch) : std::string()) << "\n";
+      std::string error;
+      const std::string text = run_in_child([&] { return measure(args, model, conv).dump(); }, &error);
+      Json r;
+      if (text.empty()) {
+        r = Json{{"model", model}, {"device", args.device}, {"conv", conv}, {"threads", args.threads},
+                 {"batch", args.batch}, {"error", error}};
+      } else {
+        r = Json::parse(text, nullptr, false);
+        if (r.is_discarded()) r = Json{{"model", model}, {"conv", conv}, {"error", "unreadable result"}};
+      }
+      if (r.contains("error")) {
+        ++errors;
+        std::cerr << "bench: " << model << ", conv " << conv << ": error: " << r["error"].get<std::string>() << "\n";
+      } else {
+        std::cerr << "bench: " << model << ", conv " << conv << ": median " << r["median_ms"].get<double>() << " ms over "
+                  << r["runs"].get<int>() << " runs\n";
+      }
+      if (args.json) {
+        std::printf("%s\n", r.dump().c_str());
+        std::fflush(stdout);
+      }
+      results.push_back(std::move(r));
+    }
+  }
+  if (!args.json) print_table(results);
+  if (errors > 0) {
+    if (results.size() == 1) return fail(unsupported(results[0]["error"].get<std::string>()));
+    return fail(internal_error(std::to_string(errors) + " of " + std::to_string(results.size()) + " measurement(s) failed (see above)"));
+  }
+  return 0;
+}
+
+}  // namespace winfer::cli

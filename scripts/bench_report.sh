@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Whole networks, winfer against PyTorch (eager and frozen) and, per conv layer, oneDNN and
+# XNNPACK, all in one run; then the tables of docs/PERFORMANCE.md and the plots in docs/bench/.
+#
+#   scripts/bench_report.sh [--build DIR] [--out DIR] [--threads "1 2"] [--quick] [--no-docs]
+#                           [--skip-peers] [--skip-batch8] [--skip-memory]
+#
+#   --build DIR   the winfer build (default build/; configured with the peers for the per-layer part)
+#   --out DIR     raw results (default BUILD/bench-report): JSON lines, logs, uptime
+#   --quick       few runs and small batches: checks the pipeline in a few minutes, numbers are noise
+#   --no-docs     write the markdown to OUT/report.md instead of docs/PERFORMANCE.md
+#
+# Run it on an otherwise idle machine: check `uptime` first (it is recorded before and after).
+# PyTorch runs through /usr/bin/python3 (Debian's python3-torch, python3-torchvision); without
+# them the PyTorch columns stay empty. Each measurement is a process of its own, so every peak
+# memory figure is that configuration's alone.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+command_line="scripts/bench_report.sh $*"
+build=build
+out=
+threads_list="1 2"
+quick=0
+docs=1
+peers=1
+batch8=1
+memory=1
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --threads) threads_list=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --no-docs) docs=0; shift ;;
+    --skip-peers) peers=0; shift ;;
+    --skip-batch8) batch8=0; shift ;;
+    --skip-memory) memory=0; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "bench_report: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+out=${out:-$build/bench-report}
+winfer=$build/bin/winfer
+[[ -x $winfer ]] || { echo "bench_report: $winfer not found (build first: scripts/build.sh)" >&2; exit 1; }
+python=/usr/bin/python3
+torch_ok=0
+if $python -c 'import torch, torchvision' 2>/dev/null; then torch_ok=1; else
+  echo "bench_report: $python cannot import torch and torchvision: PyTorch columns left empty" >&2; fi
+zoo=(resnet18 resnet50 vgg16 shufflenet_v2_x1_0)
+
+runs=20; min_time=0.25; runs_big=10; b_mem=16; b_e2e=32
+if ((quick)); then runs=3; min_time=0; runs_big=2; b_mem=2; b_e2e=2; fi
+
+mkdir -p "$out"
+rm -f "$out"/*.jsonl "$out"/peers-*.json
+echo "$command_line" > "$out/command.txt"
+uptime | tee "$out/uptime-before.txt"
+log=$out/progress.log
+: > "$log"
+
+engine() {  # engine FILE MODEL ARGS...: winfer bench MODEL ARGS --json >> FILE
+  local file=$1 model=$2; shift 2
+  "$winfer" bench "$model" --json "$@" >> "$out/$file" 2>> "$log" ||
+    echo "bench_report: winfer bench $model $* failed (see $log)" >&2
+}
+torch() {  # torch FILE MODEL ARGS...: one process per measurement
+  ((torch_ok)) || return 0
+  local file=$1 model=$2; shift 2
+  $python "$here/bench/tools/torch_bench.py" --model "$model" "$@" >> "$out/$file" 2>> "$log" ||
+    echo "bench_report: torch_bench $model $* failed (see $log)" >&2
+}
+
+# Model by model, so that the engine and PyTorch numbers of one network are taken minutes apart
+# at most (the load of a shared machine drifts).
+for t in $threads_list; do
+  echo "== batch 1, $t thread(s): winfer (im2win per layer; indirect, im2col), PyTorch eager and frozen" >&2
+  for m in "${zoo[@]}"; do
+    engine "latency-b1-t$t.jsonl" "$m" --threads "$t" --runs $runs --min-time $min_time --per-layer
+    torch "latency-b1-t$t.jsonl" "$m" --threads "$t" --batch 1 --runs $runs --min-time $min_time --mode frozen
+    torch "latency-b1-t$t.jsonl" "$m" --threads "$t" --batch 1 --runs $runs --min-time $min_time --mode eager
+    engine "latency-b1-t$t.jsonl" "$m" --threads "$t" --runs $runs --min-time $min_time --conv indirect,im2col
+  done
+done
+if ((batch8)); then
+  for t in $threads_list; do
+    echo "== batch 8, $t thread(s): winfer im2win, PyTorch frozen ($runs_big timed runs)" >&2
+    for m in "${zoo[@]}"; do
+      engine "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --min-time 0
+      torch "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --mode frozen
+    done
+  done
+fi
+if ((memory)); then
+  tm=${threads_list##* }
+  echo "== memory: batch $b_mem (winfer im2win, PyTorch eager), batch $b_e2e (im2win vs im2col); $tm thread(s)" >&2
+  for m in "${zoo[@]}"; do
+    engine "memory-b$b_mem.jsonl" "$m" --threads "$tm" --batch $b_mem --runs 1 --min-time 0
+    torch "memory-b$b_mem.jsonl" "$m" --threads "$tm" --batch $b_mem --runs 1 --warmup 0 --mode eager
+    engine "memory-b$b_e2e.jsonl" "$m" --threads "$tm" --batch $b_e2e --runs 1 --min-time 0 --conv im2win,im2col
+  done
+fi
+if ((peers)); then
+  convs=im2win,depthwise
+  for p in onednn xnnpack; do  # the peers built into this winfer
+    if "$winfer" bench --layers tiny --conv "$p" --runs 1 --min-time 0 --no-peak --no-verify >/dev/null 2>&1; then
+      convs=$convs,$p
+    fi
+  done
+  for t in $threads_list; do
+    echo "== conv layers, $t thread(s): $convs" >&2
+    for m in "${zoo[@]}"; do
+      "$winfer" bench --layers "$here/models/zoo/$m.yaml" --conv "$convs" --threads "$t" --runs $runs \
+        --min-time $([ $quick = 1 ] && echo 0 || echo 0.1) --json > "$out/peers-$m-t$t.json" 2>> "$log" ||
+        echo "bench_report: layer bench of $m failed (see $log)" >&2
+    done
+  done
+fi
+uptime | tee "$out/uptime-after.txt"
+
+if ((docs)); then
+  $python "$here/bench/tools/bench_report.py" "$out" --docs "$here/docs/PERFORMANCE.md" --plots "$here/docs/bench"
+else
+  $python "$here/bench/tools/bench_report.py" "$out" --plots "$out/plots" --plots-link plots > "$out/report.md"
+  echo "bench_report: wrote $out/report.md and $out/plots/" >&2
+fi
