@@ -5,12 +5,8 @@
 // the growth of its peak resident set (VmHWM) over the baseline it started with. Separate
 // processes keep the high-water marks of the algorithms apart, and the parent runs no kernel
 // (no OpenMP or BLAS threads exist when it forks).
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -20,6 +16,7 @@
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
 #include "apps/winfer/plan_report.h"
+#include "apps/winfer/process_memory.h"
 #include "winfer/model.h"
 #include "winfer/session.h"
 
@@ -71,14 +68,6 @@ Result<std::vector<std::string>> algorithm_list(const std::string& conv) {
 
 // ---- the measurement (in the child) ------------------------------------------------------------
 
-// Peak resident set size of this process so far (VmHWM), or nullopt where /proc is missing.
-std::optional<size_t> peak_resident_bytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return static_cast<size_t>(std::stoull(line.substr(6))) * 1024;
-  }
-  return std::nullopt;
-}
 
 Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, ModelFacts* facts) {
   LoadOptions options;
@@ -249,80 +238,30 @@ void parse(const std::string& text, PlanColumn* c, ModelFacts* f) {
   }
 }
 
-bool write_all(int fd, const std::string& text) {
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-std::string read_all(int fd) {
-  std::string text;
-  char buffer[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  return text;
-}
-
 // Evaluates one algorithm in a forked child (in this process if fork is not possible, then
 // without a measurement: the high-water mark would include whatever ran before).
 PlanColumn evaluate_in_child(const PlanArgs& args, const std::string& conv, ModelFacts* facts) {
-  int fds[2];
-  std::fflush(nullptr);
-  pid_t pid = -1;
-  if (::pipe(fds) == 0) {
-    pid = ::fork();
-    if (pid < 0) {
-      ::close(fds[0]);
-      ::close(fds[1]);
-    }
-  }
-  if (pid < 0) {
-    PlanArgs unmeasured = args;
-    unmeasured.measure = false;
-    PlanColumn column = evaluate(unmeasured, conv, std::nullopt, facts);
-    if (args.measure) column.measure_note = "not measured (could not fork a process)";
-    return column;
-  }
-  if (pid == 0) {  // child: report and leave without running the parent's exit handlers
-    ::close(fds[0]);
-    ModelFacts child_facts;
-    int code = 0;
-    try {
-      const PlanColumn column = evaluate(args, conv, peak_resident_bytes(), &child_facts);
-      code = write_all(fds[1], serialize(column, child_facts)) ? 0 : 3;
-    } catch (const std::exception&) {
-      code = 4;
-    }
-    ::_exit(code);
-  }
-  ::close(fds[1]);
-  const std::string text = read_all(fds[0]);
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  std::string error;
+  const std::string text = run_in_child(
+      [&] {
+        ModelFacts child_facts;
+        return serialize(evaluate(args, conv, peak_resident_bytes(), &child_facts), child_facts);
+      },
+      &error);
   PlanColumn column;
   column.conv = conv;
-  parse(text, &column, facts);
-  if (WIFSIGNALED(status)) {
-    column = PlanColumn();
-    column.conv = conv;
-    column.error = std::string("the process evaluating it was killed by signal ") + std::to_string(WTERMSIG(status)) +
-                   (WTERMSIG(status) == SIGKILL ? " (out of memory?)" : "");
-  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
-    column = PlanColumn();
-    column.conv = conv;
-    column.error = "the process evaluating it failed (exit status " + std::to_string(WEXITSTATUS(status)) +
-                   "; out of memory?)";
+  if (error.rfind("cannot ", 0) == 0) {  // no child process: evaluate here, unmeasured
+    PlanArgs unmeasured = args;
+    unmeasured.measure = false;
+    column = evaluate(unmeasured, conv, std::nullopt, facts);
+    if (args.measure) column.measure_note = "not measured (" + error + ")";
+    return column;
   }
+  if (!error.empty()) {
+    column.error = error;
+    return column;
+  }
+  parse(text, &column, facts);
   return column;
 }
 

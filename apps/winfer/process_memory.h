@@ -1,5 +1,5 @@
 // Process memory measurement and fork-per-measurement helpers shared by `winfer bench MODEL`
-// (and usable by `winfer plan`, which has its own copy of peak_resident_bytes()).
+// and `winfer plan`.
 //
 // A measurement runs in a forked child: the child's peak resident set (VmHWM) starts from the
 // parent's small footprint, so its growth over the value read at the child's start is what the

@@ -1,42 +1,15 @@
 // winfer bench --layers SET --device cuda (bench/cuda/): without a CUDA device (or without the
 // CUDA backend) a clear "no CUDA device: <reason>" and exit status 1; with one, the side-by-side
 // table. Whichever this machine is, the test checks that branch: it skips nothing.
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
 
 #include "bench/cuda/cuda_bench.h"
 #include "bench/layer_set.h"
+#include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
 
 using namespace winfer_test;
-
-namespace {
-
-struct BenchCli {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-BenchCli run_winfer(const std::string& args) {
-  TempDir dir;
-  const std::string err = dir.file("stderr.txt");
-  const std::string command = std::string(WINFER_BINARY_DIR) + "/bin/winfer " + args + " 2>" + err;
-  BenchCli result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = read_bytes(err);
-  return result;
-}
-
-}  // namespace
 
 TEST_CASE("bench cuda: the layer bench runs on the device or says there is no CUDA device") {
   auto set = winfer::bench::load_layer_set("paper12");
@@ -76,18 +49,18 @@ TEST_CASE("bench cuda: the layer bench runs on the device or says there is no CU
 }
 
 TEST_CASE("bench cuda: winfer bench --device cuda --layers paper12 exits 1 with the reason when there is no device") {
-  const BenchCli r = run_winfer("bench --device cuda --layers paper12 --filter conv12 --batch 1 --runs 2 --conv im2win");
-  INFO("stdout: ", r.out, "\nstderr: ", r.err);
-  if (r.err.find("no CUDA device: ") != std::string::npos) {
+  const CommandResult r = run_cli("bench --device cuda --layers paper12 --filter conv12 --batch 1 --runs 2 --conv im2win");
+  INFO("stdout: ", r.stdout_text, "\nstderr: ", r.stderr_text);
+  if (r.stderr_text.find("no CUDA device: ") != std::string::npos) {
     CHECK(r.exit_code == 1);
-    CHECK(r.out.empty());
+    CHECK(r.stdout_text.empty());
   } else {
     CHECK(r.exit_code == 0);  // a GPU machine: the table
-    CHECK(r.out.find("conv12") != std::string::npos);
-    CHECK(r.out.find("im2win") != std::string::npos);
+    CHECK(r.stdout_text.find("conv12") != std::string::npos);
+    CHECK(r.stdout_text.find("im2win") != std::string::npos);
   }
   // A layer-mode device that is not cpu or cuda[:N] is an error on every machine.
-  const BenchCli bad = run_winfer("bench --device tpu --layers paper12 --filter conv12 --batch 1");
+  const CommandResult bad = run_cli("bench --device tpu --layers paper12 --filter conv12 --batch 1");
   CHECK(bad.exit_code == 1);
 }
 

@@ -1,11 +1,10 @@
 // `winfer bench MODEL...|--zoo` (whole networks): the JSON fields and their consistency, the
 // text table, and the errors for bad arguments. Functional only: no assertion on how fast
 // anything is (the machine may be busy), only on what must hold whatever the timings.
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
 
 using namespace winfer_test;
@@ -13,25 +12,8 @@ using Json = nlohmann::json;
 
 namespace {
 
-struct Cli {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-Cli bench(const std::string& args) {
-  TempDir dir;
-  const std::string err = dir.file("stderr.txt");
-  const std::string command = std::string(WINFER_BINARY_DIR) + "/bin/winfer bench " + args + " 2>" + err;
-  Cli result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = read_bytes(err);
-  return result;
+CommandResult bench(const std::string& args) {
+  return run_cli("bench " + args);
 }
 
 // One JSON object per line of stdout.
@@ -79,10 +61,10 @@ void check_result_fields(const Json& r) {
 }  // namespace
 
 TEST_CASE("bench model: --json prints one object with the documented fields") {
-  const Cli r = bench(kTiny + kQuick + " --json");
-  INFO(r.err);
+  const CommandResult r = bench(kTiny + kQuick + " --json");
+  INFO(r.stderr_text);
   REQUIRE(r.exit_code == 0);
-  const std::vector<Json> lines = json_lines(r.out);
+  const std::vector<Json> lines = json_lines(r.stdout_text);
   REQUIRE(lines.size() == 1);
   check_result_fields(lines[0]);
   CHECK(lines[0]["model"] == "tiny_net");
@@ -93,10 +75,10 @@ TEST_CASE("bench model: --json prints one object with the documented fields") {
 }
 
 TEST_CASE("bench model: several algorithms, batch, threads and --per-layer") {
-  const Cli r = bench(kTiny + kQuick + " --conv im2col,direct --batch 3 --threads 2 --per-layer --json");
-  INFO(r.err);
+  const CommandResult r = bench(kTiny + kQuick + " --conv im2col,direct --batch 3 --threads 2 --per-layer --json");
+  INFO(r.stderr_text);
   REQUIRE(r.exit_code == 0);
-  const std::vector<Json> lines = json_lines(r.out);
+  const std::vector<Json> lines = json_lines(r.stdout_text);
   REQUIRE(lines.size() == 2);
   CHECK(lines[0]["conv"] == "im2col");
   CHECK(lines[1]["conv"] == "direct");
@@ -117,16 +99,16 @@ TEST_CASE("bench model: several algorithms, batch, threads and --per-layer") {
 }
 
 TEST_CASE("bench model: text table and zoo names") {
-  const Cli r = bench("shufflenet_v2_x0_5 --runs 1 --min-time 0 --per-layer");
-  INFO(r.err);
+  const CommandResult r = bench("shufflenet_v2_x0_5 --runs 1 --min-time 0 --per-layer");
+  INFO(r.stderr_text);
   REQUIRE(r.exit_code == 0);
-  CHECK(contains(r.out, "isa "));
-  CHECK(contains(r.out, "commit "));
-  CHECK(contains(r.out, "shufflenet_v2_x0_5"));
-  CHECK(contains(r.out, "median"));
-  CHECK(contains(r.out, "measured"));
-  CHECK(contains(r.out, "per-layer medians"));
-  CHECK(contains(r.out, "depthwise"));  // the kernel column of the per-layer table
+  CHECK(contains(r.stdout_text, "isa "));
+  CHECK(contains(r.stdout_text, "commit "));
+  CHECK(contains(r.stdout_text, "shufflenet_v2_x0_5"));
+  CHECK(contains(r.stdout_text, "median"));
+  CHECK(contains(r.stdout_text, "measured"));
+  CHECK(contains(r.stdout_text, "per-layer medians"));
+  CHECK(contains(r.stdout_text, "depthwise"));  // the kernel column of the per-layer table
 }
 
 TEST_CASE("bench model: bad arguments are refused with a message") {
@@ -145,27 +127,27 @@ TEST_CASE("bench model: bad arguments are refused with a message") {
   };
   for (const Case& c : cases) {
     INFO(c.args);
-    const Cli r = bench(c.args);
-    INFO(r.err);
+    const CommandResult r = bench(c.args);
+    INFO(r.stderr_text);
     CHECK(r.exit_code == 1);
-    CHECK(contains(r.err, "error:"));
-    CHECK(contains(r.err, c.message));
-    CHECK(r.out.empty());
+    CHECK(contains(r.stderr_text, "error:"));
+    CHECK(contains(r.stderr_text, c.message));
+    CHECK(r.stdout_text.empty());
   }
 }
 
 TEST_CASE("bench model: --device cuda runs or reports the session's error") {
   // Where whole networks cannot run on CUDA (this build, or no GPU) the command fails with an
   // error message and prints no result; where they can, the result names the device.
-  const Cli r = bench(kTiny + kQuick + " --device cuda --json");
-  INFO(r.err);
+  const CommandResult r = bench(kTiny + kQuick + " --device cuda --json");
+  INFO(r.stderr_text);
   if (r.exit_code == 0) {
-    const std::vector<Json> lines = json_lines(r.out);
+    const std::vector<Json> lines = json_lines(r.stdout_text);
     REQUIRE(lines.size() == 1);
     CHECK(lines[0]["device"].get<std::string>().rfind("cuda", 0) == 0);  // cuda:N
   } else {
     CHECK(r.exit_code == 1);
-    CHECK(contains(r.err, "error:"));
-    CHECK(contains(r.err, "cuda"));
+    CHECK(contains(r.stderr_text, "error:"));
+    CHECK(contains(r.stderr_text, "cuda"));
   }
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "bench/bench.h"
+#include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
 #include "kernels/cpu/fma_probe.h"
 
@@ -32,16 +33,9 @@ LayerSet tiny_set() {
 }
 
 std::string run_cli_stdout(const std::string& args, int* exit_code) {
-  const std::string command = std::string(WINFER_BINARY_DIR) + "/bin/winfer " + args + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  const CommandResult r = run_cli(args);
+  *exit_code = r.exit_code;
+  return r.stdout_text;
 }
 
 }  // namespace

@@ -1,37 +1,10 @@
 // The winfer command line: exit codes, stdout/stderr split, and files it writes.
-#include <array>
-#include <cstdio>
-
+#include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
 #include "engine/src/session_impl.h"
 
 using namespace winfer_test;
 
-namespace {
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string stdout_text;
-  std::string stderr_text;
-};
-
-CommandResult run_cli(const std::string& args) {
-  TempDir dir;
-  const std::string err = dir.file("stderr.txt");
-  const std::string command = std::string(WINFER_BINARY_DIR) + "/bin/winfer " + args + " 2>" + err;
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.stdout_text.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.stderr_text = read_bytes(err);
-  return result;
-}
-
-}  // namespace
 
 TEST_CASE("cli: info prints layers, fusion, params and FLOPs") {
   const CommandResult r = run_cli("info " + repo_path("models/examples/tiny_net.yaml"));

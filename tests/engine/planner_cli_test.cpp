@@ -2,60 +2,42 @@
 // algorithms that do not exist and models without weights.
 #include <nlohmann/json.hpp>
 
-#include <array>
-#include <cstdio>
 
+#include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
 
 using namespace winfer_test;
 
 namespace {
 
-struct PlanOutput {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-PlanOutput run_plan(const std::string& args) {
-  TempDir dir;
-  const std::string err = dir.file("stderr.txt");
-  const std::string command = std::string(WINFER_BINARY_DIR) + "/bin/winfer plan " + args + " 2>" + err;
-  PlanOutput result;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = read_bytes(err);
-  return result;
+CommandResult run_plan(const std::string& args) {
+  return run_cli("plan " + args);
 }
 
 }  // namespace
 
 TEST_CASE("cli plan: the side-by-side table with a measured run and the saving") {
-  const PlanOutput r = run_plan(repo_path("models/examples/tiny_net.yaml") + " --conv im2col,direct --batch 2");
-  INFO(r.out << r.err);
+  const CommandResult r = run_plan(repo_path("models/examples/tiny_net.yaml") + " --conv im2col,direct --batch 2");
+  INFO(r.stdout_text << r.stderr_text);
   REQUIRE(r.exit_code == 0);
   for (const char* row : {"weights, as loaded", "weights, packed for the algorithm", "activations, no reuse (sum)",
                           "activations, lower bound (max live)", "planned arena", "largest conv workspace",
                           "total = packed weights + arena", "measured peak resident (VmHWM)"}) {
-    CHECK(contains(r.out, row));
+    CHECK(contains(r.stdout_text, row));
   }
-  CHECK(contains(r.out, "batch 2"));
-  CHECK(contains(r.out, "im2col"));
-  CHECK(contains(r.out, "direct"));
-  CHECK(contains(r.out, "total memory than direct"));
-  CHECK_FALSE(contains(r.out, "n/a"));
-  CHECK_FALSE(contains(r.out, "not measured"));
+  CHECK(contains(r.stdout_text, "batch 2"));
+  CHECK(contains(r.stdout_text, "im2col"));
+  CHECK(contains(r.stdout_text, "direct"));
+  CHECK(contains(r.stdout_text, "total memory than direct"));
+  CHECK_FALSE(contains(r.stdout_text, "n/a"));
+  CHECK_FALSE(contains(r.stdout_text, "not measured"));
 }
 
 TEST_CASE("cli plan: --json gives one object - an unknown algorithm is reported, not zeros") {
-  const PlanOutput r = run_plan(repo_path("models/examples/tiny_net.yaml") + " --json --conv im2col,no_such_algorithm,direct");
-  INFO(r.out << r.err);
+  const CommandResult r = run_plan(repo_path("models/examples/tiny_net.yaml") + " --json --conv im2col,no_such_algorithm,direct");
+  INFO(r.stdout_text << r.stderr_text);
   REQUIRE(r.exit_code == 0);
-  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
   CHECK(j["model"] == "tiny_net");
   CHECK(j["batch"] == 1);
   REQUIRE(j["algorithms"].size() == 3);
@@ -83,12 +65,12 @@ TEST_CASE("cli plan: --json gives one object - an unknown algorithm is reported,
 TEST_CASE("cli plan: a zoo model without weights gets random ones and says so - --svg draws the arena") {
   TempDir dir;
   const std::string svg = dir.file("plan.svg");
-  const PlanOutput r = run_plan(repo_path("models/zoo/resnet18.yaml") + " --no-measure --conv all --svg " + svg);
-  INFO(r.out << r.err);
+  const CommandResult r = run_plan(repo_path("models/zoo/resnet18.yaml") + " --no-measure --conv all --svg " + svg);
+  INFO(r.stdout_text << r.stderr_text);
   REQUIRE(r.exit_code == 0);
-  CHECK(contains(r.out, "random(seed=1)"));
-  CHECK(contains(r.err, "names no weights"));
-  CHECK(contains(r.out, "not measured (--no-measure)"));
+  CHECK(contains(r.stdout_text, "random(seed=1)"));
+  CHECK(contains(r.stderr_text, "names no weights"));
+  CHECK(contains(r.stdout_text, "not measured (--no-measure)"));
   const std::string picture = read_bytes(svg);
   CHECK(picture.rfind("<svg", 0) == 0);
   CHECK(contains(picture, "</svg>"));
@@ -99,10 +81,10 @@ TEST_CASE("cli plan: a zoo model without weights gets random ones and says so - 
 }
 
 TEST_CASE("cli plan: errors exit with status 1") {
-  const PlanOutput missing = run_plan(repo_path("models/zoo/no_such_model.yaml"));
+  const CommandResult missing = run_plan(repo_path("models/zoo/no_such_model.yaml"));
   CHECK(missing.exit_code == 1);
-  CHECK(contains(missing.err, "error: "));
-  const PlanOutput empty = run_plan(repo_path("models/examples/tiny_net.yaml") + " --conv im2col,,direct");
+  CHECK(contains(missing.stderr_text, "error: "));
+  const CommandResult empty = run_plan(repo_path("models/examples/tiny_net.yaml") + " --conv im2col,,direct");
   CHECK(empty.exit_code == 1);
-  CHECK(contains(empty.err, "empty algorithm name"));
+  CHECK(contains(empty.stderr_text, "empty algorithm name"));
 }
