@@ -49,7 +49,9 @@ run_one() {
   local extra=()
   [[ -f "$root/tests/fuzz/$t.dict" ]] && extra+=("-dict=$root/tests/fuzz/$t.dict")
   # New inputs go to the first folder (the build's); the committed seeds are only read.
+  # A fixed seed (WINFER_FUZZ_SEED, default 1) makes a CI run repeatable up to where its time ran out.
   "$build/bin/fuzz_$t" "$work" "$root/tests/fuzz/corpus/$t" -max_total_time="$seconds" -print_final_stats=1 \
+    -seed="${WINFER_FUZZ_SEED:-1}" \
     -timeout=10 -rss_limit_mb=2048 -max_len=16384 -artifact_prefix="$findings/" "${extra[@]}" >"$log" 2>&1
 }
 

@@ -12,24 +12,7 @@
 
 #include "core/file_io.h"
 
-// stb_image's implementation lives in this translation unit only. Files are read by winfer
-// (clear errors for missing or unreadable files), so stb's stdio functions are left out; its
-// own dimension limit is set to ours as a second line of defence.
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_NO_STDIO
-#define STBI_FAILURE_USERMSG
-#define STBI_MAX_DIMENSIONS 32768
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-#endif
-#include <stb/stb_image.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "engine/src/stb_image_config.h"
 
 namespace winfer {
 
