@@ -135,22 +135,19 @@ class ModelLoader {
       return invalid_argument("model file '" + path_ + "' is " + std::to_string(bytes) + " bytes, more than the limit of " +
                               std::to_string(kMaxModelFileBytes) + " (64 MiB); put large weights in a safetensors file");
     }
-    try {
-      *root = YAML::LoadFile(path_);
-    } catch (const YAML::Exception& e) {
-      const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
-      return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) +
-                         ": YAML syntax error: " + e.msg);
-    }
-    if (!root->IsMap()) return parse_error(path_ + ": expected a YAML mapping with 'format', 'input' and 'layers'");
-    model_->path_ = path_;
-    model_->graph_.reset(new Graph());
-    return Status::Ok();
+    return parse_yaml([&] { return YAML::LoadFile(path_); }, root);
   }
 
   Status read_text(YAML::Node* root) {
+    return parse_yaml([&] { return YAML::Load(*yaml_text_); }, root);
+  }
+
+  // Parses the model's YAML (from the file or from memory) into *root; a syntax error names
+  // path_ and the line.
+  template <typename LoadYaml>
+  Status parse_yaml(LoadYaml load, YAML::Node* root) {
     try {
-      *root = YAML::Load(*yaml_text_);
+      *root = load();
     } catch (const YAML::Exception& e) {
       const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
       return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) +
