@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/conv_test_util.h"
 #include "../kernels/reference.h"
 #include "../kernels/test_util.h"
 #include "cuda_test_util.h"
@@ -17,34 +18,13 @@ namespace {
 
 using test::DeviceArray;
 
-// Fluent ConvParams: Conv(n, c, h, w, co).k(3, 3).s(2, 2).pad(1).d(2, 2).g(4)
-struct Conv {
-  ConvParams p;
-  Conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t co) {
-    p.batch = n;
-    p.in_channels = c;
-    p.in_h = h;
-    p.in_w = w;
-    p.out_channels = co;
-  }
-  Conv& k(int64_t kh, int64_t kw) { p.kernel_h = kh; p.kernel_w = kw; return *this; }
-  Conv& s(int64_t sh, int64_t sw) { p.stride_h = sh; p.stride_w = sw; return *this; }
-  Conv& pad(int64_t top, int64_t left, int64_t bottom, int64_t right) {
-    p.pad_top = top; p.pad_left = left; p.pad_bottom = bottom; p.pad_right = right;
-    return *this;
-  }
-  Conv& pad(int64_t all) { return pad(all, all, all, all); }
-  Conv& d(int64_t dh, int64_t dw) { p.dilation_h = dh; p.dilation_w = dw; return *this; }
-  Conv& g(int64_t groups) { p.groups = groups; return *this; }
-};
-
-struct ConvCase {
-  ConvParams p;
-  bool bias;
-  Activation act;
-};
-
-constexpr Activation kNone = Activation::kNone, kRelu = Activation::kRelu, kRelu6 = Activation::kRelu6;
+// The CPU convolution tests' shape builder and case type (tests/kernels/conv_test_util.h).
+using test::Conv;
+using test::ConvCase;
+using test::describe;
+using test::kNone;
+using test::kRelu;
+using test::kRelu6;
 
 // Small shapes (the emulator runs every GPU thread as a fiber) that still reach every edge of the
 // tiled im2win GEMM (64 pixels x 64 channels x 8 taps per tile): M, N and K that are not
@@ -82,10 +62,6 @@ std::vector<ConvCase> conv_cases() {
       {Conv(1, 19, 13, 11, 19).k(3, 3).pad(2).d(2, 2).g(19).p, true, kNone},
       {Conv(3, 3, 8, 6, 3).k(3, 2).s(1, 2).pad(0, 1, 2, 0).g(3).p, false, kRelu},
   };
-}
-
-std::string describe(const ConvCase& c) {
-  return c.p.to_string() + (c.bias ? " bias" : " nobias") + " act=" + activation_name(c.act);
 }
 
 struct ConvData {
