@@ -12,9 +12,14 @@ beyond_weights_bytes, plus torch's version and its oneDNN (mkldnn) flag.
 
 - eager: `model.eval()` under `torch.inference_mode()`.
 - frozen: `torch.jit.freeze(torch.jit.script(model.eval()))` (batch norm folded into the
-  convolutions), run under `torch.inference_mode()`. TorchScript's profiling executor
-  specialises the graph during the first calls, so `--warmup` calls (default 3) follow the
-  first one before timing, for both modes.
+  convolutions), run under `torch.inference_mode()`.
+- optimized: `torch.jit.optimize_for_inference(torch.jit.script(model.eval()))`: frozen, plus
+  PyTorch's inference passes (convolutions on oneDNN's blocked layout, conv+add+relu fusion).
+  TorchScript's profiling executor specialises the graph during the first calls, so `--warmup`
+  calls (default 3) follow the first one before timing, for every mode.
+- OpenBLAS: Debian's OpenBLAS 0.3.21 does not recognise newer x86 cores and falls back to a
+  slow SSE3 kernel; as winfer does, OPENBLAS_CORETYPE is set (SkylakeX with AVX-512, Haswell
+  with AVX2) unless the environment sets it, before torch loads its BLAS.
 - init_ms: building the model with random weights (torchvision's own initialisation), plus
   scripting and freezing for `frozen`; first_ms: the first call.
 - measured_peak_bytes: growth of the process's peak resident set (VmHWM) from just after
@@ -37,6 +42,21 @@ def vm_hwm_bytes():
     return None
 
 
+def set_openblas_coretype():
+    """OPENBLAS_CORETYPE for this CPU unless set (the same rule as winfer's gemm.cpp)."""
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        return
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return
+    if "avx512f" in flags:
+        os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+    elif "avx2" in flags and "fma" in flags:
+        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+
+
 def percentile(values, q):
     """Nearest-rank percentile (the same definition as winfer bench)."""
     s = sorted(values)
@@ -47,7 +67,7 @@ def percentile(values, q):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="torchvision model name, e.g. resnet18")
-    ap.add_argument("--mode", choices=["eager", "frozen"], default="eager")
+    ap.add_argument("--mode", choices=["eager", "frozen", "optimized"], default="eager")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--size", type=int, default=224, help="input height and width")
@@ -58,6 +78,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
 
+    set_openblas_coretype()
     import torch
     import torchvision
 
@@ -75,6 +96,8 @@ def main():
     weights_bytes += sum(t.numel() * t.element_size() for t in model.buffers())
     if args.mode == "frozen":
         model = torch.jit.freeze(torch.jit.script(model))
+    elif args.mode == "optimized":
+        model = torch.jit.optimize_for_inference(torch.jit.script(model))
     init_ms = (time.perf_counter() - t0) * 1e3
 
     x = torch.rand(args.batch, 3, args.size, args.size)
@@ -111,6 +134,7 @@ def main():
         "measured_peak_bytes": measured,
         "beyond_weights_bytes": None if measured is None else measured - weights_bytes,
         "torch_version": torch.__version__,
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
         "mkldnn": bool(torch.backends.mkldnn.is_available()),
         "load_average": os.getloadavg()[0],
     }
