@@ -4,11 +4,14 @@
 #include <cstring>
 
 #include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/conv_pool.h"
 #include "layers/activation.h"
 #include "layers/batchnorm2d.h"
+#include "layers/maxpool2d.h"
 
 #if defined(WINFER_WITH_CUDA)
 #include "kernels/cuda/conv_algorithm.h"
+#include "kernels/cuda/pooling.h"
 #endif
 
 namespace winfer {
@@ -16,36 +19,65 @@ namespace {
 
 class ConvKernel : public Kernel {
  public:
-  ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op,
-             std::string note)
-      : algorithm_(algorithm), params_(params), bias_(op.bias()), activation_(op.activation()),
-        note_(std::move(note)) {
-    const size_t floats = (algorithm->packed_weight_bytes(params) + sizeof(float) - 1) / sizeof(float);
-    packed_ = Tensor::allocate(Shape{static_cast<int64_t>(floats)});
-    algorithm->pack_weights(params, op.weight().data(), packed_.data());
+  // `packed` holds the weights in the algorithm's layout: the model's copy (packed at load,
+  // shared with every session using this algorithm) or one packed for this kernel (`owned`).
+  // With `pool`, the output is the max-pooled convolution, computed band by band.
+  ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op, Tensor packed,
+             bool owned, std::optional<ConvPool> pool, std::string note)
+      : algorithm_(algorithm), params_(params), packed_(std::move(packed)), owned_(owned), bias_(op.bias()),
+        activation_(op.activation()), pool_(std::move(pool)), note_(std::move(note)) {}
+  size_t workspace_bytes() const override {
+    return pool_ ? pool_->workspace_bytes() : algorithm_->workspace_bytes(params_);
   }
-  size_t workspace_bytes() const override { return algorithm_->workspace_bytes(params_); }
-  size_t owned_weight_bytes() const override { return algorithm_->packed_weight_bytes(params_); }
-  size_t shared_weight_bytes() const override { return bias_.bytes(); }
+  size_t owned_weight_bytes() const override { return owned_ ? packed_.bytes() : 0; }
+  size_t shared_weight_bytes() const override { return bias_.bytes() + (owned_ ? 0 : packed_.bytes()); }
   std::string describe() const override {
     std::string s = algorithm_->name();
+    if (pool_) s += " + maxpool";
     if (!note_.empty()) s += " (" + note_ + ")";
     return s;
   }
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
            int threads) const override {
-    algorithm_->run(params_, in[0]->data(), packed_.data(), bias_.empty() ? nullptr : bias_.data(),
-                    out[0]->data(), workspace, activation_, threads);
+    const float* bias = bias_.empty() ? nullptr : bias_.data();
+    if (pool_) {
+      pool_->run(in[0]->data(), packed_.data(), bias, out[0]->data(), workspace, activation_, threads);
+    } else {
+      algorithm_->run(params_, in[0]->data(), packed_.data(), bias, out[0]->data(), workspace, activation_, threads);
+    }
   }
 
  private:
   const ConvAlgorithm* algorithm_;
   ConvParams params_;
   Tensor packed_;
+  bool owned_;
   Tensor bias_;  // shares the op's storage
   Activation activation_;
+  std::optional<ConvPool> pool_;
   std::string note_;
 };
+
+// The algorithm a layer with params `p` runs when the session asks for `requested`: depthwise
+// layers always take "depthwise", layers `requested` cannot do take "direct" (and `note` says
+// why). Null if none supports p.
+const ConvAlgorithm* choose_algorithm(const ConvParams& p, const ConvAlgorithm* requested, std::string* note) {
+  const ConvAlgorithm* algorithm = requested;
+  if (p.is_depthwise()) {
+    algorithm = find_conv_algorithm("depthwise");
+  } else if (!algorithm->supports(p)) {
+    *note = std::string(requested->name()) + " does not support " + p.to_string();
+    algorithm = find_conv_algorithm("direct");
+  }
+  return algorithm != nullptr && algorithm->supports(p) ? algorithm : nullptr;
+}
+
+Tensor pack_for(const ConvAlgorithm& algorithm, const ConvParams& p, const float* weight_oihw) {
+  const size_t floats = (algorithm.packed_weight_bytes(p) + sizeof(float) - 1) / sizeof(float);
+  Tensor packed = Tensor::allocate(Shape{static_cast<int64_t>(floats)});
+  algorithm.pack_weights(p, weight_oihw, packed.data());
+  return packed;
+}
 
 #if defined(WINFER_WITH_CUDA)
 // The CUDA convolution: weights packed for the algorithm and uploaded once per model, device
@@ -53,29 +85,48 @@ class ConvKernel : public Kernel {
 // params before its workspace is asked (cuDNN picks its fastest algorithm there).
 class ConvCudaKernel : public CudaKernel {
  public:
+  // With `pool`, the convolution goes to the workspace first and is max-pooled from there into
+  // the output (the CPU computes it band by band; here the whole output is one band).
   ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed,
-                 const float* bias, Activation activation, size_t weight_bytes, std::string note)
+                 const float* bias, Activation activation, size_t weight_bytes, std::optional<PoolParams> pool,
+                 std::string note)
       : algorithm_(algorithm), params_(params), packed_(packed), bias_(bias), activation_(activation),
-        weight_bytes_(weight_bytes), note_(std::move(note)) {}
-  size_t workspace_bytes() const override { return algorithm_->workspace_bytes(params_); }
+        weight_bytes_(weight_bytes), pool_(pool), note_(std::move(note)) {}
+  size_t workspace_bytes() const override { return conv_output_bytes() + algorithm_->workspace_bytes(params_); }
   size_t weight_bytes() const override { return weight_bytes_; }
   std::string describe() const override {
     std::string s = algorithm_->name();
+    if (pool_) s += " + maxpool";
     if (!note_.empty()) s += " (" + note_ + ")";
     return s;
   }
   cuda::Status run(const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out,
                    void* workspace) const override {
-    return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
+    if (!pool_) return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
+    float* conv_out = static_cast<float*>(workspace);
+    void* conv_workspace = algorithm_->workspace_bytes(params_) > 0 ? static_cast<char*>(workspace) + conv_output_bytes()
+                                                                    : nullptr;
+    const cuda::Status s = algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out, conv_workspace, activation_);
+    if (!s.ok()) return s;
+    return cuda::maxpool2d_nhwc(*pool_, conv_out, out[0], ctx.stream);
   }
 
  private:
+  // The convolution's output before pooling, rounded up to the arena's 256-byte alignment.
+  size_t conv_output_bytes() const {
+    if (!pool_) return 0;
+    const size_t bytes = static_cast<size_t>(params_.batch * params_.out_h() * params_.out_w() * params_.out_channels) *
+                         sizeof(float);
+    return (bytes + 255) / 256 * 256;
+  }
+
   const cuda::ConvAlgorithm* algorithm_;
   ConvParams params_;
   const float* packed_;
   const float* bias_;
   Activation activation_;
   size_t weight_bytes_;
+  std::optional<PoolParams> pool_;
   std::string note_;
 };
 #endif
@@ -121,7 +172,14 @@ Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shap
                           std::to_string(attrs_.dilation_w * (attrs_.kernel_w - 1) + 1) +
                           " plus padding");
   }
-  *outputs = {Shape{in.n(), attrs_.out_channels, p.out_h(), p.out_w()}};
+  const Shape conv{in.n(), attrs_.out_channels, p.out_h(), p.out_w()};
+  if (!pool_) {
+    *outputs = {conv};
+    return Status::Ok();
+  }
+  Shape pooled;
+  WINFER_RETURN_IF_ERROR(pool2d_output_shape(*pool_, conv, &pooled));
+  *outputs = {pooled};
   return Status::Ok();
 }
 
@@ -134,7 +192,12 @@ Status Conv2dOp::load_params(const std::string& prefix, const std::vector<Shape>
 }
 
 bool Conv2dOp::try_absorb(const Op& next) {
-  if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
+  if (pool_) return false;  // nothing may follow the pooling
+  if (const auto* pool = dynamic_cast<const MaxPool2dOp*>(&next)) {
+    pool_ = pool->attrs();
+    return true;
+  }
+  if (activation_ != Activation::kNone) return false;  // only pooling may follow the activation
   if (const auto* bn = dynamic_cast<const BatchNorm2dOp*>(&next)) {
     // w'[o] = w[o] * scale[o];  b'[o] = b[o] * scale[o] + shift[o].
     const int64_t per_output = weight_.numel() / attrs_.out_channels;
@@ -153,25 +216,51 @@ bool Conv2dOp::try_absorb(const Op& next) {
   return true;
 }
 
-Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inputs, const std::vector<Shape>&,
+std::optional<PoolParams> Conv2dOp::pool_params(const ConvParams& p, const Shape& output) const {
+  if (!pool_) return std::nullopt;
+  return pool2d_params(*pool_, Shape{p.batch, p.out_channels, p.out_h(), p.out_w()}, output);
+}
+
+Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
                                                   const CompileOptions& options) const {
   const ConvParams p = params_for(inputs[0]);
-  const ConvAlgorithm* algorithm = options.conv_algorithm;
   std::string note;
-  if (p.is_depthwise()) {
-    algorithm = find_conv_algorithm("depthwise");
-  } else if (!algorithm->supports(p)) {
-    note = std::string(options.conv_algorithm->name()) + " does not support " + p.to_string();
-    algorithm = find_conv_algorithm("direct");
+  const ConvAlgorithm* algorithm = choose_algorithm(p, options.conv_algorithm, &note);
+  if (algorithm == nullptr) return internal_error("no convolution algorithm supports " + p.to_string());
+  std::optional<ConvPool> pool;
+  if (const auto pooling = pool_params(p, outputs[0])) pool.emplace(*algorithm, p, *pooling);
+  const bool shared = algorithm == packed_for_;
+  Tensor packed = shared ? packed_ : pack_for(*algorithm, p, weight_oihw().data());
+  return std::unique_ptr<Kernel>(
+      new ConvKernel(algorithm, p, *this, std::move(packed), /*owned=*/!shared, std::move(pool), std::move(note)));
+}
+
+void Conv2dOp::pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) {
+  const ConvParams p = params_for(inputs[0]);
+  std::string note;
+  const ConvAlgorithm* algorithm = choose_algorithm(p, &conv, &note);
+  if (algorithm == nullptr || packed_for_ != nullptr) return;
+  if (!algorithm->can_unpack_weights()) return;  // each session packs its own, as without pack_for
+  if (algorithm->pack_weights_in_place(p, weight_.data())) {
+    packed_ = weight_.reshaped(Shape{weight_.numel()}, Layout::kPlain);
+  } else {
+    packed_ = pack_for(*algorithm, p, weight_.data());  // padded: larger than OIHW
   }
-  if (algorithm == nullptr || !algorithm->supports(p)) {
-    return internal_error("no convolution algorithm supports " + p.to_string());
-  }
-  return std::unique_ptr<Kernel>(new ConvKernel(algorithm, p, *this, std::move(note)));
+  packed_for_ = algorithm;
+  packed_params_ = p;
+  weight_ = Tensor();
+}
+
+Tensor Conv2dOp::weight_oihw() const {
+  if (!weight_.empty()) return weight_;
+  const Shape shape{attrs_.out_channels, attrs_.in_channels / attrs_.groups, attrs_.kernel_h, attrs_.kernel_w};
+  Tensor oihw = Tensor::allocate(shape);
+  packed_for_->unpack_weights(packed_params_, packed_.data(), oihw.data());
+  return oihw;
 }
 
 #if defined(WINFER_WITH_CUDA)
-Result<std::unique_ptr<CudaKernel>> Conv2dOp::compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
+Result<std::unique_ptr<CudaKernel>> Conv2dOp::compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
                                                            const CudaCompileOptions& options) const {
   const ConvParams p = params_for(inputs[0]);
   const cuda::ConvAlgorithm* algorithm = options.conv_algorithm;
@@ -189,12 +278,13 @@ Result<std::unique_ptr<CudaKernel>> Conv2dOp::compile_cuda(const std::vector<Sha
   if (!tuned.ok()) return from_cuda(tuned).with_context(std::string(algorithm->name()) + " tuning");
   const size_t packed_bytes = algorithm->packed_weight_bytes(p);
   auto packed = options.weights->get(options.device, this, std::string("weight:") + algorithm->name(), packed_bytes,
-                                     [&](float* dst) { algorithm->pack_weights(p, weight_.data(), dst); });
+                                     [&](float* dst) { algorithm->pack_weights(p, weight_oihw().data(), dst); });
   if (!packed.ok()) return packed.status();
   auto bias = upload_tensor(options, this, "bias", bias_);
   if (!bias.ok()) return bias.status();
   return std::unique_ptr<CudaKernel>(new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), activation_,
-                                                        packed_bytes + bias_.bytes(), std::move(note)));
+                                                        packed_bytes + bias_.bytes(), pool_params(p, outputs[0]),
+                                                        std::move(note)));
 }
 #endif
 

@@ -1,10 +1,14 @@
 // conv2d: 2-D convolution with stride, asymmetric padding, dilation, groups and bias
 // (PyTorch nn.Conv2d semantics, weights OIHW). Absorbs a following batchnorm2d (folded into
-// weight and bias at load) and relu/relu6 (fused epilogue).
+// weight and bias at load), relu/relu6 (fused epilogue) and then a maxpool2d (computed band by
+// band, kernels/cpu/conv_pool.h: the convolution's full output is never stored).
 #pragma once
+
+#include <optional>
 
 #include "engine/src/op.h"
 #include "layers/layer_util.h"
+#include "layers/pool2d_common.h"
 
 namespace winfer {
 
@@ -33,19 +37,33 @@ class Conv2dOp : public Op {
 #endif
   int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) const override;
   int64_t param_count() const override;
-  size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
+  size_t weight_bytes() const override { return weight_.bytes() + packed_.bytes() + bias_.bytes(); }
   bool try_absorb(const Op& next) override;
+  void pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) override;
 
   // The convolution for a given input shape (NCHW).
   ConvParams params_for(const Shape& input) const;
-  const Tensor& weight() const { return weight_; }  // OIHW, BN folded in
+  // The absorbed max pooling, if any: the op's output is the pooled convolution.
+  const std::optional<Pool2dAttrs>& pool() const { return pool_; }
+  // The OIHW weights (BN folded in): the op's own tensor, or unpacked from the layout they were
+  // packed into at load (a new tensor, for algorithms and devices that pack their own).
+  Tensor weight_oihw() const;
   const Tensor& bias() const { return bias_; }      // [Co]; empty when there is none
   Activation activation() const { return activation_; }
 
  private:
+  // The pooling of the convolution's output (for these conv params) into `output`, if absorbed.
+  std::optional<PoolParams> pool_params(const ConvParams& p, const Shape& output) const;
+
   Conv2dAttrs attrs_;
-  Tensor weight_, bias_;
+  Tensor weight_, bias_;  // weight_ is empty once packed at load
+  // Set by pack_weights_at_load: the weights in packed_for_'s layout, shared by every session
+  // compiled with that algorithm.
+  Tensor packed_;
+  const ConvAlgorithm* packed_for_ = nullptr;
+  ConvParams packed_params_;
   Activation activation_ = Activation::kNone;
+  std::optional<Pool2dAttrs> pool_;
 };
 
 Result<std::unique_ptr<Op>> create_conv2d(const Attrs& attrs);

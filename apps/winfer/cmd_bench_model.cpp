@@ -164,6 +164,7 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
   auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
   LoadOptions load;
   load.random_weights_seed = args.seed;
+  load.pack_for = pack_for(args.device, conv);
   auto t0 = Clock::now();
   auto model = Model::load(path.value(), load);
   if (!model.ok()) return fail_with(model.status().message());

@@ -93,6 +93,7 @@ Status write_predictions(const std::string& path, const std::vector<uint8_t>& pr
 int run_eval(const EvalArgs& args) {
   LoadOptions load_options;
   load_options.weights_path = args.weights;
+  load_options.pack_for = pack_for(args.device, args.conv.empty() ? SessionOptions().conv_algorithm : args.conv);
   auto loaded = Model::load(args.model, load_options);
   if (!loaded.ok()) return fail(loaded.status());
   const std::shared_ptr<const Model>& model = loaded.value();

@@ -69,8 +69,10 @@ Result<std::vector<std::string>> algorithm_list(const std::string& conv) {
 // ---- the measurement (in the child) ------------------------------------------------------------
 
 
-Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, ModelFacts* facts) {
+// Packed at load for `conv`, as the sessions of run and bench are.
+Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, const std::string& conv, ModelFacts* facts) {
   LoadOptions options;
+  options.pack_for = pack_for("cpu", conv);
   options.weights_path = args.weights;
   options.random_weights_seed = args.random_weights_seed;
   // Without weights on the command line, a model that names none (the zoo) gets seeded random
@@ -113,7 +115,7 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
                     ModelFacts* facts) {
   PlanColumn column;
   column.conv = conv;
-  auto model = load_model(args, facts);
+  auto model = load_model(args, conv, facts);
   if (!model.ok()) {
     facts->load_error = model.status().message();
     return column;
@@ -356,10 +358,11 @@ void print_table(const PlanArgs& args, const ModelFacts& facts, const std::vecto
   }
   std::printf(
       "measured: growth of the peak resident set from before loading the model to after one run, each algorithm in\n"
-      "its own process. The process also holds the model's weights as loaded (the Model keeps them for other\n"
-      "sessions; linear and batch-norm layers read them in place) and the input and output: 'expected' is\n"
-      "weights as loaded + weights the session packed + arena + input + output. 'other' is the rest: code and\n"
-      "allocator pages (about 2 MiB), OpenBLAS once loaded (about 3 MiB) and its packing buffers.\n");
+      "its own process, which loads the model with its weights packed for that algorithm (LoadOptions::pack_for:\n"
+      "the session shares them, nothing packed here). 'expected' is weights as loaded + weights the session\n"
+      "packed + arena + input + output. 'other' is the rest: code and allocator pages (about 2 MiB), the\n"
+      "load's transient buffers (parsing; one layer's packing where it is not in place), OpenBLAS once loaded\n"
+      "(about 3 MiB) and its packing buffers.\n");
   const PlanColumn* first = columns.empty() || !columns[0].available ? nullptr : &columns[0];
   for (size_t i = 1; first != nullptr && i < columns.size(); ++i) {
     if (columns[i].available) std::printf("%s\n", saving_sentence(*first, columns[i]).c_str());

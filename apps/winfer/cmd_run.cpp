@@ -78,6 +78,7 @@ int run_run(const RunArgs& args) {
   load_options.weights_path = args.weights;
   load_options.random_weights_seed = args.random_weights_seed;
   load_options.fuse = args.fuse;
+  load_options.pack_for = pack_for(args.device, args.conv);
   const auto load_start = std::chrono::steady_clock::now();
   auto model = Model::load(args.model, load_options);
   if (!model.ok()) return fail(model.status());

@@ -10,6 +10,8 @@
 #include <numeric>
 #include <random>
 
+#include "winfer/session.h"
+
 namespace winfer::cli {
 
 std::string human_count(double value) {
@@ -61,6 +63,12 @@ Tensor random_tensor(const Shape& shape, uint64_t seed) {
   float* data = t.data();
   for (int64_t i = 0; i < t.numel(); ++i) data[i] = static_cast<float>(double(rng() >> 40) / double(1 << 23) - 1.0);
   return t;
+}
+
+std::string pack_for(const std::string& device, const std::string& conv) {
+  const std::vector<std::string> cpu = conv_algorithm_names("cpu");
+  if ((device.empty() || device == "cpu") && std::find(cpu.begin(), cpu.end(), conv) != cpu.end()) return conv;
+  return LoadOptions().pack_for;
 }
 
 double median(std::vector<double> values) {

@@ -21,6 +21,10 @@ int fail(const Status& status);
 // A seeded uniform [-1, 1) tensor (NCHW for rank 4).
 Tensor random_tensor(const Shape& shape, uint64_t seed);
 double median(std::vector<double> values);
+// What to pack the model's weights for at load (LoadOptions::pack_for) when a session will run
+// `conv` on `device`: that algorithm on the CPU, so that the process holds one copy of the
+// weights, the default elsewhere (CUDA sessions upload their own; "auto" chooses per layer).
+std::string pack_for(const std::string& device, const std::string& conv);
 // Text as a JSON string literal, quotes included.
 std::string json_quote(const std::string& text);
 

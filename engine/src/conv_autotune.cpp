@@ -346,10 +346,11 @@ void measure_layer(const ConvParams& p, const Conv2dOp& op, const std::vector<co
     Tensor packed, workspace;
   };
   std::vector<Prepared> prepared(candidates->size());
+  const Tensor weight = op.weight_oihw();
   for (size_t c : todo) {
     const ConvAlgorithm& a = *algorithms[c];
     prepared[c].packed = allocate_bytes(a.packed_weight_bytes(p));
-    a.pack_weights(p, op.weight().data(), prepared[c].packed.data());
+    a.pack_weights(p, weight.data(), prepared[c].packed.data());
     if (a.workspace_bytes(p) > 0) prepared[c].workspace = allocate_bytes(a.workspace_bytes(p));
   }
   std::vector<double> best(candidates->size(), std::numeric_limits<double>::infinity());

@@ -10,6 +10,7 @@
 #include "engine/src/graph.h"
 #include "engine/src/op_registry.h"
 #include "engine/src/param_sources.h"
+#include "kernels/cpu/conv_algorithm.h"
 #include "winfer/model.h"
 
 namespace winfer {
@@ -119,10 +120,31 @@ class ModelLoader {
     WINFER_RETURN_IF_ERROR(load_params(root));
     if (options_.fuse && !model_->structure_only_) fuse_graph(graph);
     graph.remove_dead_tensors();
+    WINFER_RETURN_IF_ERROR(pack_weights(graph));
     return std::shared_ptr<const Model>(std::move(model_));
   }
 
  private:
+  // LoadOptions::pack_for: every op packs its weights once for that CPU algorithm.
+  Status pack_weights(Graph& graph) {
+    if (options_.pack_for.empty() || model_->structure_only_) return Status::Ok();
+    const ConvAlgorithm* conv = find_conv_algorithm(options_.pack_for);
+    if (conv == nullptr || std::string(conv->name()) == "depthwise") {
+      std::string known;
+      for (const ConvAlgorithm* a : conv_algorithms()) {
+        if (std::string(a->name()) != "depthwise") known += (known.empty() ? "" : ", ") + std::string(a->name());
+      }
+      return invalid_argument(path_ + ": LoadOptions::pack_for names no CPU convolution algorithm: '" +
+                              options_.pack_for + "' (known: " + known + "; empty for none)");
+    }
+    for (GraphNode& node : graph.nodes) {
+      std::vector<Shape> inputs;
+      for (int t : node.inputs) inputs.push_back(graph.tensors[t].shape);
+      node.op->pack_weights_at_load(inputs, *conv);
+    }
+    return Status::Ok();
+  }
+
   Status read_file(YAML::Node* root) {
     if (yaml_text_ != nullptr) return read_text(root);
     std::error_code ec;

@@ -83,6 +83,12 @@ class Op {
   }
 #endif
 
+  // Called once at load, after fusion, with the declared input shapes (LoadOptions::pack_for):
+  // an op whose CPU kernel repacks its weights may pack them now for `conv` (as compile() would
+  // choose for these shapes) and drop its original copy, so that the model holds one copy that
+  // every session using that layout shares. weight_bytes() then counts the packed bytes.
+  virtual void pack_weights_at_load(const std::vector<Shape>& /*inputs*/, const ConvAlgorithm& /*conv*/) {}
+
   // Multiply-adds x 2 (0 for data movement).
   virtual int64_t flops(const std::vector<Shape>& /*inputs*/, const std::vector<Shape>& /*outputs*/) const {
     return 0;

@@ -25,7 +25,19 @@ class ConvAlgorithm {
   // Size of the algorithm's own weight layout (bytes).
   virtual size_t packed_weight_bytes(const ConvParams& p) const = 0;
   // Rearranges OIHW weights into `packed` (packed_weight_bytes(p) bytes, 64-byte aligned).
+  // Packing may depend on the channels, kernel and groups, never on the batch or the spatial
+  // size: a model packs once (LoadOptions::pack_weights) for sessions of any batch.
   virtual void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const = 0;
+  // pack_weights into the weights' own storage, where the packed layout has exactly as many
+  // floats as OIHW (so a model packing at load needs no second copy of its weights); returns
+  // false, touching nothing, where it cannot.
+  virtual bool pack_weights_in_place(const ConvParams& /*p*/, float* /*weights*/) const { return false; }
+  // Whether unpack_weights can undo pack_weights (the packed layout is a permutation of the
+  // weights plus zero padding). Lets a model keep only its packed weights and still give other
+  // algorithms and devices the OIHW weights they pack from.
+  virtual bool can_unpack_weights() const { return false; }
+  // The inverse of pack_weights; only called where can_unpack_weights().
+  virtual void unpack_weights(const ConvParams& /*p*/, const float* /*packed*/, float* /*weight_oihw*/) const {}
   // output = act(conv(input, weights) + bias). bias may be null. workspace has
   // workspace_bytes(p) bytes (may be null when that is 0). threads >= 1.
   virtual void run(const ConvParams& p, const float* input_nhwc, const float* packed,

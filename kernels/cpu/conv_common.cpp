@@ -1,25 +1,93 @@
 #include "kernels/cpu/conv_common.h"
 
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/ukernel_conv.h"
 
 namespace winfer {
 namespace cpu {
 
-int64_t ghwio_weight_floats(const ConvParams& p) {
-  return p.groups * p.kernel_h * p.kernel_w * p.in_channels_per_group() * p.out_channels_per_group();
-}
+namespace {
 
-void pack_weights_ghwio(const ConvParams& p, const float* weight_oihw, float* packed) {
+// f(oihw, ghwio) for every weight: its index in OIHW and in GHWIO.
+template <class F>
+void for_each_ghwio_weight(const ConvParams& p, F f) {
   const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
   const int64_t kh = p.kernel_h, kw = p.kernel_w;
   for (int64_t g = 0; g < p.groups; ++g)
     for (int64_t o = 0; o < cog; ++o)
       for (int64_t c = 0; c < cg; ++c)
         for (int64_t y = 0; y < kh; ++y)
-          for (int64_t x = 0; x < kw; ++x) {
-            const float w = weight_oihw[(((g * cog + o) * cg + c) * kh + y) * kw + x];
-            packed[(((g * kh + y) * kw + x) * cg + c) * cog + o] = w;
-          }
+          for (int64_t x = 0; x < kw; ++x)
+            f((((g * cog + o) * cg + c) * kh + y) * kw + x, (((g * kh + y) * kw + x) * cg + c) * cog + o);
+}
+
+// f(oihw, at) for every weight of one panel of `rows` (<= kPanel) output channels: oihw indexes
+// the panel's OIHW rows [rows][Cg][Kh][Kw], at the packed panel [Kw][Kh][Cg][kPanel].
+template <class F>
+void for_each_panel_weight(const ConvParams& p, int64_t rows, F f) {
+  const int64_t cg = p.in_channels_per_group(), kh_count = p.kernel_h, kw_count = p.kernel_w;
+  for (int64_t o = 0; o < rows; ++o)
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t kh = 0; kh < kh_count; ++kh)
+        for (int64_t kw = 0; kw < kw_count; ++kw)
+          f(((o * cg + c) * kh_count + kh) * kw_count + kw, ((kw * kh_count + kh) * cg + c) * kPanel + o);
+}
+
+// f(oihw, packed, rows) for every panel: where its OIHW rows and its packed panel begin (in
+// floats) and how many output channels it has.
+template <class F>
+void for_each_panel(const ConvParams& p, F f) {
+  const int64_t cog = p.out_channels_per_group(), panels = ceil_div(cog, kPanel);
+  const int64_t k = p.in_channels_per_group() * p.kernel_h * p.kernel_w;
+  for (int64_t g = 0; g < p.groups; ++g)
+    for (int64_t panel = 0; panel < panels; ++panel)
+      f((g * cog + panel * kPanel) * k, (g * panels + panel) * k * kPanel, std::min<int64_t>(kPanel, cog - panel * kPanel));
+}
+
+}  // namespace
+
+int64_t ghwio_weight_floats(const ConvParams& p) {
+  return p.groups * p.kernel_h * p.kernel_w * p.in_channels_per_group() * p.out_channels_per_group();
+}
+
+void pack_weights_ghwio(const ConvParams& p, const float* weight_oihw, float* packed) {
+  for_each_ghwio_weight(p, [&](int64_t oihw, int64_t at) { packed[at] = weight_oihw[oihw]; });
+}
+
+void unpack_weights_ghwio(const ConvParams& p, const float* packed, float* weight_oihw) {
+  for_each_ghwio_weight(p, [&](int64_t oihw, int64_t at) { weight_oihw[oihw] = packed[at]; });
+}
+
+int64_t panel_weight_floats(const ConvParams& p) {
+  return p.groups * ceil_div(p.out_channels_per_group(), kPanel) * p.in_channels_per_group() * p.kernel_h *
+         p.kernel_w * kPanel;
+}
+
+void pack_weights_panels(const ConvParams& p, const float* weight_oihw, float* packed) {
+  std::memset(packed, 0, static_cast<size_t>(panel_weight_floats(p)) * sizeof(float));
+  for_each_panel(p, [&](int64_t oihw, int64_t at, int64_t rows) {
+    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { packed[at + j] = weight_oihw[oihw + i]; });
+  });
+}
+
+void unpack_weights_panels(const ConvParams& p, const float* packed, float* weight_oihw) {
+  for_each_panel(p, [&](int64_t oihw, int64_t at, int64_t rows) {
+    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { weight_oihw[oihw + i] = packed[at + j]; });
+  });
+}
+
+bool pack_weights_panels_in_place(const ConvParams& p, float* weights) {
+  if (p.out_channels_per_group() % kPanel != 0) return false;
+  std::vector<float> rows_copy(static_cast<size_t>(p.in_channels_per_group() * p.kernel_h * p.kernel_w * kPanel));
+  for_each_panel(p, [&](int64_t oihw, int64_t at, int64_t rows) {
+    std::memcpy(rows_copy.data(), weights + oihw, rows_copy.size() * sizeof(float));
+    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { weights[at + j] = rows_copy[i]; });
+  });
+  return true;
 }
 
 void bias_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,

@@ -21,6 +21,18 @@ const ConvAlgorithm& im2win_conv_algorithm();
 // row-major K x N matrix B of im2col's GEMM with K = Kh*Kw*C/g ordered (kh, kw, c).
 int64_t ghwio_weight_floats(const ConvParams& p);
 void pack_weights_ghwio(const ConvParams& p, const float* weight_oihw, float* packed);
+void unpack_weights_ghwio(const ConvParams& p, const float* packed, float* weight_oihw);
+
+// The micro-kernel algorithms' layout (im2win, indirect): panels of kPanel output channels,
+// [g][panel][Kw][Kh][Cg][kPanel], zeros past a group's last channel, so that the K order
+// matches a window run and each K step reads one contiguous panel row (ukernel_conv.h).
+int64_t panel_weight_floats(const ConvParams& p);
+void pack_weights_panels(const ConvParams& p, const float* weight_oihw, float* packed);
+void unpack_weights_panels(const ConvParams& p, const float* packed, float* weight_oihw);
+// In the weights' own storage where no panel is padded (Cout/g a multiple of kPanel: a panel
+// then occupies exactly its OIHW rows' floats), through a copy of one panel's rows at a time
+// (at most kPanel * K floats: 590 KB for 512->512 3x3); false, touching nothing, otherwise.
+bool pack_weights_panels_in_place(const ConvParams& p, float* weights);
 
 // out[p][c] = act(out[p][c] + bias[c]) over `pixels` rows of `channels` floats. Does nothing
 // when bias is null and act is kNone.

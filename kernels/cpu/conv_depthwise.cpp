@@ -9,6 +9,8 @@
 //   out[n][oh][ow][c] = act(bias[c] + sum_{kh,kw} in[n][ih][iw][c] * w[kh][kw][c])
 //
 // Any kernel, stride, asymmetric padding and dilation; no workspace; split over output rows.
+#include <vector>
+
 #include "kernels/cpu/conv_common.h"
 #include "kernels/cpu/cpu_common.h"
 
@@ -130,6 +132,18 @@ class DepthwiseConv final : public ConvAlgorithm {
     const int64_t taps = p.kernel_h * p.kernel_w;
     for (int64_t c = 0; c < p.in_channels; ++c)
       for (int64_t t = 0; t < taps; ++t) packed[t * p.in_channels + c] = weight_oihw[c * taps + t];
+  }
+  // A transpose of C x taps floats (a few KB): through one copy of them.
+  bool pack_weights_in_place(const ConvParams& p, float* weights) const override {
+    const std::vector<float> oihw(weights, weights + p.kernel_h * p.kernel_w * p.in_channels);
+    pack_weights(p, oihw.data(), weights);
+    return true;
+  }
+  bool can_unpack_weights() const override { return true; }
+  void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
+    const int64_t taps = p.kernel_h * p.kernel_w;
+    for (int64_t c = 0; c < p.in_channels; ++c)
+      for (int64_t t = 0; t < taps; ++t) weight_oihw[c * taps + t] = packed[t * p.in_channels + c];
   }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            float* output_nhwc, void*, Activation act, int threads) const override {

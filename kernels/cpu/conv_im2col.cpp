@@ -123,6 +123,10 @@ class Im2colConv final : public ConvAlgorithm {
   void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
     pack_weights_ghwio(p, weight_oihw, packed);
   }
+  bool can_unpack_weights() const override { return true; }  // GHWIO is a permutation
+  void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
+    unpack_weights_ghwio(p, packed, weight_oihw);
+  }
 
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            float* output_nhwc, void* workspace, Activation act, int threads) const override {

@@ -19,7 +19,8 @@
 //
 // Weights are packed once into panels of 32 output channels, [g][Cog/32][Kw][Kh][Cg][32]
 // (zero-padded), so that the K order matches the window run and each K step reads one
-// contiguous 128-byte panel row; the same layout for every ISA.
+// contiguous 128-byte panel row; the same layout for every ISA, shared with the indirect
+// convolution (conv_common.h), packed in place at load where no panel is padded.
 //
 // Workspace: the window rows of R output rows ("slots", R * Wp * Kh * Cg floats), reused for
 // every row, group and image, never the whole window tensor (which would cost Kh/sh times
@@ -490,24 +491,18 @@ class Im2winConv final : public ConvAlgorithm {
     return static_cast<size_t>(Geometry(p).workspace_floats()) * sizeof(float);
   }
   size_t packed_weight_bytes(const ConvParams& p) const override {
-    const Geometry geo(p);
-    return static_cast<size_t>(p.groups * geo.panels * geo.k * kPanel) * sizeof(float);
+    return static_cast<size_t>(panel_weight_floats(p)) * sizeof(float);
   }
-
-  // OIHW [Co][Cg][Kh][Kw] -> [g][panel][kw][kh][c][32], zeros past the group's last channel.
+  // Panels of 32 output channels (conv_common.h): a permutation plus zero padding.
   void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
-    const Geometry geo(p);
-    std::memset(packed, 0, packed_weight_bytes(p));
-    const int64_t kh_count = p.kernel_h, kw_count = p.kernel_w;
-    for (int64_t g = 0; g < p.groups; ++g)
-      for (int64_t o = 0; o < geo.cog; ++o) {
-        float* panel = packed + (g * geo.panels + o / kPanel) * geo.k * kPanel + o % kPanel;
-        const float* w = weight_oihw + (g * geo.cog + o) * geo.cg * kh_count * kw_count;
-        for (int64_t c = 0; c < geo.cg; ++c)
-          for (int64_t kh = 0; kh < kh_count; ++kh)
-            for (int64_t kw = 0; kw < kw_count; ++kw)
-              panel[((kw * kh_count + kh) * geo.cg + c) * kPanel] = w[(c * kh_count + kh) * kw_count + kw];
-      }
+    pack_weights_panels(p, weight_oihw, packed);
+  }
+  bool pack_weights_in_place(const ConvParams& p, float* weights) const override {
+    return pack_weights_panels_in_place(p, weights);
+  }
+  bool can_unpack_weights() const override { return true; }
+  void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
+    unpack_weights_panels(p, packed, weight_oihw);
   }
 
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,

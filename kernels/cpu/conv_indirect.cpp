@@ -221,25 +221,18 @@ class IndirectConv final : public ConvAlgorithm {
     return static_cast<size_t>(IndirectionLayout(p).workspace_bytes(p));
   }
   size_t packed_weight_bytes(const ConvParams& p) const override {
-    const int64_t panels = ceil_div(p.out_channels_per_group(), kPanel);
-    return static_cast<size_t>(p.groups * panels * p.kernel_h * p.kernel_w * p.in_channels_per_group() * kPanel) *
-           sizeof(float);
+    return static_cast<size_t>(panel_weight_floats(p)) * sizeof(float);
   }
-
-  // OIHW [Co][Cg][Kh][Kw] -> [g][panel][kw][kh][c][32], zeros past the group's last channel.
+  // Panels of 32 output channels (conv_common.h): a permutation plus zero padding.
   void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
-    std::memset(packed, 0, packed_weight_bytes(p));
-    const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
-    const int64_t panels = ceil_div(cog, kPanel), taps = p.kernel_h * p.kernel_w;
-    for (int64_t g = 0; g < p.groups; ++g)
-      for (int64_t o = 0; o < cog; ++o) {
-        float* panel = packed + (g * panels + o / kPanel) * taps * cg * kPanel + o % kPanel;
-        const float* w = weight_oihw + (g * cog + o) * cg * taps;
-        for (int64_t c = 0; c < cg; ++c)
-          for (int64_t kh = 0; kh < p.kernel_h; ++kh)
-            for (int64_t kw = 0; kw < p.kernel_w; ++kw)
-              panel[((kw * p.kernel_h + kh) * cg + c) * kPanel] = w[(c * p.kernel_h + kh) * p.kernel_w + kw];
-      }
+    pack_weights_panels(p, weight_oihw, packed);
+  }
+  bool pack_weights_in_place(const ConvParams& p, float* weights) const override {
+    return pack_weights_panels_in_place(p, weights);
+  }
+  bool can_unpack_weights() const override { return true; }
+  void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
+    unpack_weights_panels(p, packed, weight_oihw);
   }
 
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,

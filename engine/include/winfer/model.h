@@ -32,6 +32,14 @@ struct LoadOptions {
   // When the model names no weights at all, load only the structure (shapes, FLOPs) instead of
   // failing; such a model cannot be run. Used by `winfer info`.
   bool allow_missing_weights = false;
+  // Packs the convolution weights at load into the layout of this CPU algorithm (as a session
+  // with conv_algorithm = pack_for would; depthwise layers into "depthwise"'s), in place where
+  // the layout has the same size, and drops the original OIHW copy: the model holds its weights
+  // once and every session with that algorithm shares them. Sessions with another algorithm,
+  // or on CUDA, unpack the OIHW weights when they compile and pack their own copy. Empty: keep
+  // the OIHW weights and let every session pack its own copy (twice the weights' memory with
+  // one session).
+  std::string pack_for = "im2win";
 };
 
 // Image preprocessing declared by the model (used by `winfer classify`).

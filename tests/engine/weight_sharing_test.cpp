@@ -1,0 +1,106 @@
+// A model packs its convolution weights once at load (LoadOptions::pack_for, default im2win) and
+// holds no second copy: sessions with that algorithm share them, sessions with another one
+// unpack and pack their own, and every algorithm computes exactly what it computes from a model
+// that kept its OIHW weights.
+#include <cstring>
+
+#include "engine/model_test_util.h"
+
+using namespace winfer_test;
+
+namespace {
+
+winfer::Tensor fixed_input(const winfer::Shape& shape) {
+  winfer::Tensor input = winfer::Tensor::allocate(shape, winfer::Layout::kNCHW);
+  for (int64_t i = 0; i < input.numel(); ++i) input.data()[i] = static_cast<float>((i * 37) % 101) / 101.f - 0.4f;
+  return input;
+}
+
+std::shared_ptr<const winfer::Model> load_model(const std::string& path, const std::string& pack_for,
+                                                bool random_weights = false) {
+  winfer::LoadOptions options;
+  options.pack_for = pack_for;
+  if (random_weights) options.random_weights_seed = 3;
+  auto model = winfer::Model::load(repo_path(path), options);
+  REQUIRE_MESSAGE(model.ok(), model.status().message());
+  return model.value();
+}
+
+std::vector<float> run(const std::shared_ptr<const winfer::Model>& model, const std::string& conv, int64_t batch) {
+  winfer::SessionOptions options;
+  options.conv_algorithm = conv;
+  options.batch = batch;
+  auto session = winfer::Session::create(model, options);
+  REQUIRE_MESSAGE(session.ok(), session.status().message());
+  auto out = session.value()->run(fixed_input(session.value()->input_shape()));
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  const winfer::Tensor& t = out.value();
+  return std::vector<float>(t.data(), t.data() + t.numel());
+}
+
+}  // namespace
+
+TEST_CASE("weight sharing: every algorithm gives the same bits from a packed model as from one that kept OIHW") {
+  // fashion_shufflenet has depthwise layers and channel counts that leave padded panels.
+  for (const char* path : {"models/fashion/fashion_resnet.yaml", "models/fashion/fashion_shufflenet.yaml"}) {
+    INFO(path);
+    const auto packed = load_model(path, "im2win");
+    const auto kept = load_model(path, "");
+    CHECK(packed->weight_bytes() >= kept->weight_bytes());  // padded panels only add
+    for (const char* conv : {"im2win", "indirect", "im2col", "direct"}) {
+      INFO(conv);
+      for (int64_t batch : {1, 3}) CHECK(run(packed, conv, batch) == run(kept, conv, batch));
+    }
+  }
+}
+
+TEST_CASE("weight sharing: im2win sessions read the model's packed weights; others pack their own") {
+  const auto model = load_model("models/zoo/resnet18.yaml", "im2win", true);
+  const auto kept = load_model("models/zoo/resnet18.yaml", "", true);
+  // Every layer fills whole panels: packed in place, the model is exactly its OIHW size.
+  CHECK(model->weight_bytes() == kept->weight_bytes());
+  winfer::SessionOptions options;
+  auto a = winfer::Session::create(model, options);
+  auto b = winfer::Session::create(model, options);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a.value()->memory_report().session_weights_bytes == 0);
+  CHECK(b.value()->memory_report().session_weights_bytes == 0);
+  CHECK(a.value()->memory_report().packed_weights_bytes > 0);
+  // Without packing at load, each session packs a copy of the convolution weights.
+  auto own = winfer::Session::create(kept, options);
+  REQUIRE(own.ok());
+  CHECK(own.value()->memory_report().session_weights_bytes > kept->weight_bytes() / 2);
+  options.conv_algorithm = "im2col";
+  auto other = winfer::Session::create(model, options);
+  REQUIRE(other.ok());
+  CHECK(other.value()->memory_report().session_weights_bytes > model->weight_bytes() / 2);
+}
+
+TEST_CASE("weight sharing: pack_for names a CPU algorithm or nothing") {
+  winfer::LoadOptions options;
+  options.pack_for = "winograd";
+  auto model = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"), options);
+  REQUIRE_FALSE(model.ok());
+  const std::string& message = model.status().message();
+  INFO(message);
+  CHECK(model.status().code() == winfer::ErrorCode::kInvalidArgument);
+  CHECK(contains(message, "tiny_net.yaml"));
+  CHECK(contains(message, "LoadOptions::pack_for names no CPU convolution algorithm: 'winograd'"));
+  CHECK(contains(message, "im2win"));
+  // Any CPU algorithm: im2col's GHWIO layout is packed beside the OIHW weights, which are then
+  // dropped (the same size: no padding); its sessions share it, others unpack.
+  options.pack_for = "im2col";
+  auto im2col = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"), options);
+  REQUIRE(im2col.ok());
+  options.pack_for = "";
+  auto kept = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"), options);
+  REQUIRE(kept.ok());
+  CHECK(im2col.value()->weight_bytes() == kept.value()->weight_bytes());
+  for (const char* conv : {"im2col", "im2win"}) CHECK(run(im2col.value(), conv, 2) == run(kept.value(), conv, 2));
+  winfer::SessionOptions session_options;
+  session_options.conv_algorithm = "im2col";
+  auto session = winfer::Session::create(im2col.value(), session_options);
+  REQUIRE(session.ok());
+  CHECK(session.value()->memory_report().session_weights_bytes == 0);
+}
