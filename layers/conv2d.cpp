@@ -5,21 +5,32 @@
 
 #include "kernels/cpu/conv_algorithm.h"
 #include "layers/activation.h"
+#include "layers/add.h"
 #include "layers/batchnorm2d.h"
 
 #if defined(WINFER_WITH_CUDA)
 #include "kernels/cuda/conv_algorithm.h"
+#include "kernels/cuda/elementwise.h"
 #endif
 
 namespace winfer {
 namespace {
+
+// "im2win", "im2win (fused add+relu)", "direct (im2win does not support ...)": the algorithm,
+// then what the per-layer profile (`--profile`, `bench --per-layer`) should know about this layer.
+std::string describe_conv(const char* algorithm, bool residual, Activation act, const std::string& note) {
+  std::string extra;
+  if (residual) extra = act == Activation::kNone ? "fused add" : std::string("fused add+") + activation_name(act);
+  if (!note.empty()) extra += (extra.empty() ? "" : "; ") + note;
+  return extra.empty() ? std::string(algorithm) : std::string(algorithm) + " (" + extra + ")";
+}
 
 class ConvKernel : public Kernel {
  public:
   ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op,
              std::string note)
       : algorithm_(algorithm), params_(params), bias_(op.bias()), activation_(op.activation()),
-        note_(std::move(note)) {
+        residual_(op.has_residual()), note_(std::move(note)) {
     const size_t floats = (algorithm->packed_weight_bytes(params) + sizeof(float) - 1) / sizeof(float);
     packed_ = Tensor::allocate(Shape{static_cast<int64_t>(floats)});
     algorithm->pack_weights(params, op.weight().data(), packed_.data());
@@ -27,15 +38,13 @@ class ConvKernel : public Kernel {
   size_t workspace_bytes() const override { return algorithm_->workspace_bytes(params_); }
   size_t owned_weight_bytes() const override { return algorithm_->packed_weight_bytes(params_); }
   size_t shared_weight_bytes() const override { return bias_.bytes(); }
-  std::string describe() const override {
-    std::string s = algorithm_->name();
-    if (!note_.empty()) s += " (" + note_ + ")";
-    return s;
-  }
+  std::string describe() const override { return describe_conv(algorithm_->name(), residual_, activation_, note_); }
+  // in[1], when there is one, is the residual (a fused add); the planner never gives the
+  // output the residual's storage (can_run_in_place is false), as the algorithms require.
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
            int threads) const override {
     algorithm_->run(params_, in[0]->data(), packed_.data(), bias_.empty() ? nullptr : bias_.data(),
-                    out[0]->data(), workspace, activation_, threads);
+                    residual_ ? in[1]->data() : nullptr, out[0]->data(), workspace, activation_, threads);
   }
 
  private:
@@ -44,29 +53,32 @@ class ConvKernel : public Kernel {
   Tensor packed_;
   Tensor bias_;  // shares the op's storage
   Activation activation_;
+  bool residual_;
   std::string note_;
 };
 
 #if defined(WINFER_WITH_CUDA)
 // The CUDA convolution: weights packed for the algorithm and uploaded once per model, device
 // and algorithm (the model's DeviceWeightCache), bias the same; the algorithm tuned for these
-// params before its workspace is asked (cuDNN picks its fastest algorithm there).
+// params before its workspace is asked (cuDNN picks its fastest algorithm there). A fused
+// residual is added by a second launch (cuda::add, with the activation) after the convolution
+// without activation: the CUDA algorithms have no residual in their epilogues.
 class ConvCudaKernel : public CudaKernel {
  public:
   ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed,
-                 const float* bias, Activation activation, size_t weight_bytes, std::string note)
+                 const float* bias, Activation activation, bool residual, size_t weight_bytes, std::string note)
       : algorithm_(algorithm), params_(params), packed_(packed), bias_(bias), activation_(activation),
-        weight_bytes_(weight_bytes), note_(std::move(note)) {}
+        residual_(residual), weight_bytes_(weight_bytes), note_(std::move(note)) {}
   size_t workspace_bytes() const override { return algorithm_->workspace_bytes(params_); }
   size_t weight_bytes() const override { return weight_bytes_; }
-  std::string describe() const override {
-    std::string s = algorithm_->name();
-    if (!note_.empty()) s += " (" + note_ + ")";
-    return s;
-  }
+  std::string describe() const override { return describe_conv(algorithm_->name(), residual_, activation_, note_); }
   cuda::Status run(const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out,
                    void* workspace) const override {
-    return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
+    if (!residual_) return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
+    const cuda::Status conv = algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, Activation::kNone);
+    if (!conv.ok()) return conv;
+    const int64_t count = params_.batch * params_.out_h() * params_.out_w() * params_.out_channels;
+    return cuda::add(out[0], in[1], out[0], count, activation_, ctx.stream);
   }
 
  private:
@@ -75,6 +87,7 @@ class ConvCudaKernel : public CudaKernel {
   const float* packed_;
   const float* bias_;
   Activation activation_;
+  bool residual_;
   size_t weight_bytes_;
   std::string note_;
 };
@@ -104,6 +117,10 @@ ConvParams Conv2dOp::params_for(const Shape& input) const {
 }
 
 Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const {
+  if (inputs.size() != (has_residual_ ? 2u : 1u)) {
+    return internal_error("conv2d given " + std::to_string(inputs.size()) + " inputs, expected " +
+                          (has_residual_ ? "2 (input, residual of a fused add)" : "1"));
+  }
   const Shape& in = inputs[0];
   WINFER_RETURN_IF_ERROR(expect_rank(in, 4, "input"));
   if (in.c() != attrs_.in_channels) {
@@ -121,7 +138,12 @@ Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shap
                           std::to_string(attrs_.dilation_w * (attrs_.kernel_w - 1) + 1) +
                           " plus padding");
   }
-  *outputs = {Shape{in.n(), attrs_.out_channels, p.out_h(), p.out_w()}};
+  const Shape out{in.n(), attrs_.out_channels, p.out_h(), p.out_w()};
+  if (has_residual_ && inputs[1] != out) {
+    return shape_mismatch("residual " + inputs[1].to_string() + " (fused add) must have the output's shape " +
+                          out.to_string());
+  }
+  *outputs = {out};
   return Status::Ok();
 }
 
@@ -136,6 +158,7 @@ Status Conv2dOp::load_params(const std::string& prefix, const std::vector<Shape>
 bool Conv2dOp::try_absorb(const Op& next) {
   if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
   if (const auto* bn = dynamic_cast<const BatchNorm2dOp*>(&next)) {
+    if (has_residual_) return false;  // folding would scale the residual too
     // w'[o] = w[o] * scale[o];  b'[o] = b[o] * scale[o] + shift[o].
     const int64_t per_output = weight_.numel() / attrs_.out_channels;
     if (bias_.empty()) bias_ = Tensor::allocate(Shape{attrs_.out_channels});
@@ -150,6 +173,16 @@ bool Conv2dOp::try_absorb(const Op& next) {
   const Activation act = activation_of(next);
   if (act == Activation::kNone) return false;
   activation_ = act;
+  return true;
+}
+
+bool Conv2dOp::try_absorb_residual(const Op& next) {
+  const auto* add = dynamic_cast<const AddOp*>(&next);
+  // One residual at most, and it must be added before any activation (act(conv) + r is not
+  // act(conv + r)); the add's own activation, if it absorbed one, becomes this op's.
+  if (add == nullptr || has_residual_ || activation_ != Activation::kNone) return false;
+  has_residual_ = true;
+  activation_ = add->activation();
   return true;
 }
 
@@ -194,7 +227,7 @@ Result<std::unique_ptr<CudaKernel>> Conv2dOp::compile_cuda(const std::vector<Sha
   auto bias = upload_tensor(options, this, "bias", bias_);
   if (!bias.ok()) return bias.status();
   return std::unique_ptr<CudaKernel>(new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), activation_,
-                                                        packed_bytes + bias_.bytes(), std::move(note)));
+                                                        has_residual_, packed_bytes + bias_.bytes(), std::move(note)));
 }
 #endif
 

@@ -1,6 +1,8 @@
 // conv2d: 2-D convolution with stride, asymmetric padding, dilation, groups and bias
 // (PyTorch nn.Conv2d semantics, weights OIHW). Absorbs a following batchnorm2d (folded into
-// weight and bias at load) and relu/relu6 (fused epilogue).
+// weight and bias at load), relu/relu6 (fused epilogue), and an add of its output and a
+// residual (a ResNet shortcut): the residual becomes a second input, added in the epilogue
+// before the activation, out = act(conv(x) + bias + residual).
 #pragma once
 
 #include "engine/src/op.h"
@@ -35,17 +37,21 @@ class Conv2dOp : public Op {
   int64_t param_count() const override;
   size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
   bool try_absorb(const Op& next) override;
+  bool try_absorb_residual(const Op& next) override;
 
   // The convolution for a given input shape (NCHW).
   ConvParams params_for(const Shape& input) const;
   const Tensor& weight() const { return weight_; }  // OIHW, BN folded in
   const Tensor& bias() const { return bias_; }      // [Co]; empty when there is none
   Activation activation() const { return activation_; }
+  // True once an add was absorbed: inputs are then (x, residual).
+  bool has_residual() const { return has_residual_; }
 
  private:
   Conv2dAttrs attrs_;
   Tensor weight_, bias_;
   Activation activation_ = Activation::kNone;
+  bool has_residual_ = false;
 };
 
 Result<std::unique_ptr<Op>> create_conv2d(const Attrs& attrs);
