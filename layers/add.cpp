@@ -26,49 +26,41 @@ class AddKernel : public Kernel {
   Activation act_;
 };
 
-// flops() stays 0: one addition per element, no multiply-adds.
-class AddOp : public Op {
- public:
-  const char* type() const override { return "add"; }
-
-  Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override {
-    if (inputs[0] != inputs[1]) {
-      return shape_mismatch("inputs must have the same shape (no broadcasting), got " +
-                            inputs[0].to_string() + " and " + inputs[1].to_string());
-    }
-    *outputs = {inputs[0]};
-    return Status::Ok();
-  }
-  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>&, const std::vector<Shape>&,
-                                          const CompileOptions&) const override {
-    return std::unique_ptr<Kernel>(new AddKernel(activation_));
-  }
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                                   const CudaCompileOptions&) const override {
-    const int64_t count = inputs[0].numel();
-    const Activation act = activation_;
-    return make_cuda_kernel(AddKernel(act).describe(), [=](const cuda::Context& ctx, const std::vector<const float*>& in,
-                                                           const std::vector<float*>& out, void*) {
-      return cuda::add(in[0], in[1], out[0], count, act, ctx.stream);
-    });
-  }
-#endif
-  bool try_absorb(const Op& next) override {
-    if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
-    const Activation act = activation_of(next);
-    if (act == Activation::kNone) return false;
-    activation_ = act;
-    return true;
-  }
-  // add() is element-wise: the output may be either operand (kernels/cpu/elementwise.h).
-  bool can_run_in_place(const std::vector<Shape>&) const override { return true; }
-
- private:
-  Activation activation_ = Activation::kNone;
-};
-
 }  // namespace
+
+Status AddOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const {
+  if (inputs[0] != inputs[1]) {
+    return shape_mismatch("inputs must have the same shape (no broadcasting), got " + inputs[0].to_string() + " and " +
+                          inputs[1].to_string());
+  }
+  *outputs = {inputs[0]};
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Kernel>> AddOp::compile(const std::vector<Shape>&, const std::vector<Shape>&,
+                                               const CompileOptions&) const {
+  return std::unique_ptr<Kernel>(new AddKernel(activation_));
+}
+
+#if defined(WINFER_WITH_CUDA)
+Result<std::unique_ptr<CudaKernel>> AddOp::compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
+                                                        const CudaCompileOptions&) const {
+  const int64_t count = inputs[0].numel();
+  const Activation act = activation_;
+  return make_cuda_kernel(AddKernel(act).describe(), [=](const cuda::Context& ctx, const std::vector<const float*>& in,
+                                                         const std::vector<float*>& out, void*) {
+    return cuda::add(in[0], in[1], out[0], count, act, ctx.stream);
+  });
+}
+#endif
+
+bool AddOp::try_absorb(const Op& next) {
+  if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
+  const Activation act = activation_of(next);
+  if (act == Activation::kNone) return false;
+  activation_ = act;
+  return true;
+}
 
 Result<std::unique_ptr<Op>> create_add(const Attrs&) {
   return std::unique_ptr<Op>(new AddOp());

@@ -6,16 +6,28 @@
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/conv_pool.h"
 #include "layers/activation.h"
+#include "layers/add.h"
 #include "layers/batchnorm2d.h"
 #include "layers/maxpool2d.h"
 
 #if defined(WINFER_WITH_CUDA)
 #include "kernels/cuda/conv_algorithm.h"
 #include "kernels/cuda/pooling.h"
+#include "kernels/cuda/elementwise.h"
 #endif
 
 namespace winfer {
 namespace {
+
+// "im2win", "im2win (fused add+relu)", "direct (im2win does not support ...)": the algorithm,
+// then what the per-layer profile (`--profile`, `bench --per-layer`) should know about this layer.
+std::string describe_conv(const char* algorithm, bool residual, bool pool, Activation act, const std::string& note) {
+  std::string extra;
+  if (residual) extra = act == Activation::kNone ? "fused add" : std::string("fused add+") + activation_name(act);
+  if (pool) extra = "fused maxpool";
+  if (!note.empty()) extra += (extra.empty() ? "" : "; ") + note;
+  return extra.empty() ? std::string(algorithm) : std::string(algorithm) + " (" + extra + ")";
+}
 
 class ConvKernel : public Kernel {
  public:
@@ -25,25 +37,25 @@ class ConvKernel : public Kernel {
   ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op, Tensor packed,
              bool owned, std::optional<ConvPool> pool, std::string note)
       : algorithm_(algorithm), params_(params), packed_(std::move(packed)), owned_(owned), bias_(op.bias()),
-        activation_(op.activation()), pool_(std::move(pool)), note_(std::move(note)) {}
+        activation_(op.activation()), residual_(op.has_residual()), pool_(std::move(pool)), note_(std::move(note)) {}
   size_t workspace_bytes() const override {
     return pool_ ? pool_->workspace_bytes() : algorithm_->workspace_bytes(params_);
   }
   size_t owned_weight_bytes() const override { return owned_ ? packed_.bytes() : 0; }
   size_t shared_weight_bytes() const override { return bias_.bytes() + (owned_ ? 0 : packed_.bytes()); }
   std::string describe() const override {
-    std::string s = algorithm_->name();
-    if (pool_) s += " + maxpool";
-    if (!note_.empty()) s += " (" + note_ + ")";
-    return s;
+    return describe_conv(algorithm_->name(), residual_, pool_.has_value(), activation_, note_);
   }
+  // in[1], when there is one, is the residual (a fused add); the planner never gives the
+  // output the residual's storage (can_run_in_place is false), as the algorithms require.
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
            int threads) const override {
     const float* bias = bias_.empty() ? nullptr : bias_.data();
     if (pool_) {
       pool_->run(in[0]->data(), packed_.data(), bias, out[0]->data(), workspace, activation_, threads);
     } else {
-      algorithm_->run(params_, in[0]->data(), packed_.data(), bias, out[0]->data(), workspace, activation_, threads);
+      algorithm_->run(params_, in[0]->data(), packed_.data(), bias, residual_ ? in[1]->data() : nullptr,
+                      out[0]->data(), workspace, activation_, threads);
     }
   }
 
@@ -54,6 +66,7 @@ class ConvKernel : public Kernel {
   bool owned_;
   Tensor bias_;  // shares the op's storage
   Activation activation_;
+  bool residual_;
   std::optional<ConvPool> pool_;
   std::string note_;
 };
@@ -82,33 +95,38 @@ Tensor pack_for(const ConvAlgorithm& algorithm, const ConvParams& p, const float
 #if defined(WINFER_WITH_CUDA)
 // The CUDA convolution: weights packed for the algorithm and uploaded once per model, device
 // and algorithm (the model's DeviceWeightCache), bias the same; the algorithm tuned for these
-// params before its workspace is asked (cuDNN picks its fastest algorithm there).
+// params before its workspace is asked (cuDNN picks its fastest algorithm there). A fused
+// residual is added by a second launch (cuda::add, with the activation) after the convolution
+// without activation: the CUDA algorithms have no residual in their epilogues.
 class ConvCudaKernel : public CudaKernel {
  public:
   // With `pool`, the convolution goes to the workspace first and is max-pooled from there into
   // the output (the CPU computes it band by band; here the whole output is one band).
   ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed,
-                 const float* bias, Activation activation, size_t weight_bytes, std::optional<PoolParams> pool,
-                 std::string note)
+                 const float* bias, Activation activation, bool residual, size_t weight_bytes,
+                 std::optional<PoolParams> pool, std::string note)
       : algorithm_(algorithm), params_(params), packed_(packed), bias_(bias), activation_(activation),
-        weight_bytes_(weight_bytes), pool_(pool), note_(std::move(note)) {}
+        residual_(residual), weight_bytes_(weight_bytes), pool_(pool), note_(std::move(note)) {}
   size_t workspace_bytes() const override { return conv_output_bytes() + algorithm_->workspace_bytes(params_); }
   size_t weight_bytes() const override { return weight_bytes_; }
   std::string describe() const override {
-    std::string s = algorithm_->name();
-    if (pool_) s += " + maxpool";
-    if (!note_.empty()) s += " (" + note_ + ")";
-    return s;
+    return describe_conv(algorithm_->name(), residual_, pool_.has_value(), activation_, note_);
   }
   cuda::Status run(const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out,
                    void* workspace) const override {
-    if (!pool_) return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
-    float* conv_out = static_cast<float*>(workspace);
-    void* conv_workspace = algorithm_->workspace_bytes(params_) > 0 ? static_cast<char*>(workspace) + conv_output_bytes()
-                                                                    : nullptr;
-    const cuda::Status s = algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out, conv_workspace, activation_);
-    if (!s.ok()) return s;
-    return cuda::maxpool2d_nhwc(*pool_, conv_out, out[0], ctx.stream);
+    if (pool_) {
+      float* conv_out = static_cast<float*>(workspace);
+      void* conv_workspace =
+          algorithm_->workspace_bytes(params_) > 0 ? static_cast<char*>(workspace) + conv_output_bytes() : nullptr;
+      const cuda::Status s = algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out, conv_workspace, activation_);
+      if (!s.ok()) return s;
+      return cuda::maxpool2d_nhwc(*pool_, conv_out, out[0], ctx.stream);
+    }
+    if (!residual_) return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
+    const cuda::Status conv = algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, Activation::kNone);
+    if (!conv.ok()) return conv;
+    const int64_t count = params_.batch * params_.out_h() * params_.out_w() * params_.out_channels;
+    return cuda::add(out[0], in[1], out[0], count, activation_, ctx.stream);
   }
 
  private:
@@ -125,6 +143,7 @@ class ConvCudaKernel : public CudaKernel {
   const float* packed_;
   const float* bias_;
   Activation activation_;
+  bool residual_;
   size_t weight_bytes_;
   std::optional<PoolParams> pool_;
   std::string note_;
@@ -155,6 +174,10 @@ ConvParams Conv2dOp::params_for(const Shape& input) const {
 }
 
 Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const {
+  if (inputs.size() != (has_residual_ ? 2u : 1u)) {
+    return internal_error("conv2d given " + std::to_string(inputs.size()) + " inputs, expected " +
+                          (has_residual_ ? "2 (input, residual of a fused add)" : "1"));
+  }
   const Shape& in = inputs[0];
   WINFER_RETURN_IF_ERROR(expect_rank(in, 4, "input"));
   if (in.c() != attrs_.in_channels) {
@@ -173,6 +196,10 @@ Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shap
                           " plus padding");
   }
   const Shape conv{in.n(), attrs_.out_channels, p.out_h(), p.out_w()};
+  if (has_residual_ && inputs[1] != conv) {
+    return shape_mismatch("residual " + inputs[1].to_string() + " (fused add) must have the output's shape " +
+                          conv.to_string());
+  }
   if (!pool_) {
     *outputs = {conv};
     return Status::Ok();
@@ -194,11 +221,13 @@ Status Conv2dOp::load_params(const std::string& prefix, const std::vector<Shape>
 bool Conv2dOp::try_absorb(const Op& next) {
   if (pool_) return false;  // nothing may follow the pooling
   if (const auto* pool = dynamic_cast<const MaxPool2dOp*>(&next)) {
+    if (has_residual_) return false;  // conv_pool computes no residual
     pool_ = pool->attrs();
     return true;
   }
   if (activation_ != Activation::kNone) return false;  // only pooling may follow the activation
   if (const auto* bn = dynamic_cast<const BatchNorm2dOp*>(&next)) {
+    if (has_residual_) return false;  // folding would scale the residual too
     // w'[o] = w[o] * scale[o];  b'[o] = b[o] * scale[o] + shift[o].
     const int64_t per_output = weight_.numel() / attrs_.out_channels;
     if (bias_.empty()) bias_ = Tensor::allocate(Shape{attrs_.out_channels});
@@ -219,6 +248,17 @@ bool Conv2dOp::try_absorb(const Op& next) {
 std::optional<PoolParams> Conv2dOp::pool_params(const ConvParams& p, const Shape& output) const {
   if (!pool_) return std::nullopt;
   return pool2d_params(*pool_, Shape{p.batch, p.out_channels, p.out_h(), p.out_w()}, output);
+}
+
+bool Conv2dOp::try_absorb_residual(const Op& next) {
+  const auto* add = dynamic_cast<const AddOp*>(&next);
+  // One residual at most, and it must be added before any activation (act(conv) + r is not
+  // act(conv + r)) and before pooling; the add's own activation, if it absorbed one, becomes
+  // this op's.
+  if (add == nullptr || has_residual_ || pool_ || activation_ != Activation::kNone) return false;
+  has_residual_ = true;
+  activation_ = add->activation();
+  return true;
 }
 
 Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
@@ -283,8 +323,8 @@ Result<std::unique_ptr<CudaKernel>> Conv2dOp::compile_cuda(const std::vector<Sha
   auto bias = upload_tensor(options, this, "bias", bias_);
   if (!bias.ok()) return bias.status();
   return std::unique_ptr<CudaKernel>(new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), activation_,
-                                                        packed_bytes + bias_.bytes(), pool_params(p, outputs[0]),
-                                                        std::move(note)));
+                                                        has_residual_, packed_bytes + bias_.bytes(),
+                                                        pool_params(p, outputs[0]), std::move(note)));
 }
 #endif
 

@@ -1,7 +1,10 @@
 // conv2d: 2-D convolution with stride, asymmetric padding, dilation, groups and bias
 // (PyTorch nn.Conv2d semantics, weights OIHW). Absorbs a following batchnorm2d (folded into
-// weight and bias at load), relu/relu6 (fused epilogue) and then a maxpool2d (computed band by
-// band, kernels/cpu/conv_pool.h: the convolution's full output is never stored).
+// weight and bias at load), relu/relu6 (fused epilogue), an add of its output and a residual
+// (a ResNet shortcut: the residual becomes a second input, added in the epilogue before the
+// activation, out = act(conv(x) + bias + residual)), or a maxpool2d after the activation
+// (computed band by band, kernels/cpu/conv_pool.h: the convolution's full output is never
+// stored).
 #pragma once
 
 #include <optional>
@@ -39,6 +42,7 @@ class Conv2dOp : public Op {
   int64_t param_count() const override;
   size_t weight_bytes() const override { return weight_.bytes() + packed_.bytes() + bias_.bytes(); }
   bool try_absorb(const Op& next) override;
+  bool try_absorb_residual(const Op& next) override;
   void pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) override;
 
   // The convolution for a given input shape (NCHW).
@@ -50,6 +54,8 @@ class Conv2dOp : public Op {
   Tensor weight_oihw() const;
   const Tensor& bias() const { return bias_; }      // [Co]; empty when there is none
   Activation activation() const { return activation_; }
+  // True once an add was absorbed: inputs are then (x, residual).
+  bool has_residual() const { return has_residual_; }
 
  private:
   // The pooling of the convolution's output (for these conv params) into `output`, if absorbed.
@@ -64,6 +70,7 @@ class Conv2dOp : public Op {
   ConvParams packed_params_;
   Activation activation_ = Activation::kNone;
   std::optional<Pool2dAttrs> pool_;
+  bool has_residual_ = false;
 };
 
 Result<std::unique_ptr<Op>> create_conv2d(const Attrs& attrs);

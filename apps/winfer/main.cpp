@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--top", run.top, "Classes to print per image")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   run_cmd->add_option("--repeat", run.repeat, "Timed runs after one warm-up run (0: just one cold run)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   run_cmd->add_flag("--profile", run.profile, "Print per-layer times of the last run");
-  run_cmd->add_flag("!--no-fuse", run.fuse, "Keep batch norm and activations as layers of their own (no folding or fusion)");
+  run_cmd->add_flag("!--no-fuse", run.fuse, "Keep batch norm, activations and residual adds as layers of their own (no folding or fusion)");
 
   winfer::cli::PlanArgs plan;
   CLI::App* plan_cmd = app.add_subcommand("plan", "Memory per convolution algorithm: weights, planned arena, lower bound, measured peak");

@@ -108,6 +108,11 @@ class Op {
   // Fusion: absorb the op that consumes this op's only output (e.g. conv <- batchnorm, relu;
   // add <- relu). Returns true if absorbed; `next` is then removed from the graph.
   virtual bool try_absorb(const Op& /*next*/) { return false; }
+  // Fusion of a two-operand sum (conv <- add): `next` adds this op's only output to another
+  // tensor that is ready before this op runs. Returns true if absorbed; the fusion pass then
+  // appends that tensor to this op's inputs (compile() and infer_shapes() see one more input,
+  // the residual, with the output's shape) and removes `next`.
+  virtual bool try_absorb_residual(const Op& /*next*/) { return false; }
   // Layers this op absorbed (for display) and their parameter count (so totals stay PyTorch's).
   const std::vector<std::string>& fused_names() const { return fused_names_; }
   int64_t fused_param_count() const { return fused_params_; }

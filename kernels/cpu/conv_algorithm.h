@@ -1,5 +1,5 @@
-// One interface for every CPU convolution algorithm (direct, im2col, depthwise now; im2win and
-// indirect later). Tensors are channels-last:
+// One interface for every CPU convolution algorithm (direct, im2col, depthwise, im2win,
+// indirect). Tensors are channels-last:
 //   input  [N][H][W][C]            (C = in_channels)
 //   output [N][Ho][Wo][Co]
 //   weight [Co][C/groups][Kh][Kw]  (PyTorch OIHW), given to pack_weights() once
@@ -26,7 +26,7 @@ class ConvAlgorithm {
   virtual size_t packed_weight_bytes(const ConvParams& p) const = 0;
   // Rearranges OIHW weights into `packed` (packed_weight_bytes(p) bytes, 64-byte aligned).
   // Packing may depend on the channels, kernel and groups, never on the batch or the spatial
-  // size: a model packs once (LoadOptions::pack_weights) for sessions of any batch.
+  // size: a model packs once (LoadOptions::pack_for) for sessions of any batch.
   virtual void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const = 0;
   // pack_weights into the weights' own storage, where the packed layout has exactly as many
   // floats as OIHW (so a model packing at load needs no second copy of its weights); returns
@@ -38,11 +38,18 @@ class ConvAlgorithm {
   virtual bool can_unpack_weights() const { return false; }
   // The inverse of pack_weights; only called where can_unpack_weights().
   virtual void unpack_weights(const ConvParams& /*p*/, const float* /*packed*/, float* /*weight_oihw*/) const {}
-  // output = act(conv(input, weights) + bias). bias may be null. workspace has
-  // workspace_bytes(p) bytes (may be null when that is 0). threads >= 1.
+  // output = act(conv(input, weights) + bias + residual). bias may be null. residual (a
+  // ResNet shortcut fused into the convolution) is null or has the output's shape and layout,
+  // and must not overlap the output. workspace has workspace_bytes(p) bytes (may be null when
+  // that is 0). threads >= 1.
   virtual void run(const ConvParams& p, const float* input_nhwc, const float* packed,
-                   const float* bias, float* output_nhwc, void* workspace, Activation act,
-                   int threads) const = 0;
+                   const float* bias, const float* residual_nhwc, float* output_nhwc, void* workspace,
+                   Activation act, int threads) const = 0;
+  // The same without a residual.
+  void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
+           float* output_nhwc, void* workspace, Activation act, int threads) const {
+    run(p, input_nhwc, packed, bias, nullptr, output_nhwc, workspace, act, threads);
+  }
 };
 
 // Every registered algorithm, in a fixed order ("direct", "im2col", "depthwise", ...).

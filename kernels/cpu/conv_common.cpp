@@ -90,19 +90,32 @@ bool pack_weights_panels_in_place(const ConvParams& p, float* weights) {
   return true;
 }
 
-void bias_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
-                          Activation act, int threads) {
-  if (bias == nullptr && act == Activation::kNone) return;
+void bias_residual_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
+                                   const float* residual, Activation act, int threads) {
+  if (bias == nullptr && residual == nullptr && act == Activation::kNone) return;
   const Clamp clip = activation_clamp(act);
   const int nt = threads_for_work(threads, pixels * channels / 4);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t px = 0; px < pixels; ++px) {
     float* row = out + px * channels;
-    if (bias != nullptr)
+    const float* res = residual != nullptr ? residual + px * channels : nullptr;
+    // bias first, then the residual: the order of the unfused conv-then-add, so that fusing
+    // does not change the rounding.
+    if (bias != nullptr && res != nullptr)
+      for (int64_t c = 0; c < channels; ++c) row[c] = clamp((row[c] + bias[c]) + res[c], clip);
+    else if (bias != nullptr)
       for (int64_t c = 0; c < channels; ++c) row[c] = clamp(row[c] + bias[c], clip);
+    else if (res != nullptr)
+      for (int64_t c = 0; c < channels; ++c) row[c] = clamp(row[c] + res[c], clip);
     else
       for (int64_t c = 0; c < channels; ++c) row[c] = clamp(row[c], clip);
   }
+}
+
+void add_residual(const ConvParams& p, const float* residual, float* output, Activation act, int threads) {
+  if (residual == nullptr) return;
+  bias_residual_activation_rows(output, p.batch * p.out_h() * p.out_w(), p.out_channels, nullptr, residual, act,
+                                threads);
 }
 
 }  // namespace cpu

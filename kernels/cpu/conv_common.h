@@ -34,10 +34,24 @@ void unpack_weights_panels(const ConvParams& p, const float* packed, float* weig
 // (at most kPanel * K floats: 590 KB for 512->512 3x3); false, touching nothing, otherwise.
 bool pack_weights_panels_in_place(const ConvParams& p, float* weights);
 
-// out[p][c] = act(out[p][c] + bias[c]) over `pixels` rows of `channels` floats. Does nothing
-// when bias is null and act is kNone.
-void bias_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
-                          Activation act, int threads);
+// out[p][c] = act(out[p][c] + bias[c] + residual[p][c]) over `pixels` rows of `channels`
+// floats; bias and residual (rows of `channels` floats, like out) may be null. Does nothing
+// when both are null and act is kNone.
+void bias_residual_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
+                                   const float* residual, Activation act, int threads);
+inline void bias_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
+                                 Activation act, int threads) {
+  bias_residual_activation_rows(out, pixels, channels, bias, nullptr, act, threads);
+}
+
+// The residual of the algorithms whose epilogue cannot read it (direct, depthwise): they
+// convolve with activation_before_residual() (none when there is a residual, since the
+// activation must follow the sum), then add_residual() makes one pass out = act(out + residual)
+// over the output (nothing when residual is null).
+inline Activation activation_before_residual(const float* residual, Activation act) {
+  return residual != nullptr ? Activation::kNone : act;
+}
+void add_residual(const ConvParams& p, const float* residual, float* output, Activation act, int threads);
 
 }  // namespace cpu
 }  // namespace winfer

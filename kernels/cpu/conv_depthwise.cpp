@@ -146,13 +146,15 @@ class DepthwiseConv final : public ConvAlgorithm {
       for (int64_t t = 0; t < taps; ++t) weight_oihw[c * taps + t] = packed[t * p.in_channels + c];
   }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
-           float* output_nhwc, void*, Activation act, int threads) const override {
+           const float* residual_nhwc, float* output_nhwc, void*, Activation act, int threads) const override {
     const RowFn row_fn = pick_row_fn();
-    const RowArgs args{&p, input_nhwc, packed, bias, output_nhwc, activation_clamp(act)};
+    const RowArgs args{&p, input_nhwc, packed, bias, output_nhwc,
+                       activation_clamp(activation_before_residual(residual_nhwc, act))};
     const int64_t rows = p.batch * p.out_h();
     const int nt = threads_for_work(threads, p.flops() / 2);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (int64_t r = 0; r < rows; ++r) row_fn(args, r / p.out_h(), r % p.out_h());
+    add_residual(p, residual_nhwc, output_nhwc, act, threads);
   }
 };
 

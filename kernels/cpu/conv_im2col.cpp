@@ -8,7 +8,7 @@
 //   out[n][pixel][g*Cog .. g*Cog+Cog) = A [Ho*Wo x K] * B_g [K x Cog]
 //
 // with B_g the group's slice of the GHWIO-packed weights (K = Kh*Kw*Cg rows, Cog columns), and
-// the output written in place through ldc = Co. Bias and activation follow in an epilogue pass
+// the output written in place through ldc = Co. Bias, residual and activation follow in an epilogue pass
 // over the rows just computed (still in cache).
 //
 // Workspace: one image and one group at a time, i.e. exactly Ho*Wo*Kh*Kw*Cg floats. Lowering
@@ -78,7 +78,7 @@ void im2row_pixels(const ConvParams& p, const float* in_image, int64_t g, int64_
 // are disjoint between threads in the buffer and in the output, so threads never wait for
 // each other.
 void conv_pixels(const ConvParams& p, const float* input, const float* packed, const float* bias,
-                 float* output, float* buffer, Activation act, int64_t first, int64_t last) {
+                 const float* residual, float* output, float* buffer, Activation act, int64_t first, int64_t last) {
   const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
   const int64_t k = p.kernel_h * p.kernel_w * cg;
   const int64_t pixels_out = p.out_h() * p.out_w();
@@ -86,28 +86,30 @@ void conv_pixels(const ConvParams& p, const float* input, const float* packed, c
   if (rows <= 0) return;
   for (int64_t n = 0; n < p.batch; ++n) {
     const float* in_image = input + n * p.in_h * p.in_w * p.in_channels;
-    float* out_rows = output + (n * pixels_out + first) * p.out_channels;
+    const int64_t row0 = (n * pixels_out + first) * p.out_channels;
+    float* out_rows = output + row0;
     for (int64_t g = 0; g < p.groups; ++g) {
       float* a = buffer + first * k;
       im2row_pixels(p, in_image, g, first, last, a);
       sgemm(false, false, rows, cog, k, 1.f, a, k, packed + g * k * cog, cog, 0.f, out_rows + g * cog,
             p.out_channels);
     }
-    bias_activation_rows(out_rows, rows, p.out_channels, bias, act, 1);
+    bias_residual_activation_rows(out_rows, rows, p.out_channels, bias, residual ? residual + row0 : nullptr, act, 1);
   }
 }
 
 // The 1x1 unpadded stride-1 case over pixels [first, last) of the whole batch: the input rows
 // are the GEMM's A as they are (lda = C, the group's channels at offset g*Cg).
 void pointwise_pixels(const ConvParams& p, const float* input, const float* packed, const float* bias,
-                      float* output, Activation act, int64_t first, int64_t last) {
+                      const float* residual, float* output, Activation act, int64_t first, int64_t last) {
   const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
   const int64_t rows = last - first;
   if (rows <= 0) return;
   for (int64_t g = 0; g < p.groups; ++g)
     sgemm(false, false, rows, cog, cg, 1.f, input + first * p.in_channels + g * cg, p.in_channels,
           packed + g * cg * cog, cog, 0.f, output + first * p.out_channels + g * cog, p.out_channels);
-  bias_activation_rows(output + first * p.out_channels, rows, p.out_channels, bias, act, 1);
+  bias_residual_activation_rows(output + first * p.out_channels, rows, p.out_channels, bias,
+                                residual ? residual + first * p.out_channels : nullptr, act, 1);
 }
 
 class Im2colConv final : public ConvAlgorithm {
@@ -129,7 +131,8 @@ class Im2colConv final : public ConvAlgorithm {
   }
 
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
-           float* output_nhwc, void* workspace, Activation act, int threads) const override {
+           const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
+           int threads) const override {
     // Threads split the output pixels; each lowers and multiplies its own rows with a
     // single-threaded sgemm (see the file comment for why OpenBLAS' threads are not used).
     gemm_set_threads(1);
@@ -145,9 +148,9 @@ class Im2colConv final : public ConvAlgorithm {
       const int t = omp_get_thread_num(), team = omp_get_num_threads();
       const int64_t first = pixels * t / team, last = pixels * (t + 1) / team;
       if (pointwise)
-        pointwise_pixels(p, input_nhwc, packed, bias, output_nhwc, act, first, last);
+        pointwise_pixels(p, input_nhwc, packed, bias, residual_nhwc, output_nhwc, act, first, last);
       else
-        conv_pixels(p, input_nhwc, packed, bias, output_nhwc, buffer, act, first, last);
+        conv_pixels(p, input_nhwc, packed, bias, residual_nhwc, output_nhwc, buffer, act, first, last);
     }
   }
 };

@@ -285,9 +285,9 @@ struct RowRun {
 class Im2winRun {
  public:
   Im2winRun(const ConvParams& p, const float* input, const float* packed, const float* bias,
-            float* output, float* window, Activation act)
+            const float* residual, float* output, float* window, Activation act)
       : p_(p), geo_(p), uk_(tile_kernels(cpu_isa())), transform_rows_(pick_transform_rows(cpu_isa())),
-        input_(input), packed_(packed), bias_(bias), output_(output), window_(window),
+        input_(input), packed_(packed), bias_(bias), residual_(residual), output_(output), window_(window),
         clip_(activation_clamp(act)) {}
 
   // Thread t of a team of `team` (inside an OpenMP parallel region, or t = 0, team = 1).
@@ -449,13 +449,14 @@ class Im2winRun {
     const int64_t co0 = run.g * geo_.cog + panel * kPanel;
     const int64_t panel_cols = std::min<int64_t>(kPanel, geo_.cog - panel * kPanel);
     const float* w_panel = packed_ + (run.g * geo_.panels + panel) * geo_.k * kPanel + skip * kPanel;
-    float* out = output_ + ((run.n * geo_.ho + run.oh0) * geo_.wo + p0) * p_.out_channels + co0;
+    const int64_t out_offset = ((run.n * geo_.ho + run.oh0) * geo_.wo + p0) * p_.out_channels + co0;
     const int block_cols = uk_.max_vecs * uk_.lanes;
     for (int64_t c = 0; c < panel_cols; c += block_cols) {
       a.cols = static_cast<int>(std::min<int64_t>(block_cols, panel_cols - c));
       a.weights = w_panel + c;
       a.bias = bias_ != nullptr ? bias_ + co0 + c : nullptr;
-      a.out = out + c;
+      a.out = output_ + out_offset + c;
+      a.residual = residual_ != nullptr ? residual_ + out_offset + c : nullptr;
       const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
       uk_.fn[p1 - p0][vecs](a);
     }
@@ -478,6 +479,7 @@ class Im2winRun {
   const float* input_;
   const float* packed_;
   const float* bias_;
+  const float* residual_;
   float* output_;
   float* window_;
   Clamp clip_;
@@ -506,8 +508,10 @@ class Im2winConv final : public ConvAlgorithm {
   }
 
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
-           float* output_nhwc, void* workspace, Activation act, int threads) const override {
-    const Im2winRun job(p, input_nhwc, packed, bias, output_nhwc, static_cast<float*>(workspace), act);
+           const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
+           int threads) const override {
+    const Im2winRun job(p, input_nhwc, packed, bias, residual_nhwc, output_nhwc, static_cast<float*>(workspace),
+                        act);
     const int nt = threads_for_work(threads, p.flops() / 2);
     // The team may be smaller than nt (a nested region gets one thread): split by its size.
 #pragma omp parallel num_threads(nt) if (nt > 1)

@@ -124,10 +124,10 @@ constexpr int64_t kMinTilesPerThread = 4;
 // One run() as seen by each thread of the team.
 class IndirectRun {
  public:
-  IndirectRun(const ConvParams& p, const float* input, const float* packed, const float* bias, float* output,
-              void* workspace, Activation act)
+  IndirectRun(const ConvParams& p, const float* input, const float* packed, const float* bias,
+              const float* residual, float* output, void* workspace, Activation act)
       : p_(p), layout_(p), uk_(tile_kernels(cpu_isa())), input_(input), packed_(packed), bias_(bias),
-        output_(output), workspace_(workspace), buffer_(static_cast<const float* const*>(workspace)),
+        residual_(residual), output_(output), workspace_(workspace), buffer_(static_cast<const float* const*>(workspace)),
         clip_(activation_clamp(act)), cg_(p.in_channels_per_group()), cog_(p.out_channels_per_group()),
         panels_(ceil_div(cog_, kPanel)), panel_floats_(layout_.taps * cg_ * kPanel),
         tile_major_(panels_ * panel_floats_ * int64_t{sizeof(float)} <= kL2WeightBytes) {}
@@ -182,7 +182,7 @@ class IndirectRun {
     const int64_t co0 = g * cog_ + panel * kPanel;
     const int64_t panel_cols = std::min<int64_t>(kPanel, cog_ - panel * kPanel);
     const float* w_panel = packed_ + (g * panels_ + panel) * panel_floats_;
-    float* out = output_ + (n * layout_.pixels + p0) * p_.out_channels + co0;
+    const int64_t out_offset = (n * layout_.pixels + p0) * p_.out_channels + co0;
     const int block_cols = uk_.max_vecs * uk_.lanes;
     const int64_t subs = ceil_div(rows, uk_.max_rows);  // balanced sub-tiles of at most MR pixels
     for (int64_t c = 0; c < panel_cols; c += block_cols) {
@@ -193,7 +193,8 @@ class IndirectRun {
       for (int64_t s = 0; s < subs; ++s) {
         const int64_t m0 = rows * s / subs, m1 = rows * (s + 1) / subs;
         a.pixels = slots + m0;
-        a.out = out + m0 * p_.out_channels + c;
+        a.out = output_ + out_offset + m0 * p_.out_channels + c;
+        a.residual = residual_ != nullptr ? residual_ + out_offset + m0 * p_.out_channels + c : nullptr;
         uk_.indirect[m1 - m0][vecs](a);
       }
     }
@@ -205,6 +206,7 @@ class IndirectRun {
   const float* input_;
   const float* packed_;
   const float* bias_;
+  const float* residual_;
   float* output_;
   void* workspace_;
   const float* const* buffer_;
@@ -236,8 +238,9 @@ class IndirectConv final : public ConvAlgorithm {
   }
 
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
-           float* output_nhwc, void* workspace, Activation act, int threads) const override {
-    const IndirectRun job(p, input_nhwc, packed, bias, output_nhwc, workspace, act);
+           const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
+           int threads) const override {
+    const IndirectRun job(p, input_nhwc, packed, bias, residual_nhwc, output_nhwc, workspace, act);
     const int nt = threads_for_work(threads, p.flops() / 2);
     // The team may be smaller than nt (a nested region gets one thread): split by its size.
 #pragma omp parallel num_threads(nt) if (nt > 1)

@@ -4,7 +4,8 @@
 // One call computes, for m < rows and j < cols,
 //
 //   out[m * out_stride + j] = clamp(bias[j] + sum_{s < segments, l < seg_len}
-//                                   pixel[m][s * seg_stride + l] * w[s * w_seg_stride + l * kPanel + j])
+//                                   pixel[m][s * seg_stride + l] * w[s * w_seg_stride + l * kPanel + j]
+//                                   + residual[m * out_stride + j])
 //
 // where pixel[m] = args.pixels[m] is where output pixel m's receptive field starts. The K
 // dimension (segments * seg_len) is walked in order; each step broadcasts one input value per
@@ -55,6 +56,9 @@ struct TileArgs {
   const float* bias;           // `cols` values, or null
   float* out;                  // pixel 0, column 0
   int64_t out_stride;          // floats from one pixel's outputs to the next (Co in NHWC)
+  // Added before the activation (a fused ResNet shortcut), laid out like `out` (same stride),
+  // or null. Read in the epilogue, while the tile is in registers: no second pass over memory.
+  const float* residual = nullptr;
   int cols;                    // valid columns, 1 .. vecs * lanes of the kernel called
   Clamp clip;                  // fused activation
   // Indirect entry (TileKernels::indirect) only. Segment s of pixel m starts at

@@ -87,12 +87,34 @@ __attribute__((always_inline)) inline void load_bias(const TileArgs& a, Vec<Isa:
   for (int v = 0; v < kVecs; ++v) init[v] = b != nullptr ? vload<kLanes>(b + v * kLanes) : Vec<kLanes>{};
 }
 
-// Clamps (fused activation) and stores the tile; a partial column block goes through a
-// buffer so that nothing past `cols` is written.
+// acc[m][v] += the residual's values of the tile (fused shortcut); a partial column block is
+// read through a buffer so that nothing past `cols` is read.
+template <class Isa, int kRows, int kVecs>
+__attribute__((always_inline)) inline void add_residual(const TileArgs& a, Vec<Isa::kLanes> (&acc)[kRows][kVecs]) {
+  constexpr int kLanes = Isa::kLanes;
+  const bool full = a.cols == kVecs * kLanes;
+#pragma GCC unroll 16
+  for (int m = 0; m < kRows; ++m) {
+    const float* res = a.residual + m * a.out_stride;
+    if (full) {
+#pragma GCC unroll 16
+      for (int v = 0; v < kVecs; ++v) acc[m][v] += vload<kLanes>(res + v * kLanes);
+    } else {
+      float partial[kVecs * kLanes] = {};
+      std::memcpy(partial, res, sizeof(float) * static_cast<size_t>(a.cols));
+#pragma GCC unroll 16
+      for (int v = 0; v < kVecs; ++v) acc[m][v] += vload<kLanes>(partial + v * kLanes);
+    }
+  }
+}
+
+// Adds the residual if any, clamps (fused activation) and stores the tile; a partial column
+// block goes through a buffer so that nothing past `cols` is written.
 template <class Isa, int kRows, int kVecs>
 __attribute__((always_inline)) inline void store_tile(const TileArgs& a, Vec<Isa::kLanes> (&acc)[kRows][kVecs]) {
   constexpr int kLanes = Isa::kLanes;
   using V = Vec<kLanes>;
+  if (a.residual != nullptr) add_residual<Isa, kRows, kVecs>(a, acc);
   const V lo = Isa::broadcast(&a.clip.lo), hi = Isa::broadcast(&a.clip.hi);
   const bool full = a.cols == kVecs * kLanes;
 #pragma GCC unroll 16

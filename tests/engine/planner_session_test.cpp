@@ -144,10 +144,14 @@ TEST_CASE("plan golden: a plain chain of convolutions runs in two buffers") {
   check_planned_equals_unplanned(model, random_tensor(winfer::Shape{2, 4, 8, 8}, 1, winfer::Layout::kNCHW), options);
 }
 
+std::string residual_block() {
+  return model_header(4, 8, 8) + "layers:\n" + conv("x", 4, 4, 3) + conv("a", 4, 4, 3) + conv("b", 4, 4, 3) +
+         "  - {name: y, op: add, inputs: [b, x]}\n" + conv("z", 4, 4, 1);
+}
+
+// Unfused: fused, the add would be part of conv b (next test).
 TEST_CASE("plan golden: a residual block keeps the skip tensor alive, the add runs in place") {
-  auto model = load_ok(model_header(4, 8, 8) + "layers:\n" + conv("x", 4, 4, 3) + conv("a", 4, 4, 3) + conv("b", 4, 4, 3) +
-                           "  - {name: y, op: add, inputs: [b, x]}\n" + conv("z", 4, 4, 1),
-                       random_weights());
+  auto model = load_ok(residual_block(), random_weights(/*fuse=*/false));
   winfer::SessionOptions options;
   options.conv_algorithm = "direct";
   auto session = session_ok(model, options);
@@ -162,6 +166,26 @@ TEST_CASE("plan golden: a residual block keeps the skip tensor alive, the add ru
   for (const char* other : {"a", "b", "y"}) CHECK(find_buffer(r, other).offset != x.offset);
   CHECK(r.arena_bytes == 3 * tensor);  // x, a and b at step 2
   check_planned_equals_unplanned(model, random_tensor(winfer::Shape{1, 4, 8, 8}, 2, winfer::Layout::kNCHW), options);
+}
+
+TEST_CASE("plan golden: a fused residual stays alive until its conv, whose output never takes it over") {
+  auto model = load_ok(residual_block(), random_weights());  // conv b absorbs the add: b(a, x) -> y
+  for (const char* algorithm : {"direct", "im2win"}) {
+    INFO(algorithm);
+    winfer::SessionOptions options;
+    options.conv_algorithm = algorithm;
+    auto session = session_ok(model, options);
+    const winfer::MemoryReport& r = session->memory_report();
+    const size_t tensor = 4 * 8 * 8 * sizeof(float);
+    const winfer::MemoryBuffer& x = find_buffer(r, "x");
+    CHECK(x.last_step == 2);  // read by the fused conv
+    CHECK(find_buffer(r, "y").first_step == 2);
+    CHECK(find_buffer(r, "y").in_place_of.empty());
+    CHECK(r.in_place_layers == 0);
+    for (const char* other : {"a", "y"}) CHECK(find_buffer(r, other).offset != x.offset);
+    CHECK(r.arena_bytes >= 3 * tensor);  // x, a and y at step 2 (+ the conv's workspace)
+    check_planned_equals_unplanned(model, random_tensor(winfer::Shape{1, 4, 8, 8}, 2, winfer::Layout::kNCHW), options);
+  }
 }
 
 TEST_CASE("plan golden: an unfused relu after a conv shares the conv's buffer") {

@@ -62,9 +62,10 @@ inline ConvData make_data(const ConvParams& p, uint32_t seed) {
 }
 
 // Packs and runs `algo` with every buffer guarded by a canary, and checks the canaries.
-// The output starts as NaN so an element the algorithm forgets to write shows up.
+// The output starts as NaN so an element the algorithm forgets to write shows up. `residual`
+// (the output's size, or null) is the fused shortcut.
 inline std::vector<float> run_conv(const ConvAlgorithm& algo, const ConvParams& p, const ConvData& d,
-                            bool with_bias, Activation act, int threads) {
+                            bool with_bias, Activation act, int threads, const float* residual = nullptr) {
   GuardedBuffer packed(algo.packed_weight_bytes(p));
   algo.pack_weights(p, d.weight.data(), packed.floats());
   CHECK_MESSAGE(packed.canary_intact(), algo.name(), " pack_weights wrote past packed_weight_bytes");
@@ -75,7 +76,7 @@ inline std::vector<float> run_conv(const ConvAlgorithm& algo, const ConvParams& 
   GuardedBuffer out(out_count * sizeof(float));
   std::memset(out.data_bytes(), 0xFF, out_count * sizeof(float));  // NaN
 
-  algo.run(p, d.input.data(), packed.floats(), with_bias ? d.bias.data() : nullptr, out.floats(),
+  algo.run(p, d.input.data(), packed.floats(), with_bias ? d.bias.data() : nullptr, residual, out.floats(),
            ws_bytes ? workspace.data_bytes() : nullptr, act, threads);
   CHECK_MESSAGE(workspace.canary_intact(), algo.name(), " wrote past workspace_bytes");
   CHECK_MESSAGE(out.canary_intact(), algo.name(), " wrote past the output");

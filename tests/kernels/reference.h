@@ -34,12 +34,13 @@ struct Result {
 // out[n][oh][ow][o] = act(bias[o] + sum_{c in o's group, kh, kw} in[n][ih][iw][c] * w[o][c'][kh][kw])
 // with ih = oh*sh - pad_top + kh*dh, iw = ow*sw - pad_left + kw*dw; taps outside the input are
 // zero padding and contribute nothing.
+// A residual (NHWC like the output, or null) is added before the activation.
 inline Result conv2d(const ConvParams& p, const std::vector<float>& in, const std::vector<float>& w,
-                     const float* bias, Activation act) {
+                     const float* bias, Activation act, const float* residual = nullptr) {
   const int64_t ho = p.out_h(), wo = p.out_w();
   const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
   Result r;
-  r.terms = cg * p.kernel_h * p.kernel_w + (bias ? 1 : 0);
+  r.terms = cg * p.kernel_h * p.kernel_w + (bias ? 1 : 0) + (residual ? 1 : 0);
   r.value.assign(static_cast<size_t>(p.batch * ho * wo * p.out_channels), 0.0);
   r.abs_sum = r.value;
   for (int64_t n = 0; n < p.batch; ++n)
@@ -61,6 +62,10 @@ inline Result conv2d(const ConvParams& p, const std::vector<float>& in, const st
                 abs_sum += std::abs(x * k);
               }
           const size_t idx = static_cast<size_t>(((n * ho + oh) * wo + ow) * p.out_channels + o);
+          if (residual != nullptr) {
+            sum += residual[idx];
+            abs_sum += std::abs(static_cast<double>(residual[idx]));
+          }
           r.value[idx] = activate(sum, act);
           r.abs_sum[idx] = abs_sum;
         }
