@@ -46,8 +46,10 @@ class ConvKernel : public Kernel {
   std::string describe() const override {
     return describe_conv(algorithm_->name(), residual_, pool_.has_value(), activation_, note_);
   }
-  // in[1], when there is one, is the residual (a fused add); the planner never gives the
-  // output the residual's storage (can_run_in_place is false), as the algorithms require.
+  // The output may take over the residual's storage where the algorithm adds it element by
+  // element in its store (im2win, indirect); never in a band-by-band pooling (no residual).
+  int in_place_input() const override { return residual_ && algorithm_->residual_may_alias_output() ? 1 : -1; }
+  // in[1], when there is one, is the residual (a fused add).
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
            int threads) const override {
     const float* bias = bias_.empty() ? nullptr : bias_.data();

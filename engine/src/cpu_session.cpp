@@ -81,7 +81,8 @@ class CpuSession : public SessionImpl {
       std::vector<KernelMemory> known(graph.nodes.size());
       for (size_t n = 0; n < graph.nodes.size(); ++n) {
         if (kernels[n]) {
-          known[n] = {kernels[n]->workspace_bytes(), kernels[n]->owned_weight_bytes(), kernels[n]->shared_weight_bytes()};
+          known[n] = {kernels[n]->workspace_bytes(), kernels[n]->owned_weight_bytes(), kernels[n]->shared_weight_bytes(),
+                      kernels[n]->in_place_input()};
         }
       }
       ConvAutotuneOptions tune;
@@ -98,7 +99,8 @@ class CpuSession : public SessionImpl {
     }
     std::vector<KernelMemory> memory;
     for (const auto& kernel : kernels) {
-      memory.push_back({kernel->workspace_bytes(), kernel->owned_weight_bytes(), kernel->shared_weight_bytes()});
+      memory.push_back({kernel->workspace_bytes(), kernel->owned_weight_bytes(), kernel->shared_weight_bytes(),
+                        kernel->in_place_input()});
     }
     auto plan = plan_session_memory(*model, shapes, memory, kArenaAlignment);
     if (!plan.ok()) return plan.status();

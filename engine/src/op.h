@@ -51,6 +51,11 @@ class Kernel {
   // batch-norm parameters), which the Model holds anyway.
   virtual size_t owned_weight_bytes() const { return 0; }
   virtual size_t shared_weight_bytes() const { return 0; }
+  // An input whose storage the output may take over when that input dies at this step, beyond
+  // what the op allows for every kernel (Op::can_run_in_place): the index, or -1. A convolution
+  // whose algorithm adds a fused residual in its store (each output element reads its own
+  // residual element just before writing it) may write over the residual.
+  virtual int in_place_input() const { return -1; }
   // One line for `winfer info`/logs, e.g. "im2col" or "depthwise (fused relu)".
   virtual std::string describe() const { return std::string(); }
   // Shapes were checked at compile time; run() cannot fail on valid tensors.

@@ -41,18 +41,25 @@ void add_tensor_buffers(const Graph& graph, const std::vector<Shape>& shapes, Bu
   }
 }
 
-// In place: a node whose op allows it writes its output over an input that is read for the
-// last time by this node. The graph input stays untouched (it holds the user's data for the
-// whole of its lifetime) and so do outputs (the user reads them after the run).
-void add_in_place_aliases(const Graph& graph, const std::vector<Shape>& shapes, BufferList* list) {
+// In place: a node writes its output over an input of the same size that is read for the last
+// time by this node: any input where the op allows it for every kernel, or the one its kernel
+// names (KernelMemory::in_place_input). The graph input stays untouched (it holds the user's
+// data for the whole of its lifetime) and so do outputs (the user reads them after the run).
+void add_in_place_aliases(const Graph& graph, const std::vector<Shape>& shapes, const std::vector<KernelMemory>& kernels,
+                          BufferList* list) {
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const GraphNode& node = graph.nodes[n];
     if (node.outputs.size() != 1) continue;
     std::vector<Shape> in;
     for (int t : node.inputs) in.push_back(shapes[t]);
-    if (!node.op->can_run_in_place(in)) continue;
+    std::vector<int> candidates;
+    if (node.op->can_run_in_place(in)) {
+      candidates = node.inputs;
+    } else if (kernels[n].in_place_input >= 0 && kernels[n].in_place_input < static_cast<int>(node.inputs.size())) {
+      candidates = {node.inputs[kernels[n].in_place_input]};
+    }
     const int out = node.outputs[0];
-    for (int t : node.inputs) {
+    for (int t : candidates) {
       const PlanBuffer& candidate = list->plan[t];
       const bool eligible = t != graph.input && !contains(graph.outputs, t) &&
                             candidate.last_step == static_cast<int>(n) && candidate.bytes == list->plan[out].bytes;
@@ -89,7 +96,7 @@ Result<SessionPlan> plan_session_memory(const Model& model, const std::vector<Sh
   const Graph& graph = model.graph();
   BufferList buffers;
   add_tensor_buffers(graph, shapes, &buffers);
-  add_in_place_aliases(graph, shapes, &buffers);
+  add_in_place_aliases(graph, shapes, kernels, &buffers);
   add_workspace_buffers(graph, kernels, &buffers);
   auto plan = plan_memory(buffers.plan, alignment);
   if (!plan.ok()) return internal_error("memory plan: " + plan.status().message());

@@ -19,6 +19,7 @@ struct KernelMemory {
   size_t workspace_bytes = 0;
   size_t owned_weight_bytes = 0;   // allocated for this session's kernels (packed weights)
   size_t shared_weight_bytes = 0;  // read from the model's own tensors
+  int in_place_input = -1;         // Kernel::in_place_input()
 };
 
 struct SessionPlan {

@@ -233,6 +233,9 @@ class IndirectConv final : public ConvAlgorithm {
     return pack_weights_panels_in_place(p, weights);
   }
   bool can_unpack_weights() const override { return true; }
+  // The residual is read in the tile store, element by element just before the same element
+  // is written: the output may be the residual.
+  bool residual_may_alias_output() const override { return true; }
   void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
     unpack_weights_panels(p, packed, weight_oihw);
   }

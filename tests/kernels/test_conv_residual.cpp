@@ -82,5 +82,31 @@ TEST_CASE("conv residual: a zero residual gives the result without one, bit for 
   }
 }
 
+TEST_CASE("conv residual: algorithms that say so give the same bits with the output written over the residual") {
+  int in_place = 0;
+  uint32_t seed = 7700;
+  for (const ConvCase& c : residual_cases()) {
+    INFO(test::describe(c));
+    const test::ConvData d = test::make_data(c.p, seed += 10);
+    const size_t out_count = static_cast<size_t>(c.p.batch * c.p.out_h() * c.p.out_w() * c.p.out_channels);
+    const std::vector<float> residual = test::random_floats(out_count, seed + 5, -2.f, 2.f);
+    for (const ConvAlgorithm* algorithm : conv_algorithms()) {
+      if (!algorithm->supports(c.p) || !algorithm->residual_may_alias_output()) continue;
+      ++in_place;
+      INFO("algorithm ", std::string(algorithm->name()));
+      const std::vector<float> apart = test::run_conv(*algorithm, c.p, d, c.bias, c.act, 3, residual.data());
+      // The planner's in-place case: the residual's storage is the output.
+      std::vector<float> packed(algorithm->packed_weight_bytes(c.p) / sizeof(float));
+      algorithm->pack_weights(c.p, d.weight.data(), packed.data());
+      std::vector<float> workspace(algorithm->workspace_bytes(c.p) / sizeof(float) + 1);
+      std::vector<float> shared = residual;
+      algorithm->run(c.p, d.input.data(), packed.data(), c.bias ? d.bias.data() : nullptr, shared.data(),
+                     shared.data(), workspace.data(), c.act, 3);
+      CHECK(test::bitwise_equal(shared.data(), apart.data(), apart.size()));
+    }
+  }
+  CHECK(in_place >= 2 * 7);  // im2win and indirect on every non-depthwise case
+}
+
 }  // namespace
 }  // namespace winfer
