@@ -1,6 +1,7 @@
 // Pieces shared by the CPU convolution algorithms (internal to kernels/cpu).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/cpu/conv_algorithm.h"
@@ -33,6 +34,28 @@ void unpack_weights_panels(const ConvParams& p, const float* packed, float* weig
 // then occupies exactly its OIHW rows' floats), through a copy of one panel's rows at a time
 // (at most kPanel * K floats: 590 KB for 512->512 3x3); false, touching nothing, otherwise.
 bool pack_weights_panels_in_place(const ConvParams& p, float* weights);
+
+// The weight handling of the micro-kernel algorithms (im2win, indirect): the panel layout above
+// (packed in place where no panel is padded, unpacked bit for bit), and a fused residual added in
+// the tile's store, each element read just before the same element is written, so the output
+// may be the residual.
+class PanelWeightsAlgorithm : public ConvAlgorithm {
+ public:
+  size_t packed_weight_bytes(const ConvParams& p) const override {
+    return static_cast<size_t>(panel_weight_floats(p)) * sizeof(float);
+  }
+  void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
+    pack_weights_panels(p, weight_oihw, packed);
+  }
+  bool pack_weights_in_place(const ConvParams& p, float* weights) const override {
+    return pack_weights_panels_in_place(p, weights);
+  }
+  bool can_unpack_weights() const override { return true; }
+  void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
+    unpack_weights_panels(p, packed, weight_oihw);
+  }
+  bool residual_may_alias_output() const override { return true; }
+};
 
 // out[p][c] = act(out[p][c] + bias[c] + residual[p][c]) over `pixels` rows of `channels`
 // floats; bias and residual (rows of `channels` floats, like out) may be null. Does nothing

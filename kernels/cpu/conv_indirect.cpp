@@ -215,31 +215,13 @@ class IndirectRun {
   bool tile_major_;
 };
 
-class IndirectConv final : public ConvAlgorithm {
+class IndirectConv final : public PanelWeightsAlgorithm {
  public:
   const char* name() const override { return "indirect"; }
   bool supports(const ConvParams& p) const override { return p.is_valid(); }
   size_t workspace_bytes(const ConvParams& p) const override {
     return static_cast<size_t>(IndirectionLayout(p).workspace_bytes(p));
   }
-  size_t packed_weight_bytes(const ConvParams& p) const override {
-    return static_cast<size_t>(panel_weight_floats(p)) * sizeof(float);
-  }
-  // Panels of 32 output channels (conv_common.h): a permutation plus zero padding.
-  void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
-    pack_weights_panels(p, weight_oihw, packed);
-  }
-  bool pack_weights_in_place(const ConvParams& p, float* weights) const override {
-    return pack_weights_panels_in_place(p, weights);
-  }
-  bool can_unpack_weights() const override { return true; }
-  // The residual is read in the tile store, element by element just before the same element
-  // is written: the output may be the residual.
-  bool residual_may_alias_output() const override { return true; }
-  void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
-    unpack_weights_panels(p, packed, weight_oihw);
-  }
-
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {

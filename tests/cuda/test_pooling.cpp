@@ -20,18 +20,7 @@ using test::DeviceArray;
 // PoolParams with PyTorch's output size (floor or ceil mode) and symmetric padding.
 PoolParams pool(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t s, int64_t pad, int64_t dilation,
                 bool ceil_mode) {
-  PoolParams p;
-  p.batch = n;
-  p.channels = c;
-  p.in_h = h;
-  p.in_w = w;
-  p.kernel_h = p.kernel_w = k;
-  p.stride_h = p.stride_w = s;
-  p.pad_top = p.pad_left = pad;
-  p.dilation_h = p.dilation_w = dilation;
-  p.out_h = ref::pool_out_size(h, k, s, pad, dilation, ceil_mode);
-  p.out_w = ref::pool_out_size(w, k, s, pad, dilation, ceil_mode);
-  return p;
+  return ref::pool_params(n, c, h, w, k, s, pad, dilation, ceil_mode);
 }
 
 std::vector<PoolParams> pool_cases() {

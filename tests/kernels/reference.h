@@ -107,6 +107,23 @@ inline int64_t pool_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t
   return out;
 }
 
+// Square pooling of [n][h][w][c] with PyTorch's output size.
+inline PoolParams pool_params(int64_t n, int64_t c, int64_t h, int64_t w, int64_t kernel, int64_t stride, int64_t pad,
+                              int64_t dilation, bool ceil_mode) {
+  PoolParams p;
+  p.batch = n;
+  p.channels = c;
+  p.in_h = h;
+  p.in_w = w;
+  p.kernel_h = p.kernel_w = kernel;
+  p.stride_h = p.stride_w = stride;
+  p.pad_top = p.pad_left = pad;
+  p.dilation_h = p.dilation_w = dilation;
+  p.out_h = pool_out_size(h, kernel, stride, pad, dilation, ceil_mode);
+  p.out_w = pool_out_size(w, kernel, stride, pad, dilation, ceil_mode);
+  return p;
+}
+
 // Max over the taps of the window that lie inside the input; a NaN tap wins; -inf if none.
 inline std::vector<double> maxpool2d(const PoolParams& p, const std::vector<float>& in) {
   std::vector<double> out(static_cast<size_t>(p.batch * p.out_h * p.out_w * p.channels));

@@ -31,18 +31,7 @@ struct ConvPoolCase {
 };
 
 PoolParams pool_params(const ConvParams& c, const PoolShape& s) {
-  PoolParams p;
-  p.batch = c.batch;
-  p.channels = c.out_channels;
-  p.in_h = c.out_h();
-  p.in_w = c.out_w();
-  p.kernel_h = p.kernel_w = s.k;
-  p.stride_h = p.stride_w = s.s;
-  p.pad_top = p.pad_left = s.pad;
-  p.dilation_h = p.dilation_w = s.d;
-  p.out_h = ref::pool_out_size(p.in_h, s.k, s.s, s.pad, s.d, s.ceil_mode);
-  p.out_w = ref::pool_out_size(p.in_w, s.k, s.s, s.pad, s.d, s.ceil_mode);
-  return p;
+  return ref::pool_params(c.batch, c.out_channels, c.out_h(), c.out_w(), s.k, s.s, s.pad, s.d, s.ceil_mode);
 }
 
 std::vector<ConvPoolCase> cases() {

@@ -19,18 +19,7 @@ struct PoolCase {
 };
 
 PoolParams make_params(const PoolCase& pc) {
-  PoolParams p;
-  p.batch = pc.n;
-  p.channels = pc.c;
-  p.in_h = pc.h;
-  p.in_w = pc.w;
-  p.kernel_h = p.kernel_w = pc.k;
-  p.stride_h = p.stride_w = pc.s;
-  p.pad_top = p.pad_left = pc.pad;
-  p.dilation_h = p.dilation_w = pc.d;
-  p.out_h = ref::pool_out_size(pc.h, pc.k, pc.s, pc.pad, pc.d, pc.ceil_mode);
-  p.out_w = ref::pool_out_size(pc.w, pc.k, pc.s, pc.pad, pc.d, pc.ceil_mode);
-  return p;
+  return ref::pool_params(pc.n, pc.c, pc.h, pc.w, pc.k, pc.s, pc.pad, pc.d, pc.ceil_mode);
 }
 
 std::string describe(const PoolParams& p, bool ceil_mode) {
