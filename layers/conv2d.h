@@ -54,6 +54,8 @@ class Conv2dOp : public Op {
   Tensor weight_oihw() const;
   const Tensor& bias() const { return bias_; }      // [Co]; empty when there is none
   Activation activation() const { return activation_; }
+  // The CPU algorithm whose layout the weights were packed into at load (null: none).
+  const ConvAlgorithm* packed_for() const { return packed_for_; }
   // True once an add was absorbed: inputs are then (x, residual).
   bool has_residual() const { return has_residual_; }
 

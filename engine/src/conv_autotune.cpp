@@ -389,6 +389,7 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
   std::vector<ConvLayerCandidates> layers;                    // per tuned node
   std::vector<std::vector<const ConvAlgorithm*>> algorithms;  // per tuned node, per candidate
   std::vector<size_t> bias_bytes;
+  std::vector<const Conv2dOp*> ops;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!is_tuned_conv(model, shapes, n)) continue;
     const GraphNode& node = graph.nodes[n];
@@ -425,6 +426,7 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
     layers.push_back(std::move(layer));
     algorithms.push_back(std::move(supported));
     bias_bytes.push_back(op.bias().bytes());
+    ops.push_back(&op);
   }
   cache.save();
 
@@ -435,7 +437,13 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
     if (it != planned.end()) return it->second;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const ConvCandidate& c = layers[i].candidates[choice[i]];
-      memory[nodes[i]] = {c.workspace_bytes, c.packed_weight_bytes, bias_bytes[i]};
+      const ConvAlgorithm* a = algorithms[i][choice[i]];
+      // What the kernel compiled with this choice will say (layers/conv2d.cpp): the model's
+      // packed weights are shared, not the session's; a fused residual may be overwritten.
+      const bool shared = a == ops[i]->packed_for();
+      const int in_place = ops[i]->has_residual() && a->residual_may_alias_output() ? 1 : -1;
+      memory[nodes[i]] = {c.workspace_bytes, shared ? 0 : c.packed_weight_bytes,
+                          bias_bytes[i] + (shared ? c.packed_weight_bytes : 0), in_place};
     }
     auto plan = plan_session_memory(model, shapes, memory, options.alignment);
     size_t bytes = kTooLarge;
