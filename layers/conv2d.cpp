@@ -74,15 +74,16 @@ class ConvKernel : public Kernel {
 };
 
 // The algorithm a layer with params `p` runs when the session asks for `requested`: depthwise
-// layers always take "depthwise", layers `requested` cannot do take "direct" (and `note` says
-// why). Null if none supports p.
+// layers always take "depthwise", layers `requested` cannot do (winograd: all but 3x3 stride 1)
+// take "im2win", the default, which takes every valid convolution (`note` says why). Null if
+// none supports p.
 const ConvAlgorithm* choose_algorithm(const ConvParams& p, const ConvAlgorithm* requested, std::string* note) {
   const ConvAlgorithm* algorithm = requested;
   if (p.is_depthwise()) {
     algorithm = find_conv_algorithm("depthwise");
   } else if (!algorithm->supports(p)) {
     *note = std::string(requested->name()) + " does not support " + p.to_string();
-    algorithm = find_conv_algorithm("direct");
+    algorithm = find_conv_algorithm("im2win");
   }
   return algorithm != nullptr && algorithm->supports(p) ? algorithm : nullptr;
 }
@@ -272,7 +273,12 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
   std::optional<ConvPool> pool;
   if (const auto pooling = pool_params(p, outputs[0])) pool.emplace(*algorithm, p, *pooling);
   const bool shared = algorithm == packed_for_;
-  Tensor packed = shared ? packed_ : pack_for(*algorithm, p, weight_oihw().data());
+  Tensor packed = packed_;
+  if (!shared) {
+    auto oihw = weight_oihw(algorithm->name());
+    if (!oihw.ok()) return oihw.status();
+    packed = pack_for(*algorithm, p, oihw.value().data());
+  }
   return std::unique_ptr<Kernel>(
       new ConvKernel(algorithm, p, *this, std::move(packed), /*owned=*/!shared, std::move(pool), std::move(note)));
 }
@@ -282,7 +288,9 @@ void Conv2dOp::pack_weights_at_load(const std::vector<Shape>& inputs, const Conv
   std::string note;
   const ConvAlgorithm* algorithm = choose_algorithm(p, &conv, &note);
   if (algorithm == nullptr || packed_for_ != nullptr) return;
-  if (!algorithm->can_unpack_weights()) return;  // each session packs its own, as without pack_for
+  // A layout that cannot be undone (winograd's transformed weights) is packed all the same and
+  // the OIHW copy dropped: asking for pack_for means one copy of the weights; other algorithms
+  // then get a clear error from weight_oihw().
   if (algorithm->pack_weights_in_place(p, weight_.data())) {
     packed_ = weight_.reshaped(Shape{weight_.numel()}, Layout::kPlain);
   } else {
@@ -293,8 +301,14 @@ void Conv2dOp::pack_weights_at_load(const std::vector<Shape>& inputs, const Conv
   weight_ = Tensor();
 }
 
-Tensor Conv2dOp::weight_oihw() const {
+Result<Tensor> Conv2dOp::weight_oihw(const std::string& user) const {
   if (!weight_.empty()) return weight_;
+  if (!packed_for_->can_unpack_weights()) {
+    return invalid_argument(std::string("the weights were packed for ") + packed_for_->name() +
+                            " at load (LoadOptions::pack_for), which cannot be undone, so " + user +
+                            " cannot have them; load the model with pack_for = \"" + user +
+                            "\" (or \"\" to keep the OIHW weights)");
+  }
   const Shape shape{attrs_.out_channels, attrs_.in_channels / attrs_.groups, attrs_.kernel_h, attrs_.kernel_w};
   Tensor oihw = Tensor::allocate(shape);
   packed_for_->unpack_weights(packed_params_, packed_.data(), oihw.data());
@@ -319,8 +333,10 @@ Result<std::unique_ptr<CudaKernel>> Conv2dOp::compile_cuda(const std::vector<Sha
   const cuda::Status tuned = algorithm->tune(options.context, p);
   if (!tuned.ok()) return from_cuda(tuned).with_context(std::string(algorithm->name()) + " tuning");
   const size_t packed_bytes = algorithm->packed_weight_bytes(p);
+  auto oihw = weight_oihw(std::string("CUDA ") + algorithm->name());
+  if (!oihw.ok()) return oihw.status();
   auto packed = options.weights->get(options.device, this, std::string("weight:") + algorithm->name(), packed_bytes,
-                                     [&](float* dst) { algorithm->pack_weights(p, weight_oihw().data(), dst); });
+                                     [&](float* dst) { algorithm->pack_weights(p, oihw.value().data(), dst); });
   if (!packed.ok()) return packed.status();
   auto bias = upload_tensor(options, this, "bias", bias_);
   if (!bias.ok()) return bias.status();

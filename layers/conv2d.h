@@ -50,8 +50,9 @@ class Conv2dOp : public Op {
   // The absorbed max pooling, if any: the op's output is the pooled convolution.
   const std::optional<Pool2dAttrs>& pool() const { return pool_; }
   // The OIHW weights (BN folded in): the op's own tensor, or unpacked from the layout they were
-  // packed into at load (a new tensor, for algorithms and devices that pack their own).
-  Tensor weight_oihw() const;
+  // packed into at load (a new tensor, for algorithms and devices that pack their own); an
+  // error naming `user` (the algorithm asking) where that layout cannot be undone.
+  Result<Tensor> weight_oihw(const std::string& user) const;
   const Tensor& bias() const { return bias_; }      // [Co]; empty when there is none
   Activation activation() const { return activation_; }
   // The CPU algorithm whose layout the weights were packed into at load (null: none).

@@ -329,7 +329,8 @@ Tensor allocate_bytes(size_t bytes) {
 // once, in turn, and each keeps its best run, so that a run slowed down by another process on a
 // busy machine does not decide. From the second round on, candidates more than 8x slower than
 // the best so far (the reference loops, typically) are not run again.
-void measure_layer(const ConvParams& p, const Conv2dOp& op, const std::vector<const ConvAlgorithm*>& algorithms,
+void measure_layer(const ConvParams& p, const Conv2dOp& op, const Tensor& weight,
+                   const std::vector<const ConvAlgorithm*>& algorithms,
                    const std::vector<bool>& known, std::vector<ConvCandidate>* candidates, int threads, int repeats) {
   std::vector<size_t> todo;
   for (size_t c = 0; c < candidates->size(); ++c) {
@@ -346,7 +347,6 @@ void measure_layer(const ConvParams& p, const Conv2dOp& op, const std::vector<co
     Tensor packed, workspace;
   };
   std::vector<Prepared> prepared(candidates->size());
-  const Tensor weight = op.weight_oihw();
   for (size_t c : todo) {
     const ConvAlgorithm& a = *algorithms[c];
     prepared[c].packed = allocate_bytes(a.packed_weight_bytes(p));
@@ -416,7 +416,9 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
       supported.push_back(a);
     }
     if (supported.empty()) return internal_error(node.context(model.path()) + ": no convolution algorithm supports " + p.to_string());
-    measure_layer(p, op, supported, have, &layer.candidates, options.threads, options.repeats);
+    auto weight = op.weight_oihw("auto");
+    if (!weight.ok()) return Status(weight.status()).with_context(node.context(model.path()));
+    measure_layer(p, op, weight.value(), supported, have, &layer.candidates, options.threads, options.repeats);
     for (size_t c = 0; c < supported.size(); ++c) {
       if (!have[c]) {
         cache.add(TimingCache::key(p, options.threads, layer.candidates[c].algorithm), layer.candidates[c].milliseconds);

@@ -15,6 +15,7 @@ const ConvAlgorithm& direct_conv_algorithm();
 const ConvAlgorithm& im2col_conv_algorithm();
 const ConvAlgorithm& depthwise_conv_algorithm();
 const ConvAlgorithm& im2win_conv_algorithm();
+const ConvAlgorithm& winograd_conv_algorithm();
 
 // Weights OIHW [Co][C/g][Kh][Kw] -> "GHWIO" [g][Kh][Kw][C/g][Co/g]. For a fixed group and tap,
 // rows over input channels are contiguous and each row holds that group's output channels, so

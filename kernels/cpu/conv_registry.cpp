@@ -13,6 +13,7 @@ const std::vector<const ConvAlgorithm*>& conv_algorithms() {
       &cpu::depthwise_conv_algorithm(),
       &cpu::im2win_conv_algorithm(),
       &cpu::indirect_conv_algorithm(),
+      &cpu::winograd_conv_algorithm(),
   };
   return algorithms;
 }

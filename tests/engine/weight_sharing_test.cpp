@@ -79,14 +79,14 @@ TEST_CASE("weight sharing: im2win sessions read the model's packed weights; othe
 
 TEST_CASE("weight sharing: pack_for names a CPU algorithm or nothing") {
   winfer::LoadOptions options;
-  options.pack_for = "winograd";
+  options.pack_for = "fft";
   auto model = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"), options);
   REQUIRE_FALSE(model.ok());
   const std::string& message = model.status().message();
   INFO(message);
   CHECK(model.status().code() == winfer::ErrorCode::kInvalidArgument);
   CHECK(contains(message, "tiny_net.yaml"));
-  CHECK(contains(message, "LoadOptions::pack_for names no CPU convolution algorithm: 'winograd'"));
+  CHECK(contains(message, "LoadOptions::pack_for names no CPU convolution algorithm: 'fft'"));
   CHECK(contains(message, "im2win"));
   // Any CPU algorithm: im2col's GHWIO layout is packed beside the OIHW weights, which are then
   // dropped (the same size: no padding); its sessions share it, others unpack.
@@ -103,4 +103,24 @@ TEST_CASE("weight sharing: pack_for names a CPU algorithm or nothing") {
   auto session = winfer::Session::create(im2col.value(), session_options);
   REQUIRE(session.ok());
   CHECK(session.value()->memory_report().session_weights_bytes == 0);
+}
+
+TEST_CASE("weight sharing: pack_for = winograd keeps only the transformed weights; other algorithms are told why they cannot run") {
+  // fashion_vgg: 3x3 stride-1 convolutions (winograd) and others (im2win, the fallback).
+  const auto model = load_model("models/fashion/fashion_vgg.yaml", "winograd");
+  const auto kept = load_model("models/fashion/fashion_vgg.yaml", "");
+  winfer::SessionOptions options;
+  options.conv_algorithm = "winograd";
+  auto session = winfer::Session::create(model, options);
+  REQUIRE_MESSAGE(session.ok(), session.status().message());
+  CHECK(session.value()->memory_report().session_weights_bytes == 0);
+  // The same results as a session packing its own from OIHW (the packing is the same).
+  CHECK(run(model, "winograd", 2) == run(kept, "winograd", 2));
+  options.conv_algorithm = "im2col";
+  auto other = winfer::Session::create(model, options);
+  REQUIRE_FALSE(other.ok());
+  INFO(other.status().message());
+  CHECK(other.status().code() == winfer::ErrorCode::kInvalidArgument);
+  CHECK(contains(other.status().message(), "the weights were packed for winograd at load (LoadOptions::pack_for)"));
+  CHECK(contains(other.status().message(), "load the model with pack_for = \"im2col\""));
 }

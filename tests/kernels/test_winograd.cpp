@@ -1,0 +1,86 @@
+// winograd F(2x2, 3x3): against the float64 reference on edge shapes (odd output sizes that
+// leave partial tiles, every padding 0-2 and asymmetric, channel counts off the vector width
+// and off the 32-wide panels, batch 2, bias or none, every activation, a fused residual), under
+// every ISA this machine runs, bitwise equal for 1-3 threads; what it supports; and a layer
+// bigger than one block of tiles.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "conv_test_util.h"
+#include "kernels/cpu/conv_algorithm.h"
+#include "reference.h"
+#include "test_util.h"
+
+namespace winfer {
+namespace {
+
+using test::Conv;
+using test::ConvCase;
+using test::kNone;
+using test::kRelu;
+using test::kRelu6;
+
+const ConvAlgorithm& winograd() {
+  const ConvAlgorithm* a = find_conv_algorithm("winograd");
+  REQUIRE(a != nullptr);
+  return *a;
+}
+
+// The transforms add up to 4 values at each of their three stages, so rounding errors grow a
+// few times faster than in a direct sum: the tolerance allows 8x a direct sum's (a missing or
+// doubled term of average size still exceeds it for every shape here).
+constexpr double kTransformGrowth = 8.0;
+
+std::vector<ConvCase> winograd_cases() {
+  return {
+      {Conv(1, 5, 7, 9, 7).k(3, 3).pad(1).p, true, kRelu},          // odd output: partial tiles
+      {Conv(2, 19, 6, 5, 33).k(3, 3).p, true, kNone},              // no padding, Co off the panel
+      {Conv(1, 16, 8, 8, 32).k(3, 3).pad(2).p, false, kRelu6},      // padding 2: tiles of pure padding
+      {Conv(1, 8, 9, 6, 70).k(3, 3).pad(0, 1, 2, 0).p, true, kRelu},  // asymmetric padding
+      {Conv(2, 64, 14, 14, 64).k(3, 3).pad(1).p, true, kRelu},      // 2 x 49 tiles: more than one block
+      {Conv(1, 3, 3, 3, 4).k(3, 3).p, true, kNone},                // one output pixel
+  };
+}
+
+TEST_CASE("winograd: supports 3x3 stride 1 dense convolutions only") {
+  const ConvAlgorithm& w = winograd();
+  CHECK(w.supports(Conv(1, 8, 8, 8, 8).k(3, 3).pad(1).p));
+  CHECK_FALSE(w.supports(Conv(1, 8, 8, 8, 8).k(3, 3).s(2, 2).pad(1).p));
+  CHECK_FALSE(w.supports(Conv(1, 8, 8, 8, 8).k(1, 1).p));
+  CHECK_FALSE(w.supports(Conv(1, 8, 8, 8, 8).k(3, 3).d(2, 2).pad(2).p));
+  CHECK_FALSE(w.supports(Conv(1, 8, 8, 8, 8).k(3, 3).g(2).pad(1).p));
+  CHECK_FALSE(w.can_unpack_weights());  // G g G^T is not a permutation
+}
+
+TEST_CASE("winograd: matches the float64 reference on edge shapes, every ISA, any thread count bitwise") {
+  uint32_t seed = 900;
+  for (const ConvCase& c : winograd_cases()) {
+    INFO(test::describe(c));
+    REQUIRE(winograd().supports(c.p));
+    const test::ConvData d = test::make_data(c.p, seed += 10);
+    const size_t out_count = static_cast<size_t>(c.p.batch * c.p.out_h() * c.p.out_w() * c.p.out_channels);
+    const std::vector<float> residual = test::random_floats(out_count, seed + 5, -2.f, 2.f);
+    for (const float* r : {static_cast<const float*>(nullptr), residual.data()}) {
+      INFO(std::string(r != nullptr ? "with residual" : "no residual"));
+      const ref::Result want = ref::conv2d(c.p, d.input, d.weight, c.bias ? d.bias.data() : nullptr, c.act, r);
+      std::vector<double> abs_sum = want.abs_sum;
+      for (double& v : abs_sum) v *= kTransformGrowth;
+      for (cpu::Isa isa : test::runnable_isas()) {
+        test::IsaCap cap(isa);
+        INFO("isa ", test::isa_name(isa));
+        const std::vector<float> one = test::run_conv(winograd(), c.p, d, c.bias, c.act, 1, r);
+        test::check_close(one.data(), want.value, abs_sum, want.terms, "winograd vs reference");
+        for (int threads : {2, 3}) {
+          INFO("threads ", threads);
+          const std::vector<float> many = test::run_conv(winograd(), c.p, d, c.bias, c.act, threads, r);
+          CHECK(test::bitwise_equal(one.data(), many.data(), one.size()));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace winfer
