@@ -75,20 +75,20 @@ torch() {  # torch FILE MODEL ARGS...: one process per measurement
 # Model by model, so that the engine and PyTorch numbers of one network are taken minutes apart
 # at most (the load of a shared machine drifts).
 for t in $threads_list; do
-  echo "== batch 1, $t thread(s): winfer (im2win per layer; indirect, im2col), PyTorch frozen, optimized, eager" >&2
+  echo "== batch 1, $t thread(s): winfer (im2win per layer; indirect, im2col, winograd), PyTorch frozen, optimized, eager" >&2
   for m in "${zoo[@]}"; do
     engine "latency-b1-t$t.jsonl" "$m" --threads "$t" --runs $runs --min-time $min_time --per-layer
     torch "latency-b1-t$t.jsonl" "$m" --threads "$t" --batch 1 --runs $runs --min-time $min_time --mode frozen
     torch "latency-b1-t$t.jsonl" "$m" --threads "$t" --batch 1 --runs $runs --min-time $min_time --mode optimized
     torch "latency-b1-t$t.jsonl" "$m" --threads "$t" --batch 1 --runs $runs --min-time $min_time --mode eager
-    engine "latency-b1-t$t.jsonl" "$m" --threads "$t" --runs $runs --min-time $min_time --conv indirect,im2col
+    engine "latency-b1-t$t.jsonl" "$m" --threads "$t" --runs $runs --min-time $min_time --conv indirect,im2col,winograd
   done
 done
 if ((batch8)); then
   for t in $threads_list; do
-    echo "== batch 8, $t thread(s): winfer im2win, PyTorch frozen and optimized ($runs_big timed runs)" >&2
+    echo "== batch 8, $t thread(s): winfer im2win and winograd, PyTorch frozen and optimized ($runs_big timed runs)" >&2
     for m in "${zoo[@]}"; do
-      engine "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --min-time 0
+      engine "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --min-time 0 --conv im2win,winograd
       torch "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --mode frozen
       torch "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --mode optimized
     done
