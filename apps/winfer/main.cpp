@@ -14,7 +14,7 @@
 #include "apps/winfer/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"winfer: a CNN inference engine (im2win, indirect, im2col and direct convolution)"};
+  CLI::App app{"winfer: a CNN inference engine (im2win, indirect, im2col, direct and Winograd convolution)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("winfer ") + winfer::cli::version());
 
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--input", run.input, "Input .npy (float32, NCHW); default: seeded random input");
   run_cmd->add_option("--seed", run.input_seed, "Seed of the random input")->capture_default_str();
   run_cmd->add_option("--output", run.output, "Write the output tensor to this .npy file");
-  run_cmd->add_option("--conv", run.conv, "Convolution algorithm: im2win (default), indirect, im2col, direct")->capture_default_str();
+  run_cmd->add_option("--conv", run.conv, "Convolution algorithm: im2win (default), indirect, im2col, direct, winograd (3x3 stride-1 layers; im2win for the rest)")->capture_default_str();
   run_cmd->add_option("--device", run.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")->capture_default_str();
   run_cmd->add_flag("--tf32", run.tf32, "CUDA: let cuBLAS/cuDNN use TF32 tensor cores (faster, ~1e-3 relative error)");
   run_cmd->add_option("--expect", run.expect, "Compare the output with this .npy: max |diff| / max |expected|, exit 1 above --tolerance");
