@@ -124,13 +124,21 @@ bool bmp_is_complete(std::string_view bytes, int64_t width, int64_t height) {
   return static_cast<int64_t>(bytes.size()) >= int64_t(data_offset) + stride * height;
 }
 
-// The same for a truncated binary PGM/PPM (P5/P6). Its header is four whitespace-separated
-// fields (magic, width, height, maximum value; comments start with #), then one whitespace byte,
-// then the pixels: 1 or 3 samples each, of 1 byte, or 2 when the maximum value exceeds 255.
-bool pnm_is_complete(std::string_view bytes, int64_t width, int64_t height) {
-  if (bytes.size() < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6')) return true;
-  size_t at = 2;
+// The header of a binary PGM/PPM (P5/P6): four whitespace-separated fields (magic, width,
+// height, maximum value; comments start with #), then one whitespace byte, then the pixels.
+struct PnmHeader {
+  bool present = false;
   int64_t max_value = 0;
+  size_t end = 0;             // the byte after the last field
+  size_t longest_number = 0;  // digits of the longest field
+  size_t longest_at = 0;      // where it starts
+};
+
+PnmHeader read_pnm_header(std::string_view bytes) {
+  PnmHeader h;
+  if (bytes.size() < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6')) return h;
+  h.present = true;
+  size_t at = 2;
   for (int field = 0; field < 3; ++field) {
     while (at < bytes.size() && (std::isspace(static_cast<unsigned char>(bytes[at])) || bytes[at] == '#')) {
       if (bytes[at] == '#') {
@@ -139,15 +147,39 @@ bool pnm_is_complete(std::string_view bytes, int64_t width, int64_t height) {
         ++at;
       }
     }
+    const size_t start = at;
     int64_t value = 0;
-    while (at < bytes.size() && std::isdigit(static_cast<unsigned char>(bytes[at])) && value < (int64_t(1) << 32)) {
-      value = value * 10 + (bytes[at++] - '0');
+    for (; at < bytes.size() && std::isdigit(static_cast<unsigned char>(bytes[at])); ++at) {
+      if (value < (int64_t(1) << 32)) value = value * 10 + (bytes[at] - '0');
     }
-    max_value = value;
+    if (at - start > h.longest_number) {
+      h.longest_number = at - start;
+      h.longest_at = start;
+    }
+    h.max_value = value;
   }
+  h.end = at;
+  return h;
+}
+
+// Debian's stb_image (2022-09) reads the header's numbers into an int without checking for
+// overflow (undefined behaviour, found by the image fuzzer): a number of more than 9 digits is
+// refused before stb sees it. Empty when the header is fine (or not a PGM/PPM).
+std::string pnm_header_error(std::string_view bytes) {
+  const PnmHeader h = read_pnm_header(bytes);
+  if (!h.present || h.longest_number <= 9) return std::string();
+  return "a header number of " + std::to_string(h.longest_number) + " digits at byte " + std::to_string(h.longest_at) +
+         " (at most 9)";
+}
+
+// The same for a truncated binary PGM/PPM: 1 or 3 samples per pixel, of 1 byte, or 2 when the
+// maximum value exceeds 255.
+bool pnm_is_complete(std::string_view bytes, int64_t width, int64_t height) {
+  const PnmHeader h = read_pnm_header(bytes);
+  if (!h.present) return true;
   const int64_t samples = bytes[1] == '6' ? 3 : 1;
-  const int64_t sample_bytes = max_value > 255 ? 2 : 1;
-  return static_cast<int64_t>(bytes.size()) >= static_cast<int64_t>(at) + 1 + width * height * samples * sample_bytes;
+  const int64_t sample_bytes = h.max_value > 255 ? 2 : 1;
+  return static_cast<int64_t>(bytes.size()) >= static_cast<int64_t>(h.end) + 1 + width * height * samples * sample_bytes;
 }
 
 // Luma of PIL's convert("L"): ITU-R 601-2 weights in 16-bit fixed point, rounded.
@@ -312,6 +344,9 @@ Result<Image> decode_image(const void* bytes, size_t size, const std::string& na
   if (jpeg_after_soi(view) > 0) {
     const std::string reason = jpeg_huffman_tables_error(view);
     if (!reason.empty()) return parse_error(name + ": corrupt JPEG: " + reason);
+  }
+  if (const std::string reason = pnm_header_error(view); !reason.empty()) {
+    return parse_error(name + ": corrupt PGM/PPM: " + reason);
   }
   if (!stbi_info_from_memory(data, length, &width, &height, &components)) {
     return parse_error(name + ": not an image winfer can read (JPEG, PNG, BMP, GIF, PGM/PPM, TGA, PSD, HDR, PIC): " +

@@ -64,6 +64,21 @@ TEST_CASE("fuzz regression: a JPEG Huffman table of more than 256 codes is refus
   CHECK(read_image(repo_path("tests/fixtures/images/photo_64x48.jpg"), ColorMode::kRgb).ok());
 }
 
+TEST_CASE("fuzz regression: a PGM/PPM header number of more than 9 digits is refused before stb_image parses it") {
+  // fuzz_image (CI, session 3): stb_image (Debian 2022-09) reads the header's numbers into an
+  // int without an overflow check (UBSan: signed integer overflow in stbi__pnm_getinteger).
+  const std::string path = corpus_file("image", "regress_pnm_header_int_overflow.pgm");
+  auto image = read_image(path, ColorMode::kRgb);
+  expect_message(image.status(), {path, "corrupt PGM/PPM", "a header number of 70 digits at byte 3", "at most 9"});
+  // Nine digits still reach stb_image's own checks (here: over winfer's size limit).
+  TempDir dir;
+  write_bytes(dir.file("wide.pgm"), "P5\n999999999 1\n255\n");
+  auto wide = read_image(dir.file("wide.pgm"), ColorMode::kGray);
+  REQUIRE_FALSE(wide.ok());
+  CHECK(wide.status().message().find("corrupt PGM/PPM") == std::string::npos);
+  CHECK(read_image(repo_path("tests/fixtures/images/gray_17x19.pgm"), ColorMode::kGray).ok());
+}
+
 TEST_CASE("fuzz regression: an IDX split of images with zero rows is refused, not cut into empty images") {
   // fuzz_idx: load_mnist_split accepted [1, 0, 2] and ImageDataset::image() then copied from a null pointer.
   TempDir dir;
