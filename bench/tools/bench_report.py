@@ -93,18 +93,24 @@ def verdict(x, limit, better="lower"):
     return ("**met**" if ok else "**missed**") + f" ({x:.2f} vs {'≤' if better == 'lower' else '≥'} {limit:g})"
 
 
-def best_torch(idx, model, threads, batch):
-    """PyTorch's faster compiled form in this run: frozen or optimize_for_inference."""
-    found = [r for r in (idx.get(model, "torch-frozen", threads, batch), idx.get(model, "torch-optimized", threads, batch))
-             if ms(r) is not None]
+# The configurations each side's "best" is taken from: PyTorch's compiled forms (frozen,
+# optimize_for_inference) and winfer's whole-network choices (im2win, the default; winograd).
+TORCH_COMPILED = ("torch-frozen", "torch-optimized")
+WINFER_CHOICES = ("im2win", "winograd")
+
+
+def fastest(idx, model, impls, threads, batch):
+    """The record of `impls` with the lowest median in this run, or None."""
+    found = [r for r in (idx.get(model, impl, threads, batch) for impl in impls) if ms(r) is not None]
     return min(found, key=ms) if found else None
+
+
+def best_torch(idx, model, threads, batch):
+    return fastest(idx, model, TORCH_COMPILED, threads, batch)
 
 
 def best_winfer(idx, model, threads, batch):
-    """winfer's faster whole-network configuration in this run: im2win (the default) or winograd."""
-    found = [r for r in (idx.get(model, "im2win", threads, batch), idx.get(model, "winograd", threads, batch))
-             if ms(r) is not None]
-    return min(found, key=ms) if found else None
+    return fastest(idx, model, WINFER_CHOICES, threads, batch)
 
 
 def beyond(r):
