@@ -110,6 +110,21 @@ size_t shapes_bytes(const std::vector<Shape>& shapes) {
   return total;
 }
 
+// Load, session and one run, as evaluate() does them (the warm measurement's work).
+bool measure_once(const PlanArgs& args, const std::string& conv) {
+  ModelFacts facts;
+  auto model = load_model(args, conv, &facts);
+  if (!model.ok()) return false;
+  SessionOptions options;
+  options.conv_algorithm = conv;
+  options.threads = args.threads;
+  options.batch = facts.batch;
+  auto session = Session::create(model.value(), options);
+  if (!session.ok()) return false;
+  std::vector<Tensor> outputs;
+  return session.value()->run_into(random_tensor(session.value()->input_shape(), 0), &outputs).ok();
+}
+
 // Everything one algorithm costs. `baseline` is the process's VmHWM before loading.
 PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional<size_t> baseline,
                     ModelFacts* facts) {
@@ -138,17 +153,26 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
     column.measure_note = "not measured (--no-measure)";
     return column;
   }
-  const Tensor input = random_tensor(session.value()->input_shape(), 0);
+  Tensor input = random_tensor(session.value()->input_shape(), 0);
   std::vector<Tensor> outputs;
   const Status run = session.value()->run_into(input, &outputs);
   const std::optional<size_t> peak = peak_resident_bytes();
   if (!run.ok()) {
     column.measure_note = "the run failed: " + run.message();
-  } else if (!baseline || !peak) {
-    column.measure_note = "not measured (no /proc/self/status)";
-  } else {
-    column.measured_peak_bytes = *peak - std::min(*peak, *baseline);
+    return column;
   }
+  if (!baseline || !peak) {
+    column.measure_note = "not measured (no /proc/self/status)";
+    return column;
+  }
+  column.measured_peak_bytes = *peak - std::min(*peak, *baseline);
+  // Everything released, then the same once more, warm.
+  outputs.clear();
+  input = Tensor();
+  session.value().reset();
+  model.value().reset();
+  column.measured_warm_bytes = warm_peak_growth([&] { return measure_once(args, conv); });
+  if (getenv("WARM3")) { auto x = warm_peak_growth([&] { return measure_once(args, conv); }); fprintf(stderr, "third %zu\n", x ? *x : 0); }
   return column;
 }
 
@@ -175,6 +199,7 @@ std::string serialize(const PlanColumn& c, const ModelFacts& f) {
       << "\nconv_layers\t" << c.conv_layers << "\ndepthwise_layers\t" << c.depthwise_layers << "\nfallback_layers\t"
       << c.fallback_layers << "\nmeasure_note\t" << clean(c.measure_note) << "\n";
   if (c.measured_peak_bytes) out << "measured\t" << *c.measured_peak_bytes << "\n";
+  if (c.measured_warm_bytes) out << "measured_warm\t" << *c.measured_warm_bytes << "\n";
   for (const std::string& s : r.steps) out << "step\t" << clean(s) << "\n";
   for (const MemoryBuffer& b : r.buffers) {
     out << "buffer\t" << clean(b.name) << "\t" << b.workspace << "\t" << b.bytes << "\t" << b.offset << "\t"
@@ -217,6 +242,7 @@ void parse_field(const std::string& key, const std::string& value, PlanColumn* c
   else if (key == "fallback_layers") c->fallback_layers = std::stoi(value);
   else if (key == "measure_note") c->measure_note = value;
   else if (key == "measured") c->measured_peak_bytes = number();
+  else if (key == "measured_warm") c->measured_warm_bytes = number();
   else if (key == "step") r.steps.push_back(value);
 }
 
@@ -303,10 +329,10 @@ std::string bytes_cell(size_t bytes) {
 }
 
 // measured - expected: what the process holds beyond the model, the session and the I/O.
-std::string other_cell(const PlanColumn& c) {
-  if (!c.measured_peak_bytes) return "-";
-  const size_t measured = *c.measured_peak_bytes, expected = c.expected_resident_bytes();
-  return (measured >= expected ? "+" : "-") + bytes_cell(measured >= expected ? measured - expected : expected - measured);
+std::string other_cell(const std::optional<size_t>& measured, const PlanColumn& c) {
+  if (!measured) return "-";
+  const size_t expected = c.expected_resident_bytes();
+  return (*measured >= expected ? "+" : "-") + bytes_cell(*measured >= expected ? *measured - expected : expected - *measured);
 }
 
 const Row kRows[] = {
@@ -324,7 +350,10 @@ const Row kRows[] = {
     {"measured peak resident (VmHWM)",
      [](const PlanColumn& c) { return c.measured_peak_bytes ? bytes_cell(*c.measured_peak_bytes) : std::string("-"); }},
     {"  expected: loaded + packed here + arena", [](const PlanColumn& c) { return bytes_cell(c.expected_resident_bytes()); }},
-    {"  other (code, OpenBLAS, allocator)", other_cell},
+    {"  other (code, OpenBLAS, allocator)", [](const PlanColumn& c) { return other_cell(c.measured_peak_bytes, c); }},
+    {"measured again in the warm process",
+     [](const PlanColumn& c) { return c.measured_warm_bytes ? bytes_cell(*c.measured_warm_bytes) : std::string("-"); }},
+    {"  other, warm", [](const PlanColumn& c) { return other_cell(c.measured_warm_bytes, c); }},
 };
 
 void print_table(const PlanArgs& args, const ModelFacts& facts, const std::vector<PlanColumn>& columns) {
@@ -362,7 +391,9 @@ void print_table(const PlanArgs& args, const ModelFacts& facts, const std::vecto
       "the session shares them, nothing packed here). 'expected' is weights as loaded + weights the session\n"
       "packed + arena + input + output. 'other' is the rest: code and allocator pages (about 2 MiB), the\n"
       "load's transient buffers (parsing; one layer's packing where it is not in place), OpenBLAS once loaded\n"
-      "(about 3 MiB) and its packing buffers.\n");
+      "(about 3 MiB) and its packing buffers. 'warm': everything freed, the heap trimmed and the peak restarted\n"
+      "(/proc/self/clear_refs), the same load and run measured again: without what the first run paid once for the\n"
+      "process (code pages, OpenBLAS's buffers), with every byte this one allocated.\n");
   const PlanColumn* first = columns.empty() || !columns[0].available ? nullptr : &columns[0];
   for (size_t i = 1; first != nullptr && i < columns.size(); ++i) {
     if (columns[i].available) std::printf("%s\n", saving_sentence(*first, columns[i]).c_str());
@@ -411,6 +442,9 @@ void print_json(const PlanArgs& args, const ModelFacts& facts, const std::vector
     } else {
       out << "null, \"measure_note\": " << json_string(c.measure_note);
     }
+    out << ", \"measured_warm_bytes\": ";
+    if (c.measured_warm_bytes) out << *c.measured_warm_bytes;
+    else out << "null";
     out << ", \"expected_resident_bytes\": " << c.expected_resident_bytes()
         << ", \"session_weights_bytes\": " << r.session_weights_bytes << ", \"alignment\": " << r.alignment
         << ", \"in_place_layers\": " << r.in_place_layers << ", \"conv_layers\": " << c.conv_layers

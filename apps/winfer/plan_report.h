@@ -20,6 +20,9 @@ struct PlanColumn {
   size_t input_bytes = 0, output_bytes = 0;  // the user's NCHW tensors of the measured run
   int conv_layers = 0, depthwise_layers = 0, fallback_layers = 0;
   std::optional<size_t> measured_peak_bytes;
+  // The same load, session and run measured again in the process that did them once
+  // (warm_peak_growth): without the process's one-time costs (code pages, library buffers).
+  std::optional<size_t> measured_warm_bytes;
   std::string measure_note;  // why there is no measurement
 
   size_t total_bytes() const { return report.packed_weights_bytes + report.arena_bytes; }

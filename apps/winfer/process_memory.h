@@ -17,6 +17,15 @@ namespace winfer::cli {
 // Peak resident set size of this process so far (VmHWM), or nullopt where /proc is missing.
 std::optional<size_t> peak_resident_bytes();
 
+// The growth of the peak resident set while `pass` runs, in a process that has already run
+// the same work once ("warm"): the heap's free memory goes back to the system (malloc_trim)
+// and the peak restarts from the current resident set (5 written to /proc/self/clear_refs,
+// Linux 4.0+), which is the baseline. What the first run paid once for the process (code
+// pages, the thread pool's stacks, library buffers such as OpenBLAS's, the allocator's
+// growth) is then in the baseline; every byte the work allocates and touches is not, however
+// it was allocated. nullopt where the peak cannot be restarted or `pass` returns false.
+std::optional<size_t> warm_peak_growth(const std::function<bool()>& pass);
+
 // Runs `work` in a forked child and returns the text it produced. `error` is set (and the
 // result empty) when the child could not be started, was killed (e.g. by the OOM killer) or
 // exited without a result. The child leaves with _exit (no exit handlers of the parent run).

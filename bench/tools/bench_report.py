@@ -214,8 +214,14 @@ def section(idx, peers, meta):
     # ---- measured vs planned
     w("#### Measured process peak vs. the plan (`winfer plan`'s expected resident bytes)")
     w("")
-    w("| model | batch | conv | threads | planned (packed W + arena) | expected (loaded + packed + arena + I/O) | measured | measured / expected | within 10% |")
-    w("|---|--:|---|--:|--:|--:|--:|--:|---|")
+    w("`first run`: growth of the peak resident set of a fresh process from before the load to after one run. "
+      "`warm`: the same load and run again in that process after everything was freed, the heap trimmed and "
+      "the peak restarted; what the first run paid once for the process (code pages, OpenBLAS's buffers, "
+      "a second thread's stack) is then in the baseline, every byte the second run allocates is not. The "
+      "target (no hidden allocations) is judged on `warm`.")
+    w("")
+    w("| model | batch | conv | threads | planned (packed W + arena) | expected (loaded + packed + arena + I/O) | first run | first / expected | warm | warm / expected | within 10% (warm) |")
+    w("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|")
     seen = set()
     for r in idx.recs:
         if r.get("engine") != "winfer" or "error" in r or r.get("measured_peak_bytes") is None:
@@ -224,11 +230,17 @@ def section(idx, peers, meta):
         if key in seen:
             continue
         seen.add(key)
-        x = r["measured_peak_bytes"] / r["expected_resident_bytes"]
-        ok = abs(x - 1) <= 0.10
+        exp = r["expected_resident_bytes"]
+        x = r["measured_peak_bytes"] / exp
+        warm = r.get("measured_warm_bytes")
+        if warm is None:
+            verdict, warm_cells = "not measured (no warm figure)", "- | -"
+        else:
+            y = warm / exp
+            verdict = f"{'**met**' if abs(y - 1) <= 0.10 else '**missed**'} ({(y - 1) * 100:+.1f}%, {(warm - exp) / MIB:+.1f} MiB)"
+            warm_cells = f"{fmt_mib(warm)} | {y:.3f}"
         w(f"| {r['model']} | {r['batch']} | {r['conv']} | {r['threads']} | {fmt_mib(r['planned_bytes'])} | "
-          f"{fmt_mib(r['expected_resident_bytes'])} | {fmt_mib(r['measured_peak_bytes'])} | {x:.3f} | "
-          f"{'**met**' if ok else '**missed**'} ({(x - 1) * 100:+.1f}%, {(r['measured_peak_bytes'] - r['expected_resident_bytes']) / MIB:+.1f} MiB) |")
+          f"{fmt_mib(exp)} | {fmt_mib(r['measured_peak_bytes'])} | {x:.3f} | {warm_cells} | {verdict} |")
     w("")
 
     # ---- im2win vs im2col end to end

@@ -51,6 +51,11 @@ void check_result_fields(const Json& r) {
   REQUIRE(r["measured_peak_bytes"].is_number());
   CHECK(r["measured_peak_bytes"].get<int64_t>() >= r["arena_bytes"].get<int64_t>());
   CHECK(r["expected_resident_bytes"].get<int64_t>() >= r["planned_bytes"].get<int64_t>());
+  // Measured again warm: without the first run's one-time costs (code pages), so not more.
+  REQUIRE(r["measured_warm_bytes"].is_number());
+#if !defined(WINFER_TEST_SANITIZED)
+  CHECK(r["measured_warm_bytes"].get<int64_t>() <= r["measured_peak_bytes"].get<int64_t>());
+#endif
   const Json& c = r["config"];
   for (const char* key : {"isa", "build_type", "git_commit", "gemm", "openblas_coretype", "load_average"}) {
     INFO(key);

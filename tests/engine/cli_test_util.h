@@ -9,6 +9,17 @@
 
 #include "engine/model_test_util.h"
 
+// Defined where this test binary, and so the CLI it runs (same build), has a sanitizer: its
+// allocator keeps freed memory (quarantine), so memory measurements prove nothing there.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WINFER_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WINFER_TEST_SANITIZED 1
+#endif
+
 namespace winfer_test {
 
 struct CommandResult {
