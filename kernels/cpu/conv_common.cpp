@@ -26,7 +26,7 @@ void for_each_ghwio_weight(const ConvParams& p, F f) {
 }
 
 // f(oihw, at) for every weight of one panel of `rows` (<= kPanel) output channels: oihw indexes
-// the panel's OIHW rows [rows][Cg][Kh][Kw], at the packed panel [Kw][Kh][Cg][kPanel].
+// the panel's OIHW rows [rows][Cg][Kh][Kw], at the packed panel [Kw][Kh][Cg][rows].
 template <class F>
 void for_each_panel_weight(const ConvParams& p, int64_t rows, F f) {
   const int64_t cg = p.in_channels_per_group(), kh_count = p.kernel_h, kw_count = p.kernel_w;
@@ -34,18 +34,18 @@ void for_each_panel_weight(const ConvParams& p, int64_t rows, F f) {
     for (int64_t c = 0; c < cg; ++c)
       for (int64_t kh = 0; kh < kh_count; ++kh)
         for (int64_t kw = 0; kw < kw_count; ++kw)
-          f(((o * cg + c) * kh_count + kh) * kw_count + kw, ((kw * kh_count + kh) * cg + c) * kPanel + o);
+          f(((o * cg + c) * kh_count + kh) * kw_count + kw, ((kw * kh_count + kh) * cg + c) * rows + o);
 }
 
-// f(oihw, packed, rows) for every panel: where its OIHW rows and its packed panel begin (in
-// floats) and how many output channels it has.
+// f(start, rows) for every panel: where it begins (in floats; the same offset in OIHW and in
+// the packed weights, since a panel fills exactly its OIHW rows) and how many output channels
+// it has.
 template <class F>
 void for_each_panel(const ConvParams& p, F f) {
   const int64_t cog = p.out_channels_per_group(), panels = ceil_div(cog, kPanel);
   const int64_t k = p.in_channels_per_group() * p.kernel_h * p.kernel_w;
   for (int64_t g = 0; g < p.groups; ++g)
-    for (int64_t panel = 0; panel < panels; ++panel)
-      f((g * cog + panel * kPanel) * k, (g * panels + panel) * k * kPanel, std::min<int64_t>(kPanel, cog - panel * kPanel));
+    for (int64_t panel = 0; panel < panels; ++panel) f(panel_start(g, cog, panel, k), panel_width(cog, panel));
 }
 
 }  // namespace
@@ -63,29 +63,27 @@ void unpack_weights_ghwio(const ConvParams& p, const float* packed, float* weigh
 }
 
 int64_t panel_weight_floats(const ConvParams& p) {
-  return p.groups * ceil_div(p.out_channels_per_group(), kPanel) * p.in_channels_per_group() * p.kernel_h *
-         p.kernel_w * kPanel;
+  return p.out_channels * p.in_channels_per_group() * p.kernel_h * p.kernel_w;
 }
 
 void pack_weights_panels(const ConvParams& p, const float* weight_oihw, float* packed) {
-  std::memset(packed, 0, static_cast<size_t>(panel_weight_floats(p)) * sizeof(float));
-  for_each_panel(p, [&](int64_t oihw, int64_t at, int64_t rows) {
-    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { packed[at + j] = weight_oihw[oihw + i]; });
+  for_each_panel(p, [&](int64_t start, int64_t rows) {
+    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { packed[start + j] = weight_oihw[start + i]; });
   });
 }
 
 void unpack_weights_panels(const ConvParams& p, const float* packed, float* weight_oihw) {
-  for_each_panel(p, [&](int64_t oihw, int64_t at, int64_t rows) {
-    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { weight_oihw[oihw + i] = packed[at + j]; });
+  for_each_panel(p, [&](int64_t start, int64_t rows) {
+    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { weight_oihw[start + i] = packed[start + j]; });
   });
 }
 
 bool pack_weights_panels_in_place(const ConvParams& p, float* weights) {
-  if (p.out_channels_per_group() % kPanel != 0) return false;
-  std::vector<float> rows_copy(static_cast<size_t>(p.in_channels_per_group() * p.kernel_h * p.kernel_w * kPanel));
-  for_each_panel(p, [&](int64_t oihw, int64_t at, int64_t rows) {
-    std::memcpy(rows_copy.data(), weights + oihw, rows_copy.size() * sizeof(float));
-    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { weights[at + j] = rows_copy[i]; });
+  const int64_t k = p.in_channels_per_group() * p.kernel_h * p.kernel_w;
+  std::vector<float> rows_copy(static_cast<size_t>(k * std::min<int64_t>(kPanel, p.out_channels_per_group())));
+  for_each_panel(p, [&](int64_t start, int64_t rows) {
+    std::memcpy(rows_copy.data(), weights + start, static_cast<size_t>(rows * k) * sizeof(float));
+    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { weights[start + j] = rows_copy[i]; });
   });
   return true;
 }

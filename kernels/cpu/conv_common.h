@@ -1,11 +1,13 @@
 // Pieces shared by the CPU convolution algorithms (internal to kernels/cpu).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/conv_params.h"
+#include "kernels/cpu/ukernel_conv.h"  // kPanel
 
 namespace winfer {
 namespace cpu {
@@ -26,18 +28,24 @@ void pack_weights_ghwio(const ConvParams& p, const float* weight_oihw, float* pa
 void unpack_weights_ghwio(const ConvParams& p, const float* packed, float* weight_oihw);
 
 // The micro-kernel algorithms' layout (im2win, indirect): panels of kPanel output channels,
-// [g][panel][Kw][Kh][Cg][kPanel], zeros past a group's last channel, so that the K order
-// matches a window run and each K step reads one contiguous panel row (ukernel_conv.h).
+// [g][panel][Kw][Kh][Cg][width], where width = kPanel except for a group's last panel, which
+// holds its remaining channels (no padding), so that the K order matches a window run and
+// each K step reads one contiguous panel row (ukernel_conv.h). A panel fills exactly the
+// floats of its OIHW rows: the packed weights are as large as OIHW and a panel starts where
+// its rows start.
 int64_t panel_weight_floats(const ConvParams& p);
 void pack_weights_panels(const ConvParams& p, const float* weight_oihw, float* packed);
 void unpack_weights_panels(const ConvParams& p, const float* packed, float* weight_oihw);
-// In the weights' own storage where no panel is padded (Cout/g a multiple of kPanel: a panel
-// then occupies exactly its OIHW rows' floats), through a copy of one panel's rows at a time
-// (at most kPanel * K floats: 590 KB for 512->512 3x3); false, touching nothing, otherwise.
+// The same in the weights' own storage, through a copy of one panel's rows at a time (at most
+// kPanel * K floats: 590 KB for 512->512 3x3). Always possible (returns true).
 bool pack_weights_panels_in_place(const ConvParams& p, float* weights);
+// Channels of panel `panel` of a group of `cog` output channels (the last one may be narrower).
+inline int64_t panel_width(int64_t cog, int64_t panel) { return std::min<int64_t>(kPanel, cog - panel * kPanel); }
+// Where that panel of group g begins in the packed weights, in floats (K = Kw * Kh * Cg).
+inline int64_t panel_start(int64_t g, int64_t cog, int64_t panel, int64_t k) { return (g * cog + panel * kPanel) * k; }
 
 // The weight handling of the micro-kernel algorithms (im2win, indirect): the panel layout above
-// (packed in place where no panel is padded, unpacked bit for bit), and a fused residual added in
+// (packed in place, unpacked bit for bit), and a fused residual added in
 // the tile's store, each element read just before the same element is written, so the output
 // may be the residual.
 class PanelWeightsAlgorithm : public ConvAlgorithm {

@@ -17,10 +17,10 @@
 // last output rows' taps that lie in the padding are skipped (the kernel walks Kw segments
 // of the valid taps), a tile never mixing rows with different taps.
 //
-// Weights are packed once into panels of 32 output channels, [g][Cog/32][Kw][Kh][Cg][32]
-// (zero-padded), so that the K order matches the window run and each K step reads one
-// contiguous 128-byte panel row; the same layout for every ISA, shared with the indirect
-// convolution (conv_common.h), packed in place at load where no panel is padded.
+// Weights are packed once into panels of 32 output channels, [g][panel][Kw][Kh][Cg][32] (a
+// group's last panel as wide as its remaining channels), so that the K order matches the
+// window run and each K step reads one contiguous 128-byte panel row; the same layout for
+// every ISA, shared with the indirect convolution (conv_common.h), packed in place at load.
 //
 // Workspace: the window rows of R output rows ("slots", R * Wp * Kh * Cg floats), reused for
 // every row, group and image, never the whole window tensor (which would cost Kh/sh times
@@ -104,7 +104,7 @@ Geometry::Geometry(const ConvParams& p) {
   row_floats = wp * p.kernel_h * cg;
   k = p.kernel_w * p.kernel_h * cg;
   panels = ceil_div(cog, kPanel);
-  weights_fit_l2 = panels * k * kPanel * int64_t{sizeof(float)} <= kL2WeightBytes;
+  weights_fit_l2 = cog * k * int64_t{sizeof(float)} <= kL2WeightBytes;
   in_place = reads_input_in_place(p);
   // oh*sh - pad_top >= 0 and oh*sh - pad_top + (Kh-1)*dh <= H - 1 (empty when no row is full).
   full_rows_begin = ceil_div(p.pad_top, p.stride_h);
@@ -421,16 +421,18 @@ class Im2winRun {
   // channels of one panel.
   void compute_tile(const RowRun& run, const SubRun& sub, int64_t panel, int64_t p0, int64_t p1) const {
     TileArgs a;
+    const int64_t width = panel_width(geo_.cog, panel);  // floats per K row of this panel
+    a.w_row_stride = width;
     int64_t skip = 0;  // floats of a pixel's run before its first valid tap
     if (sub.kh0 == 0 && sub.kh1 == p_.kernel_h) {
       a.segments = geo_.segments;
       a.seg_len = geo_.seg_len;
-      a.w_seg_stride = geo_.seg_len * kPanel;
+      a.w_seg_stride = geo_.seg_len * width;
     } else {  // one segment per kw, over the valid taps of each
       skip = sub.kh0 * geo_.cg;
       a.segments = p_.kernel_w;
       a.seg_len = (sub.kh1 - sub.kh0) * geo_.cg;
-      a.w_seg_stride = p_.kernel_h * geo_.cg * kPanel;
+      a.w_seg_stride = p_.kernel_h * geo_.cg * width;
     }
     a.seg_stride = geo_.seg_stride;
     const float* pixels[kMaxTileRows];
@@ -447,18 +449,17 @@ class Im2winRun {
     a.out_stride = p_.out_channels;
     a.clip = clip_;
     const int64_t co0 = run.g * geo_.cog + panel * kPanel;
-    const int64_t panel_cols = std::min<int64_t>(kPanel, geo_.cog - panel * kPanel);
-    const float* w_panel = packed_ + (run.g * geo_.panels + panel) * geo_.k * kPanel + skip * kPanel;
+    const float* w_panel = packed_ + panel_start(run.g, geo_.cog, panel, geo_.k) + skip * width;
     const int64_t out_offset = ((run.n * geo_.ho + run.oh0) * geo_.wo + p0) * p_.out_channels + co0;
     const int block_cols = uk_.max_vecs * uk_.lanes;
-    for (int64_t c = 0; c < panel_cols; c += block_cols) {
-      a.cols = static_cast<int>(std::min<int64_t>(block_cols, panel_cols - c));
+    for (int64_t c = 0; c < width; c += block_cols) {
+      a.cols = static_cast<int>(std::min<int64_t>(block_cols, width - c));
       a.weights = w_panel + c;
       a.bias = bias_ != nullptr ? bias_ + co0 + c : nullptr;
       a.out = output_ + out_offset + c;
       a.residual = residual_ != nullptr ? residual_ + out_offset + c : nullptr;
       const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
-      uk_.fn[p1 - p0][vecs](a);
+      uk_.pick(static_cast<int>(p1 - p0), vecs, width, /*indirect_rows=*/false)(a);
     }
   }
 

@@ -27,9 +27,10 @@
 // generic) with segments = the Kh*Kw taps, seg_len = Cg: the same inner loop, bias and
 // clamping epilogue (ukernel_conv_body.h).
 //
-// Weights are packed once into panels of kPanel = 32 output channels, [g][Cog/32][Kw][Kh][Cg][32]
-// (zero-padded past the group's last channel): exactly im2win's packed layout (a tap's Cg
-// weight rows are contiguous either way), the buffer's taps being in the same (kx, ky) order.
+// Weights are packed once into panels of kPanel = 32 output channels, [g][panel][Kw][Kh][Cg][32]
+// (a group's last panel as wide as its remaining channels): exactly im2win's packed layout (a
+// tap's Cg weight rows are contiguous either way), the buffer's taps being in the same (kx, ky)
+// order.
 //
 // Threads. When one group's packed weights fit kL2WeightBytes (they stay in L2 while tiles
 // stream through them) and there are at least 4 tiles per thread, each thread takes a
@@ -129,8 +130,8 @@ class IndirectRun {
       : p_(p), layout_(p), uk_(tile_kernels(cpu_isa())), input_(input), packed_(packed), bias_(bias),
         residual_(residual), output_(output), workspace_(workspace), buffer_(static_cast<const float* const*>(workspace)),
         clip_(activation_clamp(act)), cg_(p.in_channels_per_group()), cog_(p.out_channels_per_group()),
-        panels_(ceil_div(cog_, kPanel)), panel_floats_(layout_.taps * cg_ * kPanel),
-        tile_major_(panels_ * panel_floats_ * int64_t{sizeof(float)} <= kL2WeightBytes) {}
+        panels_(ceil_div(cog_, kPanel)),
+        tile_major_(cog_ * layout_.taps * cg_ * int64_t{sizeof(float)} <= kL2WeightBytes) {}
 
   // Thread t of a team of `team`.
   void thread_body(int t, int team) const {
@@ -174,19 +175,20 @@ class IndirectRun {
     a.segments = layout_.taps;
     a.seg_len = cg_;
     a.seg_stride = 0;
-    a.w_seg_stride = cg_ * kPanel;
+    const int64_t width = panel_width(cog_, panel);  // floats per K row of this panel
+    a.w_row_stride = width;
+    a.w_seg_stride = cg_ * width;
     a.pixels_stride = kIndirectTile;
     a.pixel_offset = g * cg_;
     a.out_stride = p_.out_channels;
     a.clip = clip_;
     const int64_t co0 = g * cog_ + panel * kPanel;
-    const int64_t panel_cols = std::min<int64_t>(kPanel, cog_ - panel * kPanel);
-    const float* w_panel = packed_ + (g * panels_ + panel) * panel_floats_;
+    const float* w_panel = packed_ + panel_start(g, cog_, panel, layout_.taps * cg_);
     const int64_t out_offset = (n * layout_.pixels + p0) * p_.out_channels + co0;
     const int block_cols = uk_.max_vecs * uk_.lanes;
     const int64_t subs = ceil_div(rows, uk_.max_rows);  // balanced sub-tiles of at most MR pixels
-    for (int64_t c = 0; c < panel_cols; c += block_cols) {
-      a.cols = static_cast<int>(std::min<int64_t>(block_cols, panel_cols - c));
+    for (int64_t c = 0; c < width; c += block_cols) {
+      a.cols = static_cast<int>(std::min<int64_t>(block_cols, width - c));
       a.weights = w_panel + c;
       a.bias = bias_ != nullptr ? bias_ + co0 + c : nullptr;
       const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
@@ -195,7 +197,7 @@ class IndirectRun {
         a.pixels = slots + m0;
         a.out = output_ + out_offset + m0 * p_.out_channels + c;
         a.residual = residual_ != nullptr ? residual_ + out_offset + m0 * p_.out_channels + c : nullptr;
-        uk_.indirect[m1 - m0][vecs](a);
+        uk_.pick(static_cast<int>(m1 - m0), vecs, width, /*indirect_rows=*/true)(a);
       }
     }
   }
@@ -211,7 +213,7 @@ class IndirectRun {
   void* workspace_;
   const float* const* buffer_;
   Clamp clip_;
-  int64_t cg_, cog_, panels_, panel_floats_;
+  int64_t cg_, cog_, panels_;
   bool tile_major_;
 };
 

@@ -30,13 +30,17 @@ struct Avx2 {
   __attribute__((always_inline)) static inline Vec<8> broadcast(const float* p) {
     return reinterpret_cast<Vec<8>>(_mm256_set1_ps(*p));
   }
+  // A masked load (vmaskmovps): the masked-off lanes are neither read nor faulted on. The
+  // mask is 8 consecutive entries of a table of 8 all-ones then 8 zeros.
+  __attribute__((always_inline)) static inline Vec<8> load_first(const float* p, int n) {
+    static const int32_t kMasks[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMasks + 8 - n));
+    return reinterpret_cast<Vec<8>>(_mm256_maskload_ps(p, mask));
+  }
 };
 
 template <int kRows, int kVecs>
-struct Avx2Tile {
-  static void run(const TileArgs& a) { tile<Avx2, kRows, kVecs>(a); }
-  static void run_indirect(const TileArgs& a) { indirect_tile<Avx2, kRows, kVecs>(a); }
-};
+using Avx2Tile = TileEntries<Avx2, kRows, kVecs>;
 
 }  // namespace
 }  // namespace cpu

@@ -37,13 +37,14 @@ struct Avx512 {
   __attribute__((always_inline)) static inline Vec<16> broadcast(const float* p) {
     return reinterpret_cast<Vec<16>>(_mm512_set1_ps(*p));
   }
+  // A masked load: the masked-off lanes are neither read nor faulted on.
+  __attribute__((always_inline)) static inline Vec<16> load_first(const float* p, int n) {
+    return reinterpret_cast<Vec<16>>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p));
+  }
 };
 
 template <int kRows, int kVecs>
-struct Avx512Tile {
-  static void run(const TileArgs& a) { tile<Avx512, kRows, kVecs>(a); }
-  static void run_indirect(const TileArgs& a) { indirect_tile<Avx512, kRows, kVecs>(a); }
-};
+using Avx512Tile = TileEntries<Avx512, kRows, kVecs>;
 
 }  // namespace
 }  // namespace cpu

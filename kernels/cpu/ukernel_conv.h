@@ -24,11 +24,14 @@
 //   1x1 / Kh = 1 on the input itself: segments = Kw, seg_len = Cg, seg_stride = dilation_w*C
 // (w_seg_stride = seg_len * kPanel when the segments' weights are contiguous.)
 //
-// Weights are packed in panels of kPanel output channels: [K][kPanel], zero-padded past the
-// last channel, so a kernel always loads whole vectors and the padding contributes zeros.
-// The panel width is the same for every ISA (a session packs once, whatever kernel later
-// runs): AVX-512 covers a panel with 2 zmm vectors, AVX2 with two 2-ymm column blocks, the
-// portable kernel with four 2-vector column blocks.
+// Weights are packed in panels of kPanel output channels: [K][kPanel]. A group's last panel
+// may be narrower, [K][width] with width = its remaining channels (no padding: the packed
+// weights are exactly as large as OIHW, so they are always packed in place); the "narrow"
+// kernels read it with a row stride of `w_row_stride` and a masked load for the block's last,
+// partial vector, never touching a float past the row. The panel width is the same for every
+// ISA (a session packs once, whatever kernel later runs): AVX-512 covers a panel with 2 zmm
+// vectors, AVX2 with two 2-ymm column blocks, the portable kernel with four 2-vector column
+// blocks.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +56,9 @@ struct TileArgs {
   int64_t seg_stride;          // floats from one segment of a pixel to the next
   const float* weights;        // [K][kPanel] rows starting at this call's first column
   int64_t w_seg_stride;        // floats from one segment's weight rows to the next
+  // Floats from one K row of the weights to the next: kPanel, or the width of a narrower last
+  // panel, which only the narrow kernels (TileKernels::narrow) read.
+  int64_t w_row_stride = kPanel;
   const float* bias;           // `cols` values, or null
   float* out;                  // pixel 0, column 0
   int64_t out_stride;          // floats from one pixel's outputs to the next (Co in NHWC)
@@ -82,6 +88,15 @@ struct TileKernels {
   // The same tiles reading their segments through per-segment pointers (the indirect
   // convolution); same inner loop, bias and epilogue.
   TileFn indirect[kMaxTileRows + 1][kMaxTileVecs + 1];
+  // Both again for a narrow last panel (rows w_row_stride apart, the last vector masked).
+  TileFn narrow[kMaxTileRows + 1][kMaxTileVecs + 1];
+  TileFn indirect_narrow[kMaxTileRows + 1][kMaxTileVecs + 1];
+
+  // The kernel for `rows` pixels x `vecs` vectors of a panel `width` channels wide.
+  TileFn pick(int rows, int vecs, int64_t width, bool indirect_rows) const {
+    if (width < kPanel) return indirect_rows ? indirect_narrow[rows][vecs] : narrow[rows][vecs];
+    return indirect_rows ? indirect[rows][vecs] : fn[rows][vecs];
+  }
 };
 
 // The kernels for `isa` (which must be runnable on this CPU, e.g. cpu_isa()).
@@ -93,13 +108,16 @@ const TileKernels* tile_kernels_avx512();
 const TileKernels* tile_kernels_avx2();
 const TileKernels& tile_kernels_generic();
 
-// Builds an ISA's table from its kernels Kernel<mr, nv>::run and ::run_indirect. Called from
+// Builds an ISA's table from its kernels Kernel<mr, nv>::run, ::run_indirect, ::run_narrow and
+// ::run_indirect_narrow. Called from
 // default-target code: it only takes the kernels' addresses, so building the table never
 // executes an instruction the CPU may lack.
 template <template <int, int> class Kernel, int kRows, int kVecs, int... kRowIndex>
 void fill_tile_rows(TileKernels& t, std::integer_sequence<int, kRowIndex...>) {
   ((t.fn[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run), ...);
   ((t.indirect[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run_indirect), ...);
+  ((t.narrow[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run_narrow), ...);
+  ((t.indirect_narrow[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run_indirect_narrow), ...);
 }
 template <template <int, int> class Kernel, int kLanes, int kRows, int kVecs>
 TileKernels make_tile_kernels(const char* isa) {

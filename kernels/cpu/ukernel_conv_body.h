@@ -6,6 +6,8 @@
 //   struct Isa {
 //     static constexpr int kLanes;                   // floats per vector register
 //     static Vec<kLanes> broadcast(const float* p);  // all lanes = *p, one instruction
+//     static Vec<kLanes> load_first(const float* p, int n);  // p[0..n), zeros after; reads
+//                                                            // nothing past p + n (1 <= n <= kLanes)
 //   };
 //
 // This header includes nothing: its includer includes <cstring> and ukernel_conv.h *before*
@@ -44,17 +46,21 @@ __attribute__((always_inline)) inline void vstore(float* p, const Vec<kLanes>& v
 // in flight (28 on AVX-512: enough to cover 2 ports x 4 cycles of latency).
 constexpr int64_t kPrefetchSteps = 16;
 
-template <class Isa, int kRows, int kVecs>
+//
+// kNarrow: a narrow last panel, rows `row_stride` floats apart (else kPanel, a constant), its
+// last vector loaded with `last_lanes` lanes.
+template <class Isa, int kRows, int kVecs, bool kNarrow>
 __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
                                                       const float* const (&pixel)[kRows], int64_t len,
-                                                      const float* w) {
+                                                      const float* w, int64_t row_stride, int last_lanes) {
   constexpr int kLanes = Isa::kLanes;
-  for (int64_t l = 0; l < len; ++l, w += kPanel) {
+  const int64_t stride = kNarrow ? row_stride : kPanel;
+  for (int64_t l = 0; l < len; ++l, w += stride) {
     // The weights stream through L1 once per tile (from L2, or L3 for the largest layers):
     // fetch them 16 K steps (~200 cycles) ahead. Worth 5% on 3x3 256->256 14x14 and 40% on
     // 512->512 7x7, whose 590 KB panels the hardware prefetcher does not bring in time.
-    __builtin_prefetch(w + kPrefetchSteps * kPanel);
-    __builtin_prefetch(w + kPrefetchSteps * kPanel + 16);
+    __builtin_prefetch(w + kPrefetchSteps * stride);
+    __builtin_prefetch(w + kPrefetchSteps * stride + 16);
     // And each pixel's run two cache lines ahead, once per line: the 1x1 convolutions read
     // them straight from the input (L3), 14 streams too sparse for the hardware prefetcher
     // (+8% on 1x1 256->64 56x56; neutral where the window block is in L2).
@@ -64,7 +70,8 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
     }
     Vec<kLanes> wv[kVecs];
 #pragma GCC unroll 16
-    for (int v = 0; v < kVecs; ++v) wv[v] = vload<kLanes>(w + v * kLanes);
+    for (int v = 0; v < kVecs; ++v)
+      wv[v] = kNarrow && v == kVecs - 1 ? Isa::load_first(w + v * kLanes, last_lanes) : vload<kLanes>(w + v * kLanes);
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) {
       const Vec<kLanes> x = Isa::broadcast(pixel[m] + l);
@@ -144,35 +151,54 @@ __attribute__((always_inline)) inline void init_tile(const TileArgs& a, Vec<Isa:
     for (int v = 0; v < kVecs; ++v) acc[m][v] = init[v];
 }
 
+// Lanes of the column block's last vector that hold valid channels (a narrow panel's).
+template <int kLanes, int kVecs>
+__attribute__((always_inline)) inline int last_vector_lanes(const TileArgs& a) {
+  return a.cols - (kVecs - 1) * kLanes;
+}
+
 // One tile: kRows pixels x kVecs vectors of output channels.
-template <class Isa, int kRows, int kVecs>
+template <class Isa, int kRows, int kVecs, bool kNarrow = false>
 void tile(const TileArgs& a) {
   Vec<Isa::kLanes> acc[kRows][kVecs];
   init_tile<Isa, kRows, kVecs>(a, acc);
+  const int last_lanes = last_vector_lanes<Isa::kLanes, kVecs>(a);
   const float* pixel[kRows];
   for (int64_t s = 0; s < a.segments; ++s) {
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride;
-    accumulate<Isa, kRows, kVecs>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride);
+    accumulate<Isa, kRows, kVecs, kNarrow>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride, a.w_row_stride,
+                                           last_lanes);
   }
   store_tile<Isa, kRows, kVecs>(a, acc);
 }
 
 // The same tile for the indirect convolution: segment s of pixel m starts at
 // a.pixels[s * a.pixels_stride + m] + a.pixel_offset (a tap's input pixel, or the zero vector).
-template <class Isa, int kRows, int kVecs>
+template <class Isa, int kRows, int kVecs, bool kNarrow = false>
 void indirect_tile(const TileArgs& a) {
   Vec<Isa::kLanes> acc[kRows][kVecs];
   init_tile<Isa, kRows, kVecs>(a, acc);
+  const int last_lanes = last_vector_lanes<Isa::kLanes, kVecs>(a);
   const float* pixel[kRows];
   const float* const* taps = a.pixels;
   for (int64_t s = 0; s < a.segments; ++s, taps += a.pixels_stride) {
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) pixel[m] = taps[m] + a.pixel_offset;
-    accumulate<Isa, kRows, kVecs>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride);
+    accumulate<Isa, kRows, kVecs, kNarrow>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride, a.w_row_stride,
+                                           last_lanes);
   }
   store_tile<Isa, kRows, kVecs>(a, acc);
 }
+
+// The entry points of one tile shape, for an ISA's table (make_tile_kernels).
+template <class Isa, int kRows, int kVecs>
+struct TileEntries {
+  static void run(const TileArgs& a) { tile<Isa, kRows, kVecs>(a); }
+  static void run_indirect(const TileArgs& a) { indirect_tile<Isa, kRows, kVecs>(a); }
+  static void run_narrow(const TileArgs& a) { tile<Isa, kRows, kVecs, true>(a); }
+  static void run_indirect_narrow(const TileArgs& a) { indirect_tile<Isa, kRows, kVecs, true>(a); }
+};
 
 }  // namespace
 }  // namespace cpu

@@ -13,13 +13,15 @@ namespace {
 struct Generic {
   static constexpr int kLanes = 4;
   __attribute__((always_inline)) static inline Vec<4> broadcast(const float* p) { return cpu::broadcast<4>(*p); }
+  __attribute__((always_inline)) static inline Vec<4> load_first(const float* p, int n) {
+    Vec<4> v{};
+    for (int i = 0; i < n; ++i) v[i] = p[i];
+    return v;
+  }
 };
 
 template <int kRows, int kVecs>
-struct GenericTile {
-  static void run(const TileArgs& a) { tile<Generic, kRows, kVecs>(a); }
-  static void run_indirect(const TileArgs& a) { indirect_tile<Generic, kRows, kVecs>(a); }
-};
+using GenericTile = TileEntries<Generic, kRows, kVecs>;
 
 }  // namespace
 

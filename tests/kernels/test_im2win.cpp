@@ -199,8 +199,7 @@ size_t expected_workspace(const ConvParams& p) {
   if (in_place) return 0;
   const int64_t wp = (p.out_w() - 1) * p.stride_w + (p.kernel_w - 1) * p.dilation_w + 1;
   const int64_t row_bytes = wp * p.kernel_h * p.in_channels_per_group() * 4;
-  const int64_t panels = (p.out_channels_per_group() + 31) / 32;
-  const int64_t weight_bytes = panels * 32 * p.kernel_h * p.kernel_w * p.in_channels_per_group() * 4;
+  const int64_t weight_bytes = p.out_channels_per_group() * p.kernel_h * p.kernel_w * p.in_channels_per_group() * 4;
   const int64_t budget = weight_bytes <= (3 << 19) ? 128 << 10 : 512 << 10;
   const int64_t max_rows = std::max<int64_t>(4, budget / row_bytes);
   const int64_t blocks = (p.out_h() + max_rows - 1) / max_rows;

@@ -25,9 +25,9 @@ std::vector<ConvParams> packing_shapes() {
       Conv(1, 64, 5, 5, 64).k(3, 3).pad(1).p,
       Conv(1, 40, 5, 5, 96).k(1, 1).p,
       Conv(1, 24, 5, 5, 58).k(1, 1).p,                 // ShuffleNet: 58 = one full panel + 26
-      Conv(1, 16, 6, 7, 7).k(3, 2).d(2, 1).pad(2).p,  // 7 output channels: one padded panel
+      Conv(1, 16, 6, 7, 7).k(3, 2).d(2, 1).pad(2).p,  // 7 output channels: one narrow panel
       Conv(1, 32, 5, 5, 64).k(3, 3).g(2).pad(1).p,    // groups: 16 -> 32 per group
-      Conv(1, 12, 5, 5, 12).k(3, 3).g(4).pad(1).p,    // groups: 3 -> 3 per group, padded
+      Conv(1, 12, 5, 5, 12).k(3, 3).g(4).pad(1).p,    // groups: 3 -> 3 per group, narrow panels
   };
 }
 
@@ -83,10 +83,13 @@ TEST_CASE("weight packing: every CPU algorithm unpacks to the OIHW weights bit f
       std::vector<float> w = test::random_floats(weight_floats(p), seed);
       in_place += a->pack_weights_in_place(p, w.data()) ? 1 : 0;
     }
-    // The panel layouts pack in place where output channels per group fill whole panels;
-    // GHWIO (direct, im2col) is a transpose of whole groups: never in place.
+    // The panel layouts pack in place whatever the channel count (a narrow last panel, not a
+    // padded one, fills exactly its OIHW rows); GHWIO (direct, im2col) is a transpose of whole
+    // groups: never in place.
     const bool panels = std::string(name) == "im2win" || std::string(name) == "indirect";
-    CHECK_MESSAGE(in_place == (panels ? 4 : 0), name);
+    CHECK_MESSAGE(in_place == (panels ? static_cast<int>(packing_shapes().size()) : 0), name);
+    const ConvParams shuffle = packing_shapes()[3];  // 58 channels: as large as OIHW, not padded to 64
+    if (panels) CHECK(a->packed_weight_bytes(shuffle) == weight_floats(shuffle) * sizeof(float));
   }
   const ConvAlgorithm* depthwise = find_conv_algorithm("depthwise");
   REQUIRE(depthwise != nullptr);
