@@ -33,5 +33,18 @@ if(WINFER_SANITIZE)
     # checks every memory access of stb's; image.cpp refuses the inputs we know reach the UB.
     set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/engine/src/stb_image_impl.cpp PROPERTIES COMPILE_OPTIONS "-fno-sanitize=undefined")
   endif()
+  # The micro-kernel files instantiate about 110 fully unrolled tile functions per ISA, and full
+  # debug info for them is most of their compile time under a sanitizer (clang, ASan + fuzzer
+  # coverage: ukernel_avx512.cpp 105 s with -g, 69 s with line tables only, on the CI machine's
+  # critical path). Line tables still give a report its file and line.
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    set(winfer_kernel_debug "-gline-tables-only")
+  else()
+    set(winfer_kernel_debug "-g1")
+  endif()
+  foreach(isa avx512 avx2 generic)
+    set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/cpu/ukernel_${isa}.cpp PROPERTIES
+                                COMPILE_OPTIONS "${winfer_kernel_debug}")
+  endforeach()
   message(STATUS "winfer: sanitizers on: ${WINFER_SANITIZE} (${CMAKE_CXX_COMPILER_ID})")
 endif()

@@ -207,7 +207,7 @@ def section(idx, peers, meta):
     w("Peak = growth of VmHWM of a process of its own (winfer: from before loading the model to after the timed runs; "
       "PyTorch: from after `import torch, torchvision` to after its timed runs). Both hold their weights once: "
       "winfer packs its convolution weights at load, in place (`LoadOptions::pack_for`), and its weights column is "
-      "what the model holds (padded panels included: ShuffleNet's channel counts are not multiples of 32). "
+      "what the model holds (exactly the OIHW bytes for im2win: a group's last panel is as wide as its channels). "
       "Convolutions followed by max pooling are computed band by band (the convolution's output is never stored).")
     w("")
 
@@ -234,13 +234,13 @@ def section(idx, peers, meta):
         x = r["measured_peak_bytes"] / exp
         warm = r.get("measured_warm_bytes")
         if warm is None:
-            verdict, warm_cells = "not measured (no warm figure)", "- | -"
+            judged, warm_cells = "not measured (no warm figure)", "- | -"
         else:
             y = warm / exp
-            verdict = f"{'**met**' if abs(y - 1) <= 0.10 else '**missed**'} ({(y - 1) * 100:+.1f}%, {(warm - exp) / MIB:+.1f} MiB)"
+            judged = f"{'**met**' if abs(y - 1) <= 0.10 else '**missed**'} ({(y - 1) * 100:+.1f}%, {(warm - exp) / MIB:+.1f} MiB)"
             warm_cells = f"{fmt_mib(warm)} | {y:.3f}"
         w(f"| {r['model']} | {r['batch']} | {r['conv']} | {r['threads']} | {fmt_mib(r['planned_bytes'])} | "
-          f"{fmt_mib(exp)} | {fmt_mib(r['measured_peak_bytes'])} | {x:.3f} | {warm_cells} | {verdict} |")
+          f"{fmt_mib(exp)} | {fmt_mib(r['measured_peak_bytes'])} | {x:.3f} | {warm_cells} | {judged} |")
     w("")
 
     # ---- im2win vs im2col end to end
@@ -257,9 +257,12 @@ def section(idx, peers, meta):
             sm = None if a.get("measured_peak_bytes") is None or c.get("measured_peak_bytes") is None else \
                 100 * (1 - a["measured_peak_bytes"] / c["measured_peak_bytes"])
             ok = sp > 0 and (sm is None or sm > 0)
+            # Equal plans are a tie, not a miss by rounding: said as such.
+            judged = "**met**" if ok else "**equal** (planned), not below" if a["planned_bytes"] == c["planned_bytes"] \
+                else "**missed**"
             w(f"| {model} | {b} | {fmt_mib(a['planned_bytes'])} | {fmt_mib(c['planned_bytes'])} | {sp:.1f}% | "
               f"{fmt_mib(a.get('measured_peak_bytes'))} | {fmt_mib(c.get('measured_peak_bytes'))} | "
-              f"{'–' if sm is None else f'{sm:.1f}%'} | {'**met**' if ok else '**missed**'} |")
+              f"{'–' if sm is None else f'{sm:.1f}%'} | {judged} |")
     w("")
     w("Planned = packed weights + arena (every activation and workspace; im2col's workspace is one image's patch "
       "matrix, im2win's a few window rows, as each implementation allocates them). Measured = process peak growth.")
