@@ -36,10 +36,8 @@ std::string read_all(int fd) {
   return text;
 }
 
-}  // namespace
-
 // A "Name:   123 kB" line of /proc/self/status, in bytes.
-static std::optional<size_t> status_bytes(const std::string& name) {
+std::optional<size_t> status_bytes(const std::string& name) {
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);) {
     if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 && line[name.size()] == ':')
@@ -47,6 +45,8 @@ static std::optional<size_t> status_bytes(const std::string& name) {
   }
   return std::nullopt;
 }
+
+}  // namespace
 
 std::optional<size_t> peak_resident_bytes() { return status_bytes("VmHWM"); }
 

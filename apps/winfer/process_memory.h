@@ -18,8 +18,9 @@ namespace winfer::cli {
 std::optional<size_t> peak_resident_bytes();
 
 // The growth of the peak resident set while `pass` runs, in a process that has already run
-// the same work once ("warm"): the heap's free memory goes back to the system (malloc_trim)
-// and the peak restarts from the current resident set (5 written to /proc/self/clear_refs,
+// the same work once ("warm"): the heap's free memory goes back to the system (malloc_trim,
+// with glibc's mmap and trim thresholds set back to their initial 128 KiB, which the first run
+// raised) and the peak restarts from the current resident set (5 written to /proc/self/clear_refs,
 // Linux 4.0+), which is the baseline. What the first run paid once for the process (code
 // pages, the thread pool's stacks, library buffers such as OpenBLAS's, the allocator's
 // growth) is then in the baseline; every byte the work allocates and touches is not, however

@@ -77,6 +77,7 @@ winfer::LoadOptions load_options(const winfer_load_options* options) {
   if (options->weights_path != nullptr) result.weights_path = options->weights_path;
   if (options->use_random_weights) result.random_weights_seed = options->random_seed;
   result.fuse = options->fuse != 0;
+  if (options->pack_for != nullptr) result.pack_for = options->pack_for;
   return result;
 }
 
@@ -169,6 +170,7 @@ void winfer_load_options_init(winfer_load_options* options) {
   options->use_random_weights = 0;
   options->random_seed = 0;
   options->fuse = 1;
+  options->pack_for = nullptr;
 }
 
 winfer_status winfer_model_load(const char* yaml_path, const winfer_load_options* options, winfer_model** model) {

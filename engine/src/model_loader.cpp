@@ -93,17 +93,18 @@ class YamlReader {
   std::string file_;
 };
 
-}  // namespace
-
-// A layer packed beside its OIHW weights (padded panels) frees them: a hole in the heap that
-// later, larger packed layers do not fit, and whose pages would stay resident. Handing the
-// free pages back to the system at once keeps the load's peak at the weights it holds
-// (ShuffleNet: about 1 MiB of such holes). glibc only; elsewhere the allocator decides.
+// A layer packed beside its OIHW weights (GHWIO for direct and im2col, winograd's transform;
+// im2win's panels before they lost their padding) frees them: a hole in the heap that later,
+// larger packed layers do not fit, and whose pages would stay resident. Handing the free pages
+// back to the system at once keeps the load's peak at the weights it holds (ShuffleNet with
+// padded panels: about 1 MiB of such holes). glibc only; elsewhere the allocator decides.
 void return_free_heap_pages() {
 #if defined(__GLIBC__)
   ::malloc_trim(0);
 #endif
 }
+
+}  // namespace
 
 class ModelLoader {
  public:

@@ -123,6 +123,40 @@ TEST_CASE("c api: a run gives the C++ API's output bit for bit, and reports memo
   CHECK(winfer_session_conv_choice_count(session.handle) == 0);  // a fixed algorithm
 }
 
+TEST_CASE("c api: pack_for packs the weights once for the sessions' algorithm, or names a wrong one") {
+  const std::string path = repo_path("models/examples/tiny_net.yaml");
+  auto session_weights = [&](const char* pack_for, const char* conv) {
+    winfer_load_options load;
+    winfer_load_options_init(&load);
+    CHECK(load.pack_for == nullptr);  // the default: im2win
+    load.pack_for = pack_for;
+    CModel model;
+    REQUIRE(winfer_model_load(path.c_str(), &load, &model.handle) == WINFER_OK);
+    winfer_session_options options;
+    winfer_session_options_init(&options);
+    options.conv_algorithm = conv;
+    CSession session;
+    REQUIRE(winfer_session_create(model.handle, &options, &session.handle) == WINFER_OK);
+    winfer_memory_report report;
+    REQUIRE(winfer_session_memory_report(session.handle, &report) == WINFER_OK);
+    return report.session_weights_bytes;
+  };
+  // Packed for the session's algorithm: the session shares the model's weights.
+  CHECK(session_weights("im2col", "im2col") == 0);
+  CHECK(session_weights(nullptr, "im2win") == 0);
+  // Packed for another one (or kept OIHW): the session packs its own copy.
+  CHECK(session_weights(nullptr, "im2col") > 0);
+  CHECK(session_weights("", "im2win") > 0);
+
+  winfer_load_options load;
+  winfer_load_options_init(&load);
+  load.pack_for = "no_such_algorithm";
+  winfer_model* model = nullptr;
+  CHECK(winfer_model_load(path.c_str(), &load, &model) == WINFER_INVALID_ARGUMENT);
+  CHECK(model == nullptr);
+  CHECK(std::string(winfer_last_error()).find("no_such_algorithm") != std::string::npos);
+}
+
 TEST_CASE("c api: models load from memory and auto reports its choices") {
   const std::string yaml = winfer_test::read_bytes(repo_path("models/examples/tiny_net.yaml"));
   const std::string weights = winfer_test::read_bytes(repo_path("models/examples/tiny_net.safetensors"));

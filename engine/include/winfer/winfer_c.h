@@ -76,6 +76,12 @@ typedef struct winfer_load_options {
   int use_random_weights;        /* non-zero: deterministic random weights from random_seed */
   uint64_t random_seed;
   int fuse;                      /* fold batch norm and fuse activations (default 1) */
+  /* The CPU convolution algorithm whose layout the weights are packed in at load, once, for
+   * every session that uses it (winfer::LoadOptions::pack_for): NULL for the default
+   * ("im2win"), "" to keep the OIHW weights, or the conv_algorithm your sessions will use
+   * ("im2col", "direct", "indirect", "winograd"). Sessions with another algorithm pack their
+   * own copy. */
+  const char* pack_for;
 } winfer_load_options;
 
 void winfer_load_options_init(winfer_load_options* options);
