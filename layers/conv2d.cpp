@@ -294,7 +294,7 @@ void Conv2dOp::pack_weights_at_load(const std::vector<Shape>& inputs, const Conv
   if (algorithm->pack_weights_in_place(p, weight_.data())) {
     packed_ = weight_.reshaped(Shape{weight_.numel()}, Layout::kPlain);
   } else {
-    packed_ = pack_for(*algorithm, p, weight_.data());  // another size (padded panels, winograd) or order
+    packed_ = pack_for(*algorithm, p, weight_.data());  // another size (winograd) or a transpose (GHWIO)
   }
   packed_for_ = algorithm;
   packed_params_ = p;

@@ -110,16 +110,21 @@ size_t shapes_bytes(const std::vector<Shape>& shapes) {
   return total;
 }
 
+// The session `winfer plan` measures for one algorithm.
+SessionOptions plan_session_options(const PlanArgs& args, const std::string& conv, int64_t batch) {
+  SessionOptions options;
+  options.conv_algorithm = conv;
+  options.threads = args.threads;
+  options.batch = batch;
+  return options;
+}
+
 // Load, session and one run, as evaluate() does them (the warm measurement's work).
 bool measure_once(const PlanArgs& args, const std::string& conv) {
   ModelFacts facts;
   auto model = load_model(args, conv, &facts);
   if (!model.ok()) return false;
-  SessionOptions options;
-  options.conv_algorithm = conv;
-  options.threads = args.threads;
-  options.batch = facts.batch;
-  auto session = Session::create(model.value(), options);
+  auto session = Session::create(model.value(), plan_session_options(args, conv, facts.batch));
   if (!session.ok()) return false;
   std::vector<Tensor> outputs;
   return session.value()->run_into(random_tensor(session.value()->input_shape(), 0), &outputs).ok();
@@ -135,11 +140,7 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
     facts->load_error = model.status().message();
     return column;
   }
-  SessionOptions options;
-  options.conv_algorithm = conv;
-  options.threads = args.threads;
-  options.batch = facts->batch;
-  auto session = Session::create(model.value(), options);
+  auto session = Session::create(model.value(), plan_session_options(args, conv, facts->batch));
   if (!session.ok()) {
     column.error = session.status().message();
     return column;
