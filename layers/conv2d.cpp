@@ -75,14 +75,18 @@ class ConvKernel : public Kernel {
 
 // The algorithm a layer with params `p` runs when the session asks for `requested`: depthwise
 // layers always take "depthwise", layers `requested` cannot do (winograd: all but 3x3 stride 1)
-// take "im2win", the default, which takes every valid convolution (`note` says why). Null if
-// none supports p.
-const ConvAlgorithm* choose_algorithm(const ConvParams& p, const ConvAlgorithm* requested, std::string* note) {
+// or declines as slower there (ConvAlgorithm::declines; only where `may_decline`) take "im2win",
+// the default, which takes every valid convolution (`note` says why). Null if none supports p.
+const ConvAlgorithm* choose_algorithm(const ConvParams& p, const ConvAlgorithm* requested, bool may_decline,
+                                      std::string* note) {
   const ConvAlgorithm* algorithm = requested;
   if (p.is_depthwise()) {
     algorithm = find_conv_algorithm("depthwise");
   } else if (!algorithm->supports(p)) {
     *note = std::string(requested->name()) + " does not support " + p.to_string();
+    algorithm = find_conv_algorithm("im2win");
+  } else if (std::string why = may_decline ? algorithm->declines(p) : std::string(); !why.empty()) {
+    *note = std::move(why);
     algorithm = find_conv_algorithm("im2win");
   }
   return algorithm != nullptr && algorithm->supports(p) ? algorithm : nullptr;
@@ -268,7 +272,11 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
                                                   const CompileOptions& options) const {
   const ConvParams p = params_for(inputs[0]);
   std::string note;
-  const ConvAlgorithm* algorithm = choose_algorithm(p, options.conv_algorithm, &note);
+  // A layer whose weights the model keeps only in the requested algorithm's layout, which
+  // cannot be undone (winograd packed at load for a larger batch), runs that algorithm even
+  // where it would decline the shape: no other algorithm could get the weights.
+  const bool only_requested_layout = packed_for_ == options.conv_algorithm && !packed_for_->can_unpack_weights();
+  const ConvAlgorithm* algorithm = choose_algorithm(p, options.conv_algorithm, !only_requested_layout, &note);
   if (algorithm == nullptr) return internal_error("no convolution algorithm supports " + p.to_string());
   std::optional<ConvPool> pool;
   if (const auto pooling = pool_params(p, outputs[0])) pool.emplace(*algorithm, p, *pooling);
@@ -286,7 +294,7 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
 void Conv2dOp::pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) {
   const ConvParams p = params_for(inputs[0]);
   std::string note;
-  const ConvAlgorithm* algorithm = choose_algorithm(p, &conv, &note);
+  const ConvAlgorithm* algorithm = choose_algorithm(p, &conv, /*may_decline=*/true, &note);
   if (algorithm == nullptr || packed_for_ != nullptr) return;
   // A layout that cannot be undone (winograd's transformed weights) is packed all the same and
   // the OIHW copy dropped: asking for pack_for means one copy of the weights; other algorithms

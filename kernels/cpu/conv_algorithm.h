@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,10 @@ class ConvAlgorithm {
 
   virtual const char* name() const = 0;
   virtual bool supports(const ConvParams& p) const = 0;
+  // Why a session should leave a shape this algorithm supports to the default (im2win)
+  // because it would be slower there, or empty when it takes it. Only sessions ask (a layer's
+  // note then says why); the algorithm itself still runs the shape when called.
+  virtual std::string declines(const ConvParams& /*p*/) const { return {}; }
   // Scratch memory run() needs (bytes), for exactly these params (batch included).
   virtual size_t workspace_bytes(const ConvParams& p) const = 0;
   // Size of the algorithm's own weight layout (bytes).

@@ -116,8 +116,6 @@ void build_indirection(const ConvParams& p, const IndirectionLayout& layout, con
 
 namespace {
 
-// Weights that stay in L2 while every tile streams through them (as in im2win).
-constexpr int64_t kL2WeightBytes = 3 << 19;
 // Threads take whole tiles (building each just before computing it) when there are at least
 // this many per thread, so that the split stays fair.
 constexpr int64_t kMinTilesPerThread = 4;
@@ -162,13 +160,17 @@ class IndirectRun {
       const int64_t ng = i / per_group, j = i % per_group;
       const int64_t tile = tile_major_ ? j / panels_ : j % layout_.tiles;
       const int64_t panel = tile_major_ ? j % panels_ : j / layout_.tiles;
-      compute_tile(ng / p_.groups, ng % p_.groups, tile, panel);
+      // Panel by panel, weights beyond L2 stream from memory: each tile also pulls its share of
+      // the group's next panel into L2 (as im2win does) when this thread computes that panel.
+      const bool stream_next = !tile_major_ && panel + 1 < panels_ && i + layout_.tiles < end;
+      compute_tile(ng / p_.groups, ng % p_.groups, tile, panel, stream_next);
     }
   }
 
  private:
-  // The pixels of tile `tile` of image n x the channels of one panel of group g.
-  void compute_tile(int64_t n, int64_t g, int64_t tile, int64_t panel) const {
+  // The pixels of tile `tile` of image n x the channels of one panel of group g; with
+  // prefetch_next, the tile's share of the next panel is prefetched meanwhile.
+  void compute_tile(int64_t n, int64_t g, int64_t tile, int64_t panel, bool prefetch_next = false) const {
     const int64_t p0 = layout_.tile_first(tile), rows = layout_.tile_last(tile) - p0;
     const float* const* slots = buffer_ + (n * layout_.tiles + tile) * layout_.taps * kIndirectTile;
     TileArgs a;
@@ -194,6 +196,13 @@ class IndirectRun {
       const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
       for (int64_t s = 0; s < subs; ++s) {
         const int64_t m0 = rows * s / subs, m1 = rows * (s + 1) / subs;
+        a.prefetch = nullptr;
+        if (prefetch_next && c == 0) {
+          const int64_t k = layout_.taps * cg_;
+          set_prefetch_share(a, packed_ + panel_start(g, cog_, panel + 1, k),
+                             k * panel_width(cog_, panel + 1) * int64_t{sizeof(float)}, tile * subs + s,
+                             layout_.tiles * subs, k);
+        }
         a.pixels = slots + m0;
         a.out = output_ + out_offset + m0 * p_.out_channels + c;
         a.residual = residual_ != nullptr ? residual_ + out_offset + m0 * p_.out_channels + c : nullptr;

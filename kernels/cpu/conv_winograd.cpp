@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "kernels/cpu/conv_common.h"
 #include "kernels/cpu/cpu_common.h"
@@ -217,7 +218,10 @@ Transforms pick_transforms(Isa isa) {
 }
 
 // M[xi][tiles][panel's columns] = V[xi][tiles] x U[xi][panel], for `rows` tiles of the block.
-void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows) {
+// With prefetch_next, the U panel after this one (the next pair's, contiguous) is brought into
+// L2 meanwhile, a share per micro-tile: transformed weights beyond L2 (ResNet's 7x7 stage,
+// 16.8 MB for 512 -> 512) then stream from memory while the arithmetic runs.
+void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, bool prefetch_next) {
   const ConvParams& p = *j.p;
   const TileKernels& uk = *j.uk;
   const int64_t c_count = p.in_channels, co = p.out_channels;
@@ -234,14 +238,19 @@ void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows) {
   a.bias = nullptr;
   a.out_stride = co;
   a.clip = activation_clamp(Activation::kNone);
+  const int64_t micro_tiles = ceil_div(rows, int64_t{uk.max_rows});
   for (int64_t m0 = 0; m0 < rows; m0 += uk.max_rows) {
     const int mr = static_cast<int>(std::min<int64_t>(uk.max_rows, rows - m0));
     for (int m = 0; m < mr; ++m) pixels[m] = j.v + (xi * j.block + m0 + m) * c_count;
+    if (prefetch_next)
+      set_prefetch_share(a, u + c_count * kPanel, c_count * kPanel * int64_t{sizeof(float)}, m0 / uk.max_rows,
+                         micro_tiles, c_count);
     for (int64_t c = 0; c < panel_cols; c += nr) {
       a.cols = static_cast<int>(std::min<int64_t>(nr, panel_cols - c));
       a.weights = u + c;
       a.out = j.m + (xi * j.block + m0) * co + panel * kPanel + c;
       uk.fn[mr][ceil_div(a.cols, uk.lanes)](a);
+      a.prefetch = nullptr;  // the first column block has fetched the share
     }
   }
 }
@@ -256,6 +265,18 @@ class WinogradConv final : public ConvAlgorithm {
   bool supports(const ConvParams& p) const override {
     return p.is_valid() && p.groups == 1 && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 &&
            p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 && p.in_channels >= kMinChannels;
+  }
+  // Transformed weights are 16/9 of the layer's, and each of their values feeds one multiply
+  // per tile. With weights beyond L2 and few tiles (ResNet's 7x7 stage at batch 1: 16 tiles,
+  // 16.8 MB for 512 -> 512) the GEMMs wait on that stream: measured 2.4-2.9 ms against
+  // im2win's 1.6-2.5 ms (9.4 MB, each value feeding 49 pixels) with weights cold, as they are
+  // in a network. Below kMinStreamedTiles, leave the layer to im2win.
+  static constexpr int64_t kMinStreamedTiles = 2 * kMaxTileRows;
+  std::string declines(const ConvParams& p) const override {
+    const int64_t bytes = static_cast<int64_t>(packed_weight_bytes(p)), tiles = Geometry(p).tiles;
+    if (bytes <= kL2WeightBytes || tiles >= kMinStreamedTiles) return {};
+    return "winograd leaves " + p.to_string() + " to im2win: its " + std::to_string(bytes >> 10) +
+           " KiB of transformed weights would stream from memory for only " + std::to_string(tiles) + " tiles";
   }
   size_t workspace_bytes(const ConvParams& p) const override {
     const int64_t floats = kPositions * kMaxBlockTiles * (p.in_channels + p.out_channels) + p.in_channels;
@@ -314,6 +335,7 @@ class WinogradConv final : public ConvAlgorithm {
     j.zeros = zeros;
     j.clip = activation_clamp(act);
     const int64_t pairs = kPositions * geo.panels;
+    const bool stream_weights = static_cast<int64_t>(packed_weight_bytes(p)) > kL2WeightBytes;
     const int nt = threads_for_work(threads, p.flops() / 2);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -322,8 +344,9 @@ class WinogradConv final : public ConvAlgorithm {
         const int64_t rows = std::min(j.block, geo.tiles - g0);
         transforms.input(j, g0, rows * t / team, rows * (t + 1) / team);
 #pragma omp barrier
-        for (int64_t pair = pairs * t / team; pair < pairs * (t + 1) / team; ++pair)
-          gemm(j, pair / geo.panels, pair % geo.panels, rows);
+        const int64_t pair_end = pairs * (t + 1) / team;
+        for (int64_t pair = pairs * t / team; pair < pair_end; ++pair)
+          gemm(j, pair / geo.panels, pair % geo.panels, rows, stream_weights && pair + 1 < pair_end);
 #pragma omp barrier
         transforms.output(j, g0, rows * t / team, rows * (t + 1) / team);
         // The next block's input transform writes V only; its GEMM, which overwrites M, starts

@@ -34,6 +34,7 @@
 // blocks.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -73,7 +74,23 @@ struct TileArgs {
   // the group's first channel.
   int64_t pixels_stride = 0;
   int64_t pixel_offset = 0;
+  // Optional: memory to bring into L2 while this tile computes (a share of the next weight
+  // panel, see conv_im2win.cpp), spread evenly over the tile's K steps: at step i the kernel
+  // prefetches the cache line (i * prefetch_rate) >> 16 of `prefetch`. Null: nothing.
+  const char* prefetch = nullptr;
+  int64_t prefetch_rate = 0;  // cache lines per K step, 16.16 fixed point
 };
+
+// Makes `a` prefetch share `share` of `shares` of the `bytes` at `region` (whole cache lines,
+// the shares adjacent) at an even pace over its `steps` K steps: one line per step at most.
+// Nothing when the share is empty.
+inline void set_prefetch_share(TileArgs& a, const void* region, int64_t bytes, int64_t share, int64_t shares,
+                               int64_t steps) {
+  const int64_t lines = (bytes + 63) / 64, line0 = lines * share / shares, line1 = lines * (share + 1) / shares;
+  if (line1 <= line0 || steps <= 0) return;
+  a.prefetch = static_cast<const char*>(region) + line0 * 64;
+  a.prefetch_rate = std::min<int64_t>(((line1 - line0) * 65536 + steps - 1) / steps, int64_t{65536});
+}
 
 using TileFn = void (*)(const TileArgs&);
 

@@ -124,3 +124,75 @@ TEST_CASE("weight sharing: pack_for = winograd keeps only the transformed weight
   CHECK(contains(other.status().message(), "the weights were packed for winograd at load (LoadOptions::pack_for)"));
   CHECK(contains(other.status().message(), "load the model with pack_for = \"im2col\""));
 }
+
+namespace {
+
+// 256 -> 256 channels at 4x4 (4.2 MB of transformed weights: winograd declines it below 28
+// tiles, i.e. batch 7) and 256 -> 16 (0.5 MB: always winograd).
+std::string declined_model(int64_t batch) {
+  return "format: winfer/1\ninput: {name: input, shape: [" + std::to_string(batch) +
+         ", 256, 4, 4]}\n"
+         "layers:\n"
+         "  - {name: wide, op: conv2d, in_channels: 256, out_channels: 256, kernel_size: 3, padding: 1}\n"
+         "  - {name: wide_relu, op: relu}\n"
+         "  - {name: narrow, op: conv2d, in_channels: 256, out_channels: 16, kernel_size: 3, padding: 1}\n";
+}
+
+// Runs a winograd session at `batch`; returns the output and each conv layer's kernel.
+std::vector<float> run_winograd(const std::shared_ptr<const winfer::Model>& model, int64_t batch,
+                                std::string* wide_kernel, std::string* narrow_kernel) {
+  winfer::SessionOptions options;
+  options.conv_algorithm = "winograd";
+  options.batch = batch;
+  auto session = winfer::Session::create(model, options);
+  REQUIRE_MESSAGE(session.ok(), session.status().message());
+  auto out = session.value()->run(fixed_input(session.value()->input_shape()));
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  for (const winfer::LayerTiming& t : session.value()->last_timings()) {
+    if (t.name == "wide") *wide_kernel = t.kernel;
+    if (t.name == "narrow") *narrow_kernel = t.kernel;
+  }
+  const winfer::Tensor& t = out.value();
+  return std::vector<float>(t.data(), t.data() + t.numel());
+}
+
+winfer::LoadOptions random_weights(const std::string& pack_for) {
+  winfer::LoadOptions options;
+  options.pack_for = pack_for;
+  options.random_weights_seed = 5;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("weight sharing: winograd sessions leave the layers winograd declines to im2win, whatever the model packed") {
+  TempDir dir;
+  auto kept = load_text(dir, declined_model(1), random_weights(""));
+  REQUIRE_MESSAGE(kept.ok(), kept.status().message());
+  // Packed for winograd at batch 1: "wide" is declined there, so it is packed for im2win.
+  auto packed = load_text(dir, declined_model(1), random_weights("winograd"));
+  REQUIRE_MESSAGE(packed.ok(), packed.status().message());
+  std::string wide, narrow, kept_wide, kept_narrow;
+  for (int64_t batch : {1, 8}) {
+    INFO("batch " << batch);
+    const std::vector<float> out = run_winograd(packed.value(), batch, &wide, &narrow);
+    CHECK(out == run_winograd(kept.value(), batch, &kept_wide, &kept_narrow));
+    CHECK(wide == kept_wide);
+    CHECK(narrow == "winograd");
+    if (batch == 1) {
+      INFO(wide);
+      CHECK(wide.rfind("im2win (winograd leaves N1 C256 H4 W4 -> Co256", 0) == 0);
+      CHECK(contains(wide, "of transformed weights would stream from memory for only 4 tiles"));
+    } else {
+      CHECK(wide == "winograd");  // 32 tiles: unpacked from im2win's panels, packed again
+    }
+  }
+  // Packed for winograd at batch 8, "wide" holds only transformed weights, which no other
+  // algorithm can use: a batch-1 session runs it with winograd rather than failing.
+  auto packed8 = load_text(dir, declined_model(8), random_weights("winograd"));
+  REQUIRE_MESSAGE(packed8.ok(), packed8.status().message());
+  const std::vector<float> out = run_winograd(packed8.value(), 1, &wide, &narrow);
+  CHECK(wide == "winograd");
+  CHECK(narrow == "winograd");
+  CHECK(out.size() == 16u * 4 * 4);
+}

@@ -170,6 +170,7 @@ std::vector<ConvCase> im2win_cases() {
       {Conv(1, 256, 2, 30, 64).k(3, 3).pad(1).p, true, kNone},
       {Conv(1, 2, 2, 2, 5).k(3, 3).pad(3).p, true, kRelu6},                // all-padding windows
       {Conv(1, 256, 4, 4, 40).k(3, 3).pad(1).p, true, kNone},              // K = 2304, 16 pixels
+      {Conv(1, 224, 5, 6, 200).k(3, 3).pad(1).p, true, kRelu},             // 1.6 MB: next panel prefetched
   };
 }
 

@@ -155,7 +155,8 @@ std::vector<ConvCase> indirect_cases() {
       {Conv(1, 8, 3, 29, 64).k(3, 3).pad(1).p, true, kNone},
       {Conv(1, 2, 2, 2, 5).k(3, 3).pad(3).p, true, kRelu6},  // all-padding windows
       {Conv(1, 256, 4, 4, 40).k(3, 3).pad(1).p, true, kNone},
-      {Conv(1, 256, 9, 20, 161).k(3, 3).pad(1).p, false, kRelu6},  // 2.1 MB of weights
+      {Conv(1, 256, 9, 20, 161).k(3, 3).pad(1).p, false, kRelu6},  // 1.5 MB of weights
+      {Conv(2, 224, 5, 6, 200).k(3, 3).pad(1).p, true, kRelu},      // 1.6 MB: panel by panel, next one prefetched
       {Conv(1, 8, 7, 9, 8).k(3, 3).pad(1).g(8).p, true, kRelu},      // depthwise
   };
 }
