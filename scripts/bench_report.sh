@@ -50,8 +50,8 @@ if $python -c 'import torch, torchvision' 2>/dev/null; then torch_ok=1; else
   echo "bench_report: $python cannot import torch and torchvision: PyTorch columns left empty" >&2; fi
 zoo=(resnet18 resnet50 vgg16 shufflenet_v2_x1_0)
 
-runs=20; min_time=0.25; runs_big=10; b_mem=16; b_e2e=32
-if ((quick)); then runs=3; min_time=0; runs_big=2; b_mem=2; b_e2e=2; fi
+runs=20; min_time=0.25; runs_big=10; b_mem=16; b_e2e=32; pair_rounds=30
+if ((quick)); then runs=3; min_time=0; runs_big=2; b_mem=2; b_e2e=2; pair_rounds=3; fi
 
 mkdir -p "$out"
 rm -f "$out"/*.jsonl "$out"/peers-*.json
@@ -84,6 +84,18 @@ for t in $threads_list; do
     engine "latency-b1-t$t.jsonl" "$m" --threads "$t" --runs $runs --min-time $min_time --conv indirect,im2col,winograd
   done
 done
+# The same batch-1 comparison again with both engines in one process, called in turn call by call
+# (bench/tools/pair_bench.py): a burst of the neighbours' load then slows both alike.
+if ((torch_ok)) && [[ -f $build/lib/libwinfer.so ]]; then
+  for t in $threads_list; do
+    echo "== batch 1, $t thread(s), interleaved in one process: winfer im2win and winograd, PyTorch optimized and frozen" >&2
+    for m in "${zoo[@]}"; do
+      $python "$here/bench/tools/pair_bench.py" "$m" --threads "$t" --rounds $pair_rounds --lib "$build/lib/libwinfer.so" \
+        --json 2>> "$log" | tail -n 1 >> "$out/pairs-b1-t$t.jsonl" ||
+        echo "bench_report: pair_bench $m --threads $t failed (see $log)" >&2
+    done
+  done
+fi
 if ((batch8)); then
   for t in $threads_list; do
     echo "== batch 8, $t thread(s): winfer im2win and winograd, PyTorch frozen and optimized ($runs_big timed runs)" >&2

@@ -7,6 +7,7 @@ SVG plots (standard library only).
 RESULTS_DIR holds what bench_report.sh wrote:
   engine-*.jsonl   `winfer bench --zoo ... --json` (one object per model and algorithm)
   torch-*.jsonl    bench/tools/torch_bench.py (one object per model, mode, threads, batch)
+  pairs-b1-tT.jsonl    bench/tools/pair_bench.py --json (both engines in one process, in turn)
   peers-MODEL-tT.json  `winfer bench --layers models/zoo/MODEL.yaml --json` (conv layers, peers)
   uptime-*.txt, command.txt
 The markdown goes to stdout, or replaces the text between the markers
@@ -35,6 +36,8 @@ def load(results_dir):
                 line = line.strip()
                 if line.startswith("{"):
                     r = json.loads(line)
+                    if os.path.basename(path).startswith("pairs-"):
+                        r["engine"] = "pair"  # pair_bench.py: both engines in one record
                     r.setdefault("engine", "winfer")
                     r["_file"] = os.path.basename(path)
                     recs.append(r)
@@ -155,6 +158,29 @@ def section(idx, peers, meta):
       "default) and winograd (`--conv winograd`: F(2x2,3x3) on the 3x3 stride-1 layers, im2win on the others); "
       "the verdict is on it.")
     w("")
+
+    # ---- latency, batch 1, both engines interleaved in one process
+    pairs = [r for r in idx.recs if r.get("engine") == "pair" and r.get("batch") == 1]
+    if pairs:
+        w("#### Latency, batch 1, both engines in one process, called in turn (median ms)")
+        w("")
+        w("| model | threads | rounds | winfer im2win | winfer winograd | PyTorch optimized | PyTorch frozen | "
+          "best winfer / best PyTorch | target ≤ 0.8x |")
+        w("|---|--:|--:|--:|--:|--:|--:|--:|---|")
+        for model in ZOO:
+            for t in threads_list:
+                r = next((p for p in reversed(pairs) if p["model"] == model and p["threads"] == t), None)
+                if r is None:
+                    continue
+                m = r["median_ms"]
+                cells = [fmt_ms(m.get(k)) for k in ("im2win", "winograd", "torch-optimized", "torch-frozen")]
+                w(f"| {model} | {t} | {r['rounds']} | " + " | ".join(cells) +
+                  f" | {fmt_ratio(r['ratio'])} | {verdict(r['ratio'], 0.8)} |")
+        w("")
+        w("`bench/tools/pair_bench.py MODEL --threads T`: winfer through its C API and PyTorch in one process, "
+          "each configuration called once per round in turn, so that a burst of the neighbours' load slows "
+          "all of them alike; medians over the rounds. Both run with cold weights (each evicts the other's).")
+        w("")
 
     # ---- latency, batch 8
     b8 = [r for r in idx.recs if r.get("batch") == 8]

@@ -17,6 +17,8 @@ namespace cpu {
 // 1.5 MiB takes im2win's 3x3/2 128->256 (1.2 MB) into its barrier-free schedule: +10% at 2
 // threads, same at 1.
 constexpr int64_t kL2WeightBytes = 3 << 19;
+// The L2 of one core here (2 MiB), for blockings that must keep a working set in it.
+constexpr int64_t kL2Bytes = 2 << 20;
 
 // The registered algorithms, one per file; conv_registry.cpp lists them in a fixed order.
 const ConvAlgorithm& direct_conv_algorithm();

@@ -25,8 +25,8 @@
 // Workspace: the window rows of R output rows ("slots", R * Wp * Kh * Cg floats), reused for
 // every row, group and image, never the whole window tensor (which would cost Kh/sh times
 // the input). R is the number of rows fitting 128 KiB when one group's weights fit in L2
-// (1 MiB), else 512 KiB; at least 4 (or Ho), at most Ho, evened out over the image (14 rows ->
-// 2 blocks of 7, not 11 + 3). workspace_bytes() cannot depend on the thread count, which
+// (1.5 MiB), else what L2 holds next to two weight panels (at least 512 KiB); at least 4 (or
+// Ho), at most Ho, evened out over the image (14 rows -> 2 blocks of 7, not 11 + 3). workspace_bytes() cannot depend on the thread count, which
 // sets the floor of 4: enough slots for up to 4 threads to own rows (below).
 //
 // No window at all when Kh = 1 and there is no padding (1x1 convolutions, 1xK kernels): the
@@ -63,11 +63,14 @@ namespace {
 
 // Window slots' size target. With L2-resident weights a thread needs only the rows it works
 // on (1-2 rows of a ResNet layer: small slots stay in L1/L2; measured up to 4% faster than
-// 512 KiB on 3x3 64->64 56x56). Deep layers reuse each weight panel over all the block's
-// rows, so their blocks are as large as L2 comfortably holds next to a panel (fewer blocks:
-// 512->512 7x7 streams its 9.4 MB of weights once per block from L3).
+// 512 KiB on 3x3 64->64 56x56). Deep layers stream their weights from memory once per block,
+// so their blocks are as large as L2 holds next to two panels (the one computed and the one
+// prefetched) and a margin, and at least kBlockBytes: ResNet-50's 3x3/2 512->512 (7 window
+// rows of 92 KiB) then takes one block instead of two, and streams its 9.4 MB once
+// (2.43 -> 1.92 ms in the network, 1 thread).
 constexpr int64_t kSmallBlockBytes = 128 << 10;
 constexpr int64_t kBlockBytes = 512 << 10;
+constexpr int64_t kBlockMarginBytes = 128 << 10;
 constexpr int64_t kMinBlockRows = 4;
 
 // Everything derived from ConvParams once per call: shapes, blocking, and where a pixel's
@@ -120,7 +123,9 @@ Geometry::Geometry(const ConvParams& p) {
     seg_len = contiguous ? k : cg;
     seg_stride = p.dilation_w * p.in_channels;
   } else {
-    const int64_t budget = weights_fit_l2 ? kSmallBlockBytes : kBlockBytes;
+    const int64_t two_panels = 2 * kPanel * k * int64_t{sizeof(float)};
+    const int64_t budget =
+        weights_fit_l2 ? kSmallBlockBytes : std::max(kBlockBytes, kL2Bytes - two_panels - kBlockMarginBytes);
     const int64_t max_rows = std::max<int64_t>(kMinBlockRows, budget / (row_floats * int64_t{sizeof(float)}));
     block_rows = ceil_div(ho, ceil_div(ho, max_rows));
     pixel_stride = p.stride_w * p.kernel_h * cg;

@@ -194,14 +194,17 @@ TEST_CASE("im2win packed weights do not depend on the ISA") {
 
 // The window block's size, computed independently of the implementation from its documented
 // rule: R = the largest row count within 128 KiB when one group's packed weights fit in
-// 1.5 MiB (512 KiB otherwise), at least 4, at most Ho, evened out over the image.
+// 1.5 MiB (otherwise within 2 MiB less two 32-channel weight panels and 128 KiB, but at least
+// 512 KiB), at least 4, at most Ho, evened out over the image.
 size_t expected_workspace(const ConvParams& p) {
   const bool in_place = p.kernel_h == 1 && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right == 0;
   if (in_place) return 0;
   const int64_t wp = (p.out_w() - 1) * p.stride_w + (p.kernel_w - 1) * p.dilation_w + 1;
   const int64_t row_bytes = wp * p.kernel_h * p.in_channels_per_group() * 4;
   const int64_t weight_bytes = p.out_channels_per_group() * p.kernel_h * p.kernel_w * p.in_channels_per_group() * 4;
-  const int64_t budget = weight_bytes <= (3 << 19) ? 128 << 10 : 512 << 10;
+  const int64_t panel_bytes = 32 * p.kernel_h * p.kernel_w * p.in_channels_per_group() * 4;
+  const int64_t budget =
+      weight_bytes <= (3 << 19) ? 128 << 10 : std::max<int64_t>(512 << 10, (2 << 20) - 2 * panel_bytes - (128 << 10));
   const int64_t max_rows = std::max<int64_t>(4, budget / row_bytes);
   const int64_t blocks = (p.out_h() + max_rows - 1) / max_rows;
   const int64_t rows = (p.out_h() + blocks - 1) / blocks;
@@ -209,11 +212,16 @@ size_t expected_workspace(const ConvParams& p) {
 }
 
 TEST_CASE("im2win workspace_bytes is exactly the window block it fills") {
-  // Two sizes worked out by hand: 3x3 256->256 on 14x14 (Wp = 16, a row is 16*3*256 floats =
-  // 49152 bytes; weights 2.4 MB, so a 512 KiB block: 10 rows fit, 14 rows -> 2 blocks of 7)
-  // and 3x3 64->64 on 56x56 (58*3*64 floats = 44544 bytes; weights 147 KB, so a 128 KiB
-  // block: 2 rows fit, raised to the minimum of 4).
-  CHECK(im2win().workspace_bytes(Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p) == 7 * 49152u);
+  // Four sizes worked out by hand: 3x3 256->256 on 14x14 (Wp = 16, a row is 16*3*256 floats =
+  // 49152 bytes; weights 2.4 MB, panels 295 KB, so a block of 2 MiB - 2 panels - 128 KiB =
+  // 1344 KiB: all 14 rows fit, one block); 3x3/2 512->512 on 14x14 (Wp = 15, rows of 92160
+  // bytes; panels 590 KB: 768 KiB, 8 rows fit, all 7 in one block); 3x3 512->512 on 28x28
+  // (Wp = 30, rows of 184320 bytes: 768 KiB holds 4, 28 rows -> 7 blocks of 4); and 3x3
+  // 64->64 on 56x56 (58*3*64 floats = 44544 bytes; weights 147 KB, so a 128 KiB block: 2 rows
+  // fit, raised to the minimum of 4).
+  CHECK(im2win().workspace_bytes(Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p) == 14 * 49152u);
+  CHECK(im2win().workspace_bytes(Conv(1, 512, 14, 14, 512).k(3, 3).s(2, 2).pad(1).p) == 7 * 92160u);
+  CHECK(im2win().workspace_bytes(Conv(1, 512, 28, 28, 512).k(3, 3).pad(1).p) == 4 * 184320u);
   CHECK(im2win().workspace_bytes(Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p) == 4 * 44544u);
   CHECK(im2win().workspace_bytes(Conv(4, 256, 56, 56, 64).k(1, 1).p) == 0u);
 
