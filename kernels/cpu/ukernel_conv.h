@@ -75,8 +75,9 @@ struct TileArgs {
   int64_t pixels_stride = 0;
   int64_t pixel_offset = 0;
   // Optional: memory to bring into L2 while this tile computes (a share of the next weight
-  // panel, see conv_im2win.cpp), spread evenly over the tile's K steps: at step i the kernel
-  // prefetches the cache line (i * prefetch_rate) >> 16 of `prefetch`. Null: nothing.
+  // panel, see conv_im2win.cpp), spread evenly over the tile's K steps: every 16 steps, at
+  // step i, the kernel prefetches the cache lines [(i * prefetch_rate) >> 16,
+  // ((i + 16) * prefetch_rate) >> 16) of `prefetch`. Null: nothing.
   const char* prefetch = nullptr;
   int64_t prefetch_rate = 0;  // cache lines per K step, 16.16 fixed point
 };
