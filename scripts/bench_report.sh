@@ -50,8 +50,8 @@ if $python -c 'import torch, torchvision' 2>/dev/null; then torch_ok=1; else
   echo "bench_report: $python cannot import torch and torchvision: PyTorch columns left empty" >&2; fi
 zoo=(resnet18 resnet50 vgg16 shufflenet_v2_x1_0)
 
-runs=20; min_time=0.25; runs_big=10; b_mem=16; b_e2e=32; pair_rounds=30
-if ((quick)); then runs=3; min_time=0; runs_big=2; b_mem=2; b_e2e=2; pair_rounds=3; fi
+runs=20; min_time=0.25; runs_big=10; b_mem=16; b_e2e=32; pair_rounds=30; pair_rounds_big=10
+if ((quick)); then runs=3; min_time=0; runs_big=2; b_mem=2; b_e2e=2; pair_rounds=3; pair_rounds_big=2; fi
 
 mkdir -p "$out"
 rm -f "$out"/*.jsonl "$out"/peers-*.json
@@ -104,6 +104,14 @@ if ((batch8)); then
       torch "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --mode frozen
       torch "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --mode optimized
     done
+    if ((torch_ok)) && [[ -f $build/lib/libwinfer.so ]]; then
+      echo "== batch 8, $t thread(s), interleaved in one process ($pair_rounds_big rounds)" >&2
+      for m in "${zoo[@]}"; do
+        $python "$here/bench/tools/pair_bench.py" "$m" --threads "$t" --batch 8 --rounds $pair_rounds_big \
+          --lib "$build/lib/libwinfer.so" --json 2>> "$log" | tail -n 1 >> "$out/pairs-b8-t$t.jsonl" ||
+          echo "bench_report: pair_bench $m --threads $t --batch 8 failed (see $log)" >&2
+      done
+    fi
   done
 fi
 if ((memory)); then

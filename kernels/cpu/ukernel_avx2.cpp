@@ -37,6 +37,12 @@ struct Avx2 {
     const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMasks + 8 - n));
     return reinterpret_cast<Vec<8>>(_mm256_maskload_ps(p, mask));
   }
+  // A masked store (vmaskmovps): p[0..n) only.
+  __attribute__((always_inline)) static inline void store_first(float* p, const Vec<8>& v, int n) {
+    static const int32_t kMasks[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMasks + 8 - n));
+    _mm256_maskstore_ps(p, mask, reinterpret_cast<__m256>(v));
+  }
 };
 
 template <int kRows, int kVecs>

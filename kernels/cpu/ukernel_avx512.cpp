@@ -41,6 +41,10 @@ struct Avx512 {
   __attribute__((always_inline)) static inline Vec<16> load_first(const float* p, int n) {
     return reinterpret_cast<Vec<16>>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p));
   }
+  // A masked store: p[0..n) only.
+  __attribute__((always_inline)) static inline void store_first(float* p, const Vec<16>& v, int n) {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), reinterpret_cast<__m512>(v));
+  }
 };
 
 template <int kRows, int kVecs>

@@ -18,6 +18,9 @@ struct Generic {
     for (int i = 0; i < n; ++i) v[i] = p[i];
     return v;
   }
+  __attribute__((always_inline)) static inline void store_first(float* p, const Vec<4>& v, int n) {
+    for (int i = 0; i < n; ++i) p[i] = v[i];
+  }
 };
 
 template <int kRows, int kVecs>
