@@ -268,9 +268,9 @@ class WinogradConv final : public ConvAlgorithm {
   }
   // Transformed weights are 16/9 of the layer's, and each of their values feeds one multiply
   // per tile. With weights beyond L2 and few tiles (ResNet's 7x7 stage at batch 1: 16 tiles,
-  // 16.8 MB for 512 -> 512) the GEMMs wait on that stream: measured 2.4-2.9 ms against
-  // im2win's 1.6-2.5 ms (9.4 MB, each value feeding 49 pixels) with weights cold, as they are
-  // in a network. Below kMinStreamedTiles, leave the layer to im2win.
+  // 16.8 MB for 512 -> 512) the GEMMs wait on that stream: measured 2.8-2.9 ms against
+  // im2win's 1.8-2.5 ms (9.4 MB, each value feeding 49 pixels) with weights cold, as they are
+  // in a network (medians of alternating runs, docs/PERFORMANCE.md). Below kMinStreamedTiles, leave the layer to im2win.
   static constexpr int64_t kMinStreamedTiles = 2 * kMaxTileRows;
   std::string declines(const ConvParams& p) const override {
     const int64_t bytes = static_cast<int64_t>(packed_weight_bytes(p)), tiles = Geometry(p).tiles;
