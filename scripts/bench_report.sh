@@ -65,6 +65,12 @@ engine() {  # engine FILE MODEL ARGS...: winfer bench MODEL ARGS --json >> FILE
   "$winfer" bench "$model" --json "$@" >> "$out/$file" 2>> "$log" ||
     echo "bench_report: winfer bench $model $* failed (see $log)" >&2
 }
+pair() {  # pair FILE MODEL ARGS...: bench/tools/pair_bench.py MODEL ARGS --json >> FILE
+  ((torch_ok)) && [[ -f $build/lib/libwinfer.so ]] || return 0
+  local file=$1 model=$2; shift 2
+  $python "$here/bench/tools/pair_bench.py" "$model" --lib "$build/lib/libwinfer.so" --json "$@" 2>> "$log" |
+    tail -n 1 >> "$out/$file" || echo "bench_report: pair_bench $model $* failed (see $log)" >&2
+}
 torch() {  # torch FILE MODEL ARGS...: one process per measurement
   ((torch_ok)) || return 0
   local file=$1 model=$2; shift 2
@@ -86,16 +92,10 @@ for t in $threads_list; do
 done
 # The same batch-1 comparison again with both engines in one process, called in turn call by call
 # (bench/tools/pair_bench.py): a burst of the neighbours' load then slows both alike.
-if ((torch_ok)) && [[ -f $build/lib/libwinfer.so ]]; then
-  for t in $threads_list; do
-    echo "== batch 1, $t thread(s), interleaved in one process: winfer im2win and winograd, PyTorch optimized and frozen" >&2
-    for m in "${zoo[@]}"; do
-      $python "$here/bench/tools/pair_bench.py" "$m" --threads "$t" --rounds $pair_rounds --lib "$build/lib/libwinfer.so" \
-        --json 2>> "$log" | tail -n 1 >> "$out/pairs-b1-t$t.jsonl" ||
-        echo "bench_report: pair_bench $m --threads $t failed (see $log)" >&2
-    done
-  done
-fi
+for t in $threads_list; do
+  echo "== batch 1, $t thread(s), interleaved in one process: winfer im2win and winograd, PyTorch optimized and frozen" >&2
+  for m in "${zoo[@]}"; do pair "pairs-b1-t$t.jsonl" "$m" --threads "$t" --rounds $pair_rounds; done
+done
 if ((batch8)); then
   for t in $threads_list; do
     echo "== batch 8, $t thread(s): winfer im2win and winograd, PyTorch frozen and optimized ($runs_big timed runs)" >&2
@@ -104,14 +104,8 @@ if ((batch8)); then
       torch "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --mode frozen
       torch "latency-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --runs $runs_big --mode optimized
     done
-    if ((torch_ok)) && [[ -f $build/lib/libwinfer.so ]]; then
-      echo "== batch 8, $t thread(s), interleaved in one process ($pair_rounds_big rounds)" >&2
-      for m in "${zoo[@]}"; do
-        $python "$here/bench/tools/pair_bench.py" "$m" --threads "$t" --batch 8 --rounds $pair_rounds_big \
-          --lib "$build/lib/libwinfer.so" --json 2>> "$log" | tail -n 1 >> "$out/pairs-b8-t$t.jsonl" ||
-          echo "bench_report: pair_bench $m --threads $t --batch 8 failed (see $log)" >&2
-      done
-    fi
+    echo "== batch 8, $t thread(s), interleaved in one process ($pair_rounds_big rounds)" >&2
+    for m in "${zoo[@]}"; do pair "pairs-b8-t$t.jsonl" "$m" --threads "$t" --batch 8 --rounds $pair_rounds_big; done
   done
 fi
 if ((memory)); then

@@ -26,8 +26,9 @@
 // every row, group and image, never the whole window tensor (which would cost Kh/sh times
 // the input). R is the number of rows fitting 128 KiB when one group's weights fit in L2
 // (1.5 MiB), else what L2 holds next to two weight panels (at least 512 KiB); at least 4 (or
-// Ho), at most Ho, evened out over the image (14 rows -> 2 blocks of 7, not 11 + 3). workspace_bytes() cannot depend on the thread count, which
-// sets the floor of 4: enough slots for up to 4 threads to own rows (below).
+// Ho), at most Ho, evened out over the image (14 rows -> 2 blocks of 7, not 11 + 3).
+// workspace_bytes() cannot depend on the thread count, which sets the floor of 4: enough slots
+// for up to 4 threads to own rows (below).
 //
 // No window at all when Kh = 1 and there is no padding (1x1 convolutions, 1xK kernels): the
 // input's pixel rows are already the window rows, and the kernel reads them in place

@@ -266,16 +266,22 @@ class WinogradConv final : public ConvAlgorithm {
     return p.is_valid() && p.groups == 1 && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 &&
            p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 && p.in_channels >= kMinChannels;
   }
+  // Transformed weights beyond L2 come from memory on every run (a network's do not stay in
+  // the caches): run() then prefetches the next U panel during each GEMM.
+  bool weights_stream(const ConvParams& p) const {
+    return static_cast<int64_t>(packed_weight_bytes(p)) > kL2WeightBytes;
+  }
   // Transformed weights are 16/9 of the layer's, and each of their values feeds one multiply
-  // per tile. With weights beyond L2 and few tiles (ResNet's 7x7 stage at batch 1: 16 tiles,
-  // 16.8 MB for 512 -> 512) the GEMMs wait on that stream: measured 2.8-2.9 ms against
-  // im2win's 1.8-2.5 ms (9.4 MB, each value feeding 49 pixels) with weights cold, as they are
-  // in a network (medians of alternating runs, docs/PERFORMANCE.md). Below kMinStreamedTiles, leave the layer to im2win.
+  // per tile. With weights that stream and few tiles (ResNet's 7x7 stage at batch 1: 16 tiles,
+  // 16.8 MB for 512 -> 512) the GEMMs wait on the stream: measured 2.8-2.9 ms against im2win's
+  // 1.8-2.5 ms (9.4 MB, each value feeding 49 pixels) with weights cold, as they are in a
+  // network (medians of alternating runs, docs/PERFORMANCE.md). Below kMinStreamedTiles, leave
+  // the layer to im2win.
   static constexpr int64_t kMinStreamedTiles = 2 * kMaxTileRows;
   std::string declines(const ConvParams& p) const override {
-    const int64_t bytes = static_cast<int64_t>(packed_weight_bytes(p)), tiles = Geometry(p).tiles;
-    if (bytes <= kL2WeightBytes || tiles >= kMinStreamedTiles) return {};
-    return "winograd leaves " + p.to_string() + " to im2win: its " + std::to_string(bytes >> 10) +
+    const int64_t tiles = Geometry(p).tiles;
+    if (!weights_stream(p) || tiles >= kMinStreamedTiles) return {};
+    return "winograd leaves " + p.to_string() + " to im2win: its " + std::to_string(packed_weight_bytes(p) >> 10) +
            " KiB of transformed weights would stream from memory for only " + std::to_string(tiles) + " tiles";
   }
   size_t workspace_bytes(const ConvParams& p) const override {
@@ -335,7 +341,7 @@ class WinogradConv final : public ConvAlgorithm {
     j.zeros = zeros;
     j.clip = activation_clamp(act);
     const int64_t pairs = kPositions * geo.panels;
-    const bool stream_weights = static_cast<int64_t>(packed_weight_bytes(p)) > kL2WeightBytes;
+    const bool stream_weights = weights_stream(p);
     const int nt = threads_for_work(threads, p.flops() / 2);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {

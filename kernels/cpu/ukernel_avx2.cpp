@@ -30,18 +30,19 @@ struct Avx2 {
   __attribute__((always_inline)) static inline Vec<8> broadcast(const float* p) {
     return reinterpret_cast<Vec<8>>(_mm256_set1_ps(*p));
   }
-  // A masked load (vmaskmovps): the masked-off lanes are neither read nor faulted on. The
-  // mask is 8 consecutive entries of a table of 8 all-ones then 8 zeros.
-  __attribute__((always_inline)) static inline Vec<8> load_first(const float* p, int n) {
+  // The lane mask of p[0..n) for vmaskmovps: 8 consecutive entries of a table of 8 all-ones
+  // then 8 zeros.
+  __attribute__((always_inline)) static inline __m256i first_lanes(int n) {
     static const int32_t kMasks[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-    const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMasks + 8 - n));
-    return reinterpret_cast<Vec<8>>(_mm256_maskload_ps(p, mask));
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMasks + 8 - n));
   }
-  // A masked store (vmaskmovps): p[0..n) only.
+  // A masked load: the masked-off lanes are neither read nor faulted on.
+  __attribute__((always_inline)) static inline Vec<8> load_first(const float* p, int n) {
+    return reinterpret_cast<Vec<8>>(_mm256_maskload_ps(p, first_lanes(n)));
+  }
+  // A masked store: p[0..n) only.
   __attribute__((always_inline)) static inline void store_first(float* p, const Vec<8>& v, int n) {
-    static const int32_t kMasks[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-    const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kMasks + 8 - n));
-    _mm256_maskstore_ps(p, mask, reinterpret_cast<__m256>(v));
+    _mm256_maskstore_ps(p, first_lanes(n), reinterpret_cast<__m256>(v));
   }
 };
 
