@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/conv_pool.h"
+#include "kernels/cpu/conv_then_conv.h"
 #include "layers/activation.h"
 #include "layers/add.h"
 #include "layers/batchnorm2d.h"
@@ -21,30 +22,53 @@ namespace {
 
 // "im2win", "im2win (fused add+relu)", "direct (im2win does not support ...)": the algorithm,
 // then what the per-layer profile (`--profile`, `bench --per-layer`) should know about this layer.
-std::string describe_conv(const char* algorithm, bool residual, bool pool, Activation act, const std::string& note) {
+std::string describe_conv(const char* algorithm, bool residual, bool pool, bool then_depthwise, Activation act,
+                          const std::string& note) {
   std::string extra;
   if (residual) extra = act == Activation::kNone ? "fused add" : std::string("fused add+") + activation_name(act);
   if (pool) extra = "fused maxpool";
+  if (then_depthwise) extra = "then depthwise, fused";
   if (!note.empty()) extra += (extra.empty() ? "" : "; ") + note;
   return extra.empty() ? std::string(algorithm) : std::string(algorithm) + " (" + extra + ")";
 }
+
+// The fused depthwise convolution of a ConvKernel: its algorithm ("depthwise"), weights (the
+// model's, packed at load, or packed for this kernel: `owned`), bias and activation, and the
+// band-by-band schedule of the pair.
+struct ThenStage {
+  const ConvAlgorithm* algorithm;
+  Tensor packed;
+  bool owned;
+  Tensor bias;
+  Activation activation;
+  ConvThenConv pair;
+};
 
 class ConvKernel : public Kernel {
  public:
   // `packed` holds the weights in the algorithm's layout: the model's copy (packed at load,
   // shared with every session using this algorithm) or one packed for this kernel (`owned`).
-  // With `pool`, the output is the max-pooled convolution, computed band by band.
+  // With `pool`, the output is the max-pooled convolution, computed band by band; with `then`,
+  // the output is the fused depthwise convolution's, computed band by band too.
   ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op, Tensor packed,
-             bool owned, std::optional<ConvPool> pool, std::string note)
+             bool owned, std::optional<ConvPool> pool, std::optional<ThenStage> then, std::string note)
       : algorithm_(algorithm), params_(params), packed_(std::move(packed)), owned_(owned), bias_(op.bias()),
-        activation_(op.activation()), residual_(op.has_residual()), pool_(std::move(pool)), note_(std::move(note)) {}
+        activation_(op.activation()), residual_(op.has_residual()), pool_(std::move(pool)), then_(std::move(then)),
+        note_(std::move(note)) {}
   size_t workspace_bytes() const override {
+    if (then_) return then_->pair.workspace_bytes();
     return pool_ ? pool_->workspace_bytes() : algorithm_->workspace_bytes(params_);
   }
-  size_t owned_weight_bytes() const override { return owned_ ? packed_.bytes() : 0; }
-  size_t shared_weight_bytes() const override { return bias_.bytes() + (owned_ ? 0 : packed_.bytes()); }
+  size_t owned_weight_bytes() const override {
+    return (owned_ ? packed_.bytes() : 0) + (then_ && then_->owned ? then_->packed.bytes() : 0);
+  }
+  size_t shared_weight_bytes() const override {
+    size_t bytes = bias_.bytes() + (owned_ ? 0 : packed_.bytes());
+    if (then_) bytes += then_->bias.bytes() + (then_->owned ? 0 : then_->packed.bytes());
+    return bytes;
+  }
   std::string describe() const override {
-    return describe_conv(algorithm_->name(), residual_, pool_.has_value(), activation_, note_);
+    return describe_conv(algorithm_->name(), residual_, pool_.has_value(), then_.has_value(), activation_, note_);
   }
   // The output may take over the residual's storage where the algorithm adds it element by
   // element in its store (im2win, indirect); never in a band-by-band pooling (no residual).
@@ -53,7 +77,12 @@ class ConvKernel : public Kernel {
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
            int threads) const override {
     const float* bias = bias_.empty() ? nullptr : bias_.data();
-    if (pool_) {
+    if (then_) {
+      const ConvStage first{algorithm_, packed_.data(), bias, activation_};
+      const ConvStage second{then_->algorithm, then_->packed.data(), then_->bias.empty() ? nullptr : then_->bias.data(),
+                             then_->activation};
+      then_->pair.run(in[0]->data(), first, second, out[0]->data(), workspace, threads);
+    } else if (pool_) {
       pool_->run(in[0]->data(), packed_.data(), bias, out[0]->data(), workspace, activation_, threads);
     } else {
       algorithm_->run(params_, in[0]->data(), packed_.data(), bias, residual_ ? in[1]->data() : nullptr,
@@ -70,6 +99,7 @@ class ConvKernel : public Kernel {
   Activation activation_;
   bool residual_;
   std::optional<ConvPool> pool_;
+  std::optional<ThenStage> then_;
   std::string note_;
 };
 
@@ -108,19 +138,31 @@ Tensor pack_for(const ConvAlgorithm& algorithm, const ConvParams& p, const float
 class ConvCudaKernel : public CudaKernel {
  public:
   // With `pool`, the convolution goes to the workspace first and is max-pooled from there into
-  // the output (the CPU computes it band by band; here the whole output is one band).
+  // the output (the CPU computes it band by band; here the whole output is one band); with
+  // `then` (the fused depthwise convolution's kernel), that kernel reads it from there.
   ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed,
                  const float* bias, Activation activation, bool residual, size_t weight_bytes,
-                 std::optional<PoolParams> pool, std::string note)
+                 std::optional<PoolParams> pool, std::unique_ptr<CudaKernel> then, std::string note)
       : algorithm_(algorithm), params_(params), packed_(packed), bias_(bias), activation_(activation),
-        residual_(residual), weight_bytes_(weight_bytes), pool_(pool), note_(std::move(note)) {}
-  size_t workspace_bytes() const override { return conv_output_bytes() + algorithm_->workspace_bytes(params_); }
-  size_t weight_bytes() const override { return weight_bytes_; }
+        residual_(residual), weight_bytes_(weight_bytes), pool_(pool), then_(std::move(then)), note_(std::move(note)) {}
+  size_t workspace_bytes() const override {
+    const size_t scratch = algorithm_->workspace_bytes(params_);
+    return conv_output_bytes() + (then_ ? std::max(scratch, then_->workspace_bytes()) : scratch);
+  }
+  size_t weight_bytes() const override { return weight_bytes_ + (then_ ? then_->weight_bytes() : 0); }
   std::string describe() const override {
-    return describe_conv(algorithm_->name(), residual_, pool_.has_value(), activation_, note_);
+    return describe_conv(algorithm_->name(), residual_, pool_.has_value(), then_ != nullptr, activation_, note_);
   }
   cuda::Status run(const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out,
                    void* workspace) const override {
+    if (then_) {
+      float* conv_out = static_cast<float*>(workspace);
+      void* scratch = static_cast<char*>(workspace) + conv_output_bytes();
+      const cuda::Status s = algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out,
+                                             algorithm_->workspace_bytes(params_) > 0 ? scratch : nullptr, activation_);
+      if (!s.ok()) return s;
+      return then_->run(ctx, {conv_out}, out, then_->workspace_bytes() > 0 ? scratch : nullptr);
+    }
     if (pool_) {
       float* conv_out = static_cast<float*>(workspace);
       void* conv_workspace =
@@ -137,9 +179,10 @@ class ConvCudaKernel : public CudaKernel {
   }
 
  private:
-  // The convolution's output before pooling, rounded up to the arena's 256-byte alignment.
+  // The convolution's output before pooling or the fused depthwise convolution, rounded up to
+  // the arena's 256-byte alignment.
   size_t conv_output_bytes() const {
-    if (!pool_) return 0;
+    if (!pool_ && !then_) return 0;
     const size_t bytes = static_cast<size_t>(params_.batch * params_.out_h() * params_.out_w() * params_.out_channels) *
                          sizeof(float);
     return (bytes + 255) / 256 * 256;
@@ -153,6 +196,7 @@ class ConvCudaKernel : public CudaKernel {
   bool residual_;
   size_t weight_bytes_;
   std::optional<PoolParams> pool_;
+  std::unique_ptr<CudaKernel> then_;
   std::string note_;
 };
 #endif
@@ -202,11 +246,12 @@ Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shap
                           std::to_string(attrs_.dilation_w * (attrs_.kernel_w - 1) + 1) +
                           " plus padding");
   }
-  const Shape conv{in.n(), attrs_.out_channels, p.out_h(), p.out_w()};
+  const Shape conv = conv_output_shape(in);
   if (has_residual_ && inputs[1] != conv) {
     return shape_mismatch("residual " + inputs[1].to_string() + " (fused add) must have the output's shape " +
                           conv.to_string());
   }
+  if (then_) return then_->infer_shapes({conv}, outputs);
   if (!pool_) {
     *outputs = {conv};
     return Status::Ok();
@@ -225,7 +270,37 @@ Status Conv2dOp::load_params(const std::string& prefix, const std::vector<Shape>
   return Status::Ok();
 }
 
+Shape Conv2dOp::conv_output_shape(const Shape& input) const {
+  const ConvParams p = params_for(input);
+  return Shape{input.n(), attrs_.out_channels, p.out_h(), p.out_w()};
+}
+
+bool Conv2dOp::can_absorb_conv(const Conv2dOp& next) const {
+  const Conv2dAttrs& a = next.attrs_;
+  const bool depthwise = a.groups > 1 && a.groups == a.in_channels && a.groups == a.out_channels;
+  const bool self_depthwise = attrs_.groups > 1 && attrs_.groups == attrs_.in_channels && attrs_.groups == attrs_.out_channels;
+  // The bands need every window of the depthwise convolution to read at least one row of this
+  // one's output: its padding along H at most its dilated kernel less one (PyTorch's usual
+  // "same" padding is half of that).
+  const int64_t extent = (a.kernel_h - 1) * a.dilation_h;
+  return depthwise && !self_depthwise && a.in_channels == attrs_.out_channels && !has_residual_ && !pool_ &&
+         !next.has_residual_ && !next.pool_ && !next.then_ && next.packed_for_ == nullptr &&
+         next.activation_ == Activation::kNone && a.padding.top <= extent && a.padding.bottom <= extent;
+}
+
 bool Conv2dOp::try_absorb(const Op& next) {
+  if (then_) {
+    // The absorbed depthwise convolution takes its own batch norm and activation; nothing else.
+    if (dynamic_cast<const MaxPool2dOp*>(&next) != nullptr || dynamic_cast<const Conv2dOp*>(&next) != nullptr) {
+      return false;
+    }
+    return then_->try_absorb(next);
+  }
+  if (const auto* conv = dynamic_cast<const Conv2dOp*>(&next)) {
+    if (!can_absorb_conv(*conv)) return false;
+    then_ = std::make_shared<Conv2dOp>(*conv);
+    return true;
+  }
   if (pool_) return false;  // nothing may follow the pooling
   if (const auto* pool = dynamic_cast<const MaxPool2dOp*>(&next)) {
     if (has_residual_) return false;  // conv_pool computes no residual
@@ -262,7 +337,7 @@ bool Conv2dOp::try_absorb_residual(const Op& next) {
   // One residual at most, and it must be added before any activation (act(conv) + r is not
   // act(conv + r)) and before pooling; the add's own activation, if it absorbed one, becomes
   // this op's.
-  if (add == nullptr || has_residual_ || pool_ || activation_ != Activation::kNone) return false;
+  if (add == nullptr || has_residual_ || pool_ || then_ || activation_ != Activation::kNone) return false;
   has_residual_ = true;
   activation_ = add->activation();
   return true;
@@ -280,21 +355,49 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
   if (algorithm == nullptr) return internal_error("no convolution algorithm supports " + p.to_string());
   std::optional<ConvPool> pool;
   if (const auto pooling = pool_params(p, outputs[0])) pool.emplace(*algorithm, p, *pooling);
-  const bool shared = algorithm == packed_for_;
-  Tensor packed = packed_;
-  if (!shared) {
-    auto oihw = weight_oihw(algorithm->name());
-    if (!oihw.ok()) return oihw.status();
-    packed = pack_for(*algorithm, p, oihw.value().data());
+  bool shared = false;
+  auto packed = weights_for(*algorithm, p, &shared);
+  if (!packed.ok()) return packed.status();
+  std::optional<ThenStage> then;
+  if (then_) {
+    const ConvParams q = then_->params_for(conv_output_shape(inputs[0]));
+    std::string then_note;
+    const ConvAlgorithm* depthwise = choose_algorithm(q, options.conv_algorithm, false, &then_note);
+    if (depthwise == nullptr) return internal_error("no convolution algorithm supports " + q.to_string());
+    bool then_shared = false;
+    auto then_packed = then_->weights_for(*depthwise, q, &then_shared);
+    if (!then_packed.ok()) return then_packed.status();
+    then.emplace(ThenStage{depthwise, std::move(then_packed.value()), !then_shared, then_->bias(), then_->activation(),
+                           ConvThenConv(*algorithm, p, *depthwise, q)});
   }
-  return std::unique_ptr<Kernel>(
-      new ConvKernel(algorithm, p, *this, std::move(packed), /*owned=*/!shared, std::move(pool), std::move(note)));
+  return std::unique_ptr<Kernel>(new ConvKernel(algorithm, p, *this, std::move(packed.value()), /*owned=*/!shared,
+                                                std::move(pool), std::move(then), std::move(note)));
+}
+
+Result<Tensor> Conv2dOp::weights_for(const ConvAlgorithm& algorithm, const ConvParams& p, bool* shared) const {
+  *shared = &algorithm == packed_for_;
+  if (*shared) return packed_;
+  auto oihw = weight_oihw(algorithm.name());
+  if (!oihw.ok()) return oihw.status();
+  return pack_for(algorithm, p, oihw.value().data());
+}
+
+size_t Conv2dOp::kernel_workspace_bytes(const ConvAlgorithm& algorithm, const std::vector<Shape>& inputs,
+                                        const std::vector<Shape>& outputs) const {
+  const ConvParams p = params_for(inputs[0]);
+  if (then_) {
+    const ConvParams q = then_->params_for(conv_output_shape(inputs[0]));
+    return ConvThenConv(algorithm, p, *find_conv_algorithm("depthwise"), q).workspace_bytes();
+  }
+  if (const auto pooling = pool_params(p, outputs[0])) return ConvPool(algorithm, p, *pooling).workspace_bytes();
+  return algorithm.workspace_bytes(p);
 }
 
 void Conv2dOp::pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) {
   const ConvParams p = params_for(inputs[0]);
   std::string note;
   const ConvAlgorithm* algorithm = choose_algorithm(p, &conv, /*may_decline=*/true, &note);
+  if (then_) then_->pack_weights_at_load({conv_output_shape(inputs[0])}, conv);
   if (algorithm == nullptr || packed_for_ != nullptr) return;
   // A layout that cannot be undone (winograd's transformed weights) is packed all the same and
   // the OIHW copy dropped: asking for pack_for means one copy of the weights; other algorithms
@@ -348,14 +451,21 @@ Result<std::unique_ptr<CudaKernel>> Conv2dOp::compile_cuda(const std::vector<Sha
   if (!packed.ok()) return packed.status();
   auto bias = upload_tensor(options, this, "bias", bias_);
   if (!bias.ok()) return bias.status();
+  std::unique_ptr<CudaKernel> then;
+  if (then_) {
+    auto compiled = then_->compile_cuda({conv_output_shape(inputs[0])}, outputs, options);
+    if (!compiled.ok()) return compiled.status();
+    then = std::move(compiled.value());
+  }
   return std::unique_ptr<CudaKernel>(new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), activation_,
                                                         has_residual_, packed_bytes + bias_.bytes(),
-                                                        pool_params(p, outputs[0]), std::move(note)));
+                                                        pool_params(p, outputs[0]), std::move(then), std::move(note)));
 }
 #endif
 
-int64_t Conv2dOp::flops(const std::vector<Shape>& inputs, const std::vector<Shape>&) const {
-  return params_for(inputs[0]).flops();
+int64_t Conv2dOp::flops(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) const {
+  const int64_t own = params_for(inputs[0]).flops();
+  return then_ ? own + then_->flops({conv_output_shape(inputs[0])}, outputs) : own;
 }
 
 int64_t Conv2dOp::param_count() const {

@@ -2,11 +2,14 @@
 // (PyTorch nn.Conv2d semantics, weights OIHW). Absorbs a following batchnorm2d (folded into
 // weight and bias at load), relu/relu6 (fused epilogue), an add of its output and a residual
 // (a ResNet shortcut: the residual becomes a second input, added in the epilogue before the
-// activation, out = act(conv(x) + bias + residual)), or a maxpool2d after the activation
+// activation, out = act(conv(x) + bias + residual)), a maxpool2d after the activation
 // (computed band by band, kernels/cpu/conv_pool.h: the convolution's full output is never
-// stored).
+// stored), or a depthwise conv2d reading its output, with that one's own batch norm and
+// activation (ShuffleNet's and MobileNet's pointwise -> depthwise pair, band by band too,
+// kernels/cpu/conv_then_conv.h).
 #pragma once
 
+#include <memory>
 #include <optional>
 
 #include "engine/src/op.h"
@@ -40,7 +43,9 @@ class Conv2dOp : public Op {
 #endif
   int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) const override;
   int64_t param_count() const override;
-  size_t weight_bytes() const override { return weight_.bytes() + packed_.bytes() + bias_.bytes(); }
+  size_t weight_bytes() const override {
+    return weight_.bytes() + packed_.bytes() + bias_.bytes() + (then_ ? then_->weight_bytes() : 0);
+  }
   bool try_absorb(const Op& next) override;
   bool try_absorb_residual(const Op& next) override;
   void pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) override;
@@ -59,10 +64,24 @@ class Conv2dOp : public Op {
   const ConvAlgorithm* packed_for() const { return packed_for_; }
   // True once an add was absorbed: inputs are then (x, residual).
   bool has_residual() const { return has_residual_; }
+  // The absorbed depthwise convolution reading this one's output, if any (its own weights,
+  // batch norm and activation): the op's output is then that convolution's.
+  const Conv2dOp* then() const { return then_.get(); }
+  // The bytes of workspace this op's CPU kernel needs when its convolution runs `algorithm`:
+  // the algorithm's own, or the band buffer and scratch of a fused pooling or depthwise.
+  size_t kernel_workspace_bytes(const ConvAlgorithm& algorithm, const std::vector<Shape>& inputs,
+                                const std::vector<Shape>& outputs) const;
 
  private:
   // The pooling of the convolution's output (for these conv params) into `output`, if absorbed.
   std::optional<PoolParams> pool_params(const ConvParams& p, const Shape& output) const;
+  // The weights in `algorithm`'s layout for params p: the model's copy packed at load (*shared
+  // set) or a new one packed from OIHW.
+  Result<Tensor> weights_for(const ConvAlgorithm& algorithm, const ConvParams& p, bool* shared) const;
+  // Whether `next` (a depthwise convolution) may be absorbed as then_.
+  bool can_absorb_conv(const Conv2dOp& next) const;
+  // This convolution's own output shape (before a fused pooling or depthwise convolution).
+  Shape conv_output_shape(const Shape& input) const;
 
   Conv2dAttrs attrs_;
   Tensor weight_, bias_;  // weight_ is empty once packed at load
@@ -74,6 +93,7 @@ class Conv2dOp : public Op {
   Activation activation_ = Activation::kNone;
   std::optional<Pool2dAttrs> pool_;
   bool has_residual_ = false;
+  std::shared_ptr<Conv2dOp> then_;  // a copy of the absorbed op, which the graph drops
 };
 
 Result<std::unique_ptr<Op>> create_conv2d(const Attrs& attrs);

@@ -96,6 +96,11 @@ void count_conv_kernels(const Session& session, const std::string& conv, PlanCol
   for (const LayerTiming& layer : session.last_timings()) {
     if (layer.type != "conv2d") continue;
     ++column->conv_layers;
+    // A fused pointwise -> depthwise pair is two convolutions, the second depthwise.
+    if (layer.kernel.find("then depthwise") != std::string::npos) {
+      ++column->conv_layers;
+      ++column->depthwise_layers;
+    }
     if (layer.kernel.rfind("depthwise", 0) == 0) {
       ++column->depthwise_layers;
     } else if (layer.kernel.rfind(conv, 0) != 0) {

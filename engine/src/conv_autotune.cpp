@@ -395,6 +395,9 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
     const GraphNode& node = graph.nodes[n];
     const Conv2dOp& op = *conv_of(node);
     const ConvParams p = op.params_for(shapes[node.inputs[0]]);
+    std::vector<Shape> in_shapes, out_shapes;
+    for (int t : node.inputs) in_shapes.push_back(shapes[t]);
+    for (int t : node.outputs) out_shapes.push_back(shapes[t]);
     ConvLayerCandidates layer;
     layer.layer = node.name;
     std::vector<const ConvAlgorithm*> supported;
@@ -403,7 +406,8 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
       if (std::string(a->name()) == "depthwise" || !a->supports(p)) continue;
       ConvCandidate c;
       c.algorithm = a->name();
-      c.workspace_bytes = a->workspace_bytes(p);
+      // The kernel's: with a fused pooling's or depthwise convolution's bands.
+      c.workspace_bytes = op.kernel_workspace_bytes(*a, in_shapes, out_shapes);
       c.packed_weight_bytes = a->packed_weight_bytes(p);
       const TimingCache::Entry* known = cache.find(TimingCache::key(p, options.threads, c.algorithm));
       const bool known_time = known != nullptr;
@@ -427,7 +431,10 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
     nodes.push_back(n);
     layers.push_back(std::move(layer));
     algorithms.push_back(std::move(supported));
-    bias_bytes.push_back(op.bias().bytes());
+    // A fused depthwise convolution's weights do not depend on the choice: counted as the
+    // model's.
+    bias_bytes.push_back(op.bias().bytes() + (op.then() != nullptr ? op.then()->weight_bytes() : 0));
+
     ops.push_back(&op);
   }
   cache.save();

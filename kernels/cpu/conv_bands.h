@@ -1,0 +1,143 @@
+// A convolution whose output only a row-windowed consumer reads (a max pooling, a depthwise
+// convolution), computed band by band so that the convolution's full output never exists: for
+// each image, the consumer's output rows are taken in groups; the convolution rows a group's
+// windows read are computed by the algorithm itself on a sub-problem (the input rows they
+// read, with the padding that falls inside the band) into a band buffer in the workspace, and
+// the consumer reads them from there while they are in cache.
+//
+// Rows that two groups share (windows overlap when the consumer's kernel > its stride) are
+// computed once: they move to the top of the buffer for the next group. Every convolution row
+// is computed exactly once, by the same algorithm, reading the same taps, so the result is the
+// whole convolution's bit for bit (for algorithms that compute a pixel the same way whatever
+// the rows around it).
+//
+// Users: ConvPool (kernels/cpu/conv_pool.h) and ConvThenConv (kernels/cpu/conv_then_conv.h).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/conv_algorithm.h"
+
+namespace winfer {
+
+// How the consumer reads the convolution's output along H: its window and its output rows.
+struct RowWindow {
+  int64_t kernel = 1, stride = 1, pad_top = 0, dilation = 1;
+  int64_t out_rows = 0;
+};
+
+class ConvBands {
+ public:
+  // Stays in L2 from the write to the read. VGG16 conv1_2 under a pooling: 8 pooled rows = 16
+  // rows of 224 x 64 floats, 896 KiB.
+  static constexpr int64_t kDefaultBandBytes = 1 << 20;
+
+  // One group of consumer rows [o0, o1): the convolution rows its windows read are [r0, r1),
+  // of which [r0, kept) are still in the buffer from the previous group.
+  struct Band {
+    int64_t o0, o1, r0, kept, r1;
+  };
+
+  // `conv` is the whole layer (any batch). As many consumer rows per band as keep a band's
+  // convolution rows within band_bytes (at least one).
+  ConvBands(const ConvAlgorithm& algorithm, const ConvParams& conv, const RowWindow& consumer, int64_t band_bytes)
+      : algorithm_(algorithm), conv_(conv), consumer_(consumer) {
+    const int64_t row_bytes = conv_.out_w() * conv_.out_channels * int64_t{sizeof(float)};
+    rows_per_band_ = std::clamp<int64_t>(band_bytes / (row_bytes * consumer_.stride), 1, consumer_.out_rows);
+    int64_t rows = 0, workspace = 0;
+    for_each_band([&](const Band& b) {
+      rows = std::max(rows, b.r1 - b.r0);
+      if (b.r1 > b.kept) {
+        workspace = std::max<int64_t>(workspace, algorithm_.workspace_bytes(rows_problem(b.kept, b.r1)));
+      }
+    });
+    // Rounded to 64 bytes: the scratch after the band keeps the arena's alignment.
+    band_floats_ = static_cast<size_t>((rows * row_floats() + 15) / 16 * 16);
+    scratch_bytes_ = static_cast<size_t>(workspace);
+  }
+
+  // The consumer may need scratch of its own while it reads a band: it shares the region the
+  // convolution's sub-problems use (they never run at the same time).
+  void reserve_scratch(size_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, bytes); }
+  // Band buffer plus the scratch.
+  size_t workspace_bytes() const { return band_floats_ * sizeof(float) + (scratch_bytes_ + 3) / 4 * 4; }
+  int64_t row_floats() const { return conv_.out_w() * conv_.out_channels; }
+
+  // f(band) for one image's groups of consumer rows, in order.
+  template <class F>
+  void for_each_band(F f) const {
+    const int64_t ho = conv_.out_h();
+    // Convolution rows consumer row o reads: [first_row(o), end_row(o)), within [0, Ho).
+    const auto window_start = [&](int64_t o) { return o * consumer_.stride - consumer_.pad_top; };
+    const auto first_row = [&](int64_t o) { return std::max<int64_t>(0, window_start(o)); };
+    const auto end_row = [&](int64_t o) {
+      return std::min(ho, window_start(o) + (consumer_.kernel - 1) * consumer_.dilation + 1);
+    };
+    int64_t computed_end = 0;  // convolution rows [.., computed_end) are in the buffer
+    for (int64_t o0 = 0; o0 < consumer_.out_rows; o0 += rows_per_band_) {
+      Band b;
+      b.o0 = o0;
+      b.o1 = std::min(consumer_.out_rows, o0 + rows_per_band_);
+      b.r0 = first_row(b.o0);
+      b.r1 = std::max(b.r0, end_row(b.o1 - 1));
+      b.kept = std::clamp(computed_end, b.r0, b.r1);
+      f(b);
+      computed_end = std::max(computed_end, b.r1);
+    }
+  }
+
+  // For each image n and band b, in order: the band's new convolution rows are computed (act
+  // applied), then consume(n, b, rows, scratch) reads convolution rows [b.r0, b.r1) of image n
+  // at `rows` (NHWC rows of row_floats()); `scratch` is the consumer's reserved scratch.
+  template <class Consume>
+  void run(const float* input_nhwc, const float* packed, const float* bias, Activation act, void* workspace,
+           int threads, Consume&& consume) const {
+    float* band = static_cast<float*>(workspace);
+    void* scratch = scratch_bytes_ > 0 ? band + band_floats_ : nullptr;
+    const int64_t row = row_floats();
+    const int64_t in_row_floats = conv_.in_w * conv_.in_channels;
+    for (int64_t n = 0; n < conv_.batch; ++n) {
+      const float* image = input_nhwc + n * conv_.in_h * in_row_floats;
+      int64_t buffer_r0 = 0;  // convolution row held in the buffer's first row
+      for_each_band([&](const Band& b) {
+        // Rows shared with the previous group move to the top.
+        if (b.kept > b.r0) {
+          std::memmove(band, band + (b.r0 - buffer_r0) * row, static_cast<size_t>((b.kept - b.r0) * row) * sizeof(float));
+        }
+        buffer_r0 = b.r0;
+        if (b.r1 > b.kept) {
+          const int64_t ih0 = std::max<int64_t>(0, b.kept * conv_.stride_h - conv_.pad_top);
+          algorithm_.run(rows_problem(b.kept, b.r1), image + ih0 * in_row_floats, packed, bias,
+                         band + (b.kept - b.r0) * row, scratch, act, threads);
+        }
+        consume(n, b, static_cast<const float*>(band), scratch);
+      });
+    }
+  }
+
+ private:
+  // The convolution of output rows [a, b) of one image as a problem of its own.
+  ConvParams rows_problem(int64_t a, int64_t b) const {
+    ConvParams p = conv_;
+    p.batch = 1;
+    // Input rows the output rows [a, b) read, with what lies outside the image as padding.
+    const int64_t top = a * conv_.stride_h - conv_.pad_top;
+    const int64_t bottom = (b - 1) * conv_.stride_h - conv_.pad_top + (conv_.kernel_h - 1) * conv_.dilation_h + 1;
+    const int64_t ih0 = std::max<int64_t>(0, top), ih1 = std::min(conv_.in_h, bottom);
+    p.in_h = ih1 - ih0;
+    p.pad_top = ih0 - top;
+    p.pad_bottom = bottom - ih1;
+    return p;
+  }
+
+  const ConvAlgorithm& algorithm_;
+  ConvParams conv_;
+  RowWindow consumer_;
+  int64_t rows_per_band_ = 1;
+  size_t band_floats_ = 0, scratch_bytes_ = 0;
+};
+
+}  // namespace winfer

@@ -1,0 +1,44 @@
+#include "kernels/cpu/conv_then_conv.h"
+
+#include <algorithm>
+
+namespace winfer {
+
+ConvThenConv::ConvThenConv(const ConvAlgorithm& first_algorithm, const ConvParams& first,
+                           const ConvAlgorithm& second_algorithm, const ConvParams& second, int64_t band_bytes)
+    : second_(second),
+      bands_(first_algorithm, first,
+             RowWindow{second.kernel_h, second.stride_h, second.pad_top, second.dilation_h, second.out_h()},
+             band_bytes) {
+  size_t scratch = 0;
+  bands_.for_each_band([&](const ConvBands::Band& b) {
+    scratch = std::max(scratch, second_algorithm.workspace_bytes(second_rows_problem(b)));
+  });
+  bands_.reserve_scratch(scratch);
+}
+
+ConvParams ConvThenConv::second_rows_problem(const ConvBands::Band& b) const {
+  ConvParams p = second_;
+  p.batch = 1;
+  // Windows of output rows [o0, o1) span input rows [top, bottom); the band holds [r0, r1) of
+  // them, the rest is padding (out_h() comes out as o1 - o0).
+  const int64_t top = b.o0 * second_.stride_h - second_.pad_top;
+  const int64_t bottom = (b.o1 - 1) * second_.stride_h - second_.pad_top + (second_.kernel_h - 1) * second_.dilation_h + 1;
+  p.in_h = b.r1 - b.r0;
+  p.pad_top = b.r0 - top;
+  p.pad_bottom = bottom - b.r1;
+  return p;
+}
+
+void ConvThenConv::run(const float* input_nhwc, const ConvStage& first, const ConvStage& second, float* output_nhwc,
+                       void* workspace, int threads) const {
+  const int64_t out_row_floats = second_.out_w() * second_.out_channels;
+  bands_.run(input_nhwc, first.packed, first.bias, first.act, workspace, threads,
+             [&](int64_t n, const ConvBands::Band& b, const float* rows, void* scratch) {
+               float* out = output_nhwc + (n * second_.out_h() + b.o0) * out_row_floats;
+               second.algorithm->run(second_rows_problem(b), rows, second.packed, second.bias, out, scratch, second.act,
+                                     threads);
+             });
+}
+
+}  // namespace winfer

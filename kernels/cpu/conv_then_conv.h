@@ -1,0 +1,51 @@
+// A convolution whose output only a second convolution reads, computed band by band
+// (kernels/cpu/conv_bands.h): ShuffleNet's and MobileNet's pointwise -> depthwise pair, where
+// the pointwise output is the block's largest tensor (ShuffleNet's stage2 downsampling block:
+// 58 channels at 56x56, 2.4x the block's input) and the depthwise convolution reads three of
+// its rows at a time. The first convolution's output becomes a band of rows in the workspace,
+// read by the second from cache.
+//
+// The second convolution runs on each band as a problem of its own (batch 1, the band's rows
+// as its input, the part of its windows above and below them as padding), so any algorithm
+// computes it; the engine uses this for a depthwise second convolution only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/conv_bands.h"
+
+namespace winfer {
+
+// One convolution of the pair: its algorithm, weights in that algorithm's layout, bias (may be
+// null) and fused activation.
+struct ConvStage {
+  const ConvAlgorithm* algorithm = nullptr;
+  const float* packed = nullptr;
+  const float* bias = nullptr;
+  Activation act = Activation::kNone;
+};
+
+class ConvThenConv {
+ public:
+  // `first` and `second` are whole layers (any batch, the same for both); second reads first's
+  // output: its batch, in_channels, in_h and in_w are first's output's.
+  ConvThenConv(const ConvAlgorithm& first_algorithm, const ConvParams& first, const ConvAlgorithm& second_algorithm,
+               const ConvParams& second, int64_t band_bytes = ConvBands::kDefaultBandBytes);
+
+  // Band buffer plus the largest scratch either algorithm needs for any band.
+  size_t workspace_bytes() const { return bands_.workspace_bytes(); }
+  // output (NHWC, second's output) = second(first(input)), each with its bias and activation.
+  void run(const float* input_nhwc, const ConvStage& first, const ConvStage& second, float* output_nhwc,
+           void* workspace, int threads) const;
+
+ private:
+  // The second convolution of consumer rows [b.o0, b.o1) of one image, reading only the band.
+  ConvParams second_rows_problem(const ConvBands::Band& b) const;
+
+  ConvParams second_;
+  ConvBands bands_;
+};
+
+}  // namespace winfer

@@ -1,0 +1,212 @@
+// Fusion of a depthwise convolution into the convolution whose output it alone reads
+// (Conv2dOp::try_absorb, kernels/cpu/conv_then_conv.h): ShuffleNet's and MobileNet's
+// pointwise -> depthwise pair becomes one conv2d node computed band by band, so the pointwise
+// output (the block's largest tensor) is never stored. The fused graph must compute what the
+// unfused one does, for every algorithm, and plan less memory where that tensor was the peak.
+#include <algorithm>
+
+#include "engine/model_test_util.h"
+#include "kernels/cpu/conv_algorithm.h"
+
+using namespace winfer_test;
+
+namespace {
+
+std::string conv(const std::string& name, int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t groups,
+                 int64_t padding, const std::string& input = "") {
+  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) + ", out_channels: " +
+         std::to_string(out) + ", kernel_size: " + std::to_string(kernel) + ", stride: " + std::to_string(stride) +
+         ", groups: " + std::to_string(groups) + ", padding: " + std::to_string(padding) + ", bias: false" +
+         (input.empty() ? "" : ", input: " + input) + "}\n";
+}
+std::string bn(const std::string& name, int64_t features) {
+  return "  - {name: " + name + ", op: batchnorm2d, num_features: " + std::to_string(features) + "}\n";
+}
+
+// ShuffleNet's branch: 1x1 + bn + relu, depthwise 3x3 (stride `stride`) + bn, 1x1 + bn + relu.
+// 6 -> 24 channels on 11x9 images (odd sizes).
+std::string branch_net(int64_t stride, const std::string& dw_activation = "") {
+  return model_header(6, 11, 9) + "layers:\n" + conv("pw1", 6, 24, 1, 1, 1, 0) + bn("pw1.bn", 24) +
+         "  - {name: pw1.relu, op: relu}\n" + conv("dw", 24, 24, 3, stride, 24, 1) + bn("dw.bn", 24) +
+         (dw_activation.empty() ? "" : "  - {name: dw.act, op: " + dw_activation + "}\n") +
+         conv("pw2", 24, 16, 1, 1, 1, 0) + bn("pw2.bn", 16) + "  - {name: pw2.relu, op: relu}\n";
+}
+
+winfer::LoadOptions random_weights(bool fuse) {
+  winfer::LoadOptions options;
+  options.random_weights_seed = 11;
+  options.fuse = fuse;
+  return options;
+}
+
+std::shared_ptr<const winfer::Model> load_ok(const std::string& yaml, bool fuse = true) {
+  TempDir dir;
+  auto model = load_text(dir, yaml, random_weights(fuse));
+  REQUIRE_MESSAGE(model.ok(), model.status().message());
+  return model.value();
+}
+
+int count_type(const winfer::Model& model, const std::string& type) {
+  const auto layers = model.layers();
+  return static_cast<int>(std::count_if(layers.begin(), layers.end(), [&](const winfer::LayerInfo& l) { return l.type == type; }));
+}
+
+const winfer::LayerInfo* layer_named(const std::vector<winfer::LayerInfo>& layers, const std::string& name) {
+  for (const winfer::LayerInfo& l : layers) {
+    if (l.name == name) return &l;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> user_algorithms() {
+  std::vector<std::string> names;
+  for (const winfer::ConvAlgorithm* a : winfer::conv_algorithms()) {
+    if (std::string(a->name()) != "depthwise") names.push_back(a->name());
+  }
+  return names;
+}
+
+// max |a - b| / max(1, max |b|).
+float relative_diff(const winfer::Tensor& a, const winfer::Tensor& b) {
+  float scale = 1.f;
+  for (int64_t i = 0; i < b.numel(); ++i) scale = std::max(scale, std::fabs(b.data()[i]));
+  return max_abs_diff(a, b) / scale;
+}
+
+void check_fused_equals_unfused(const std::string& yaml, const winfer::Shape& input_shape,
+                                const std::vector<std::string>& algorithms) {
+  const auto fused = load_ok(yaml, true), unfused = load_ok(yaml, false);
+  CHECK(count_type(*fused, "conv2d") < count_type(*unfused, "conv2d"));
+  CHECK(fused->total_params() == unfused->total_params());
+  CHECK(fused->total_flops() == unfused->total_flops());
+  const winfer::Tensor input = random_tensor(input_shape, 29, winfer::Layout::kNCHW);
+  for (const std::string& algorithm : algorithms) {
+    INFO("conv=" << algorithm);
+    for (int threads : {1, 2}) {
+      winfer::SessionOptions options;
+      options.conv_algorithm = algorithm;
+      options.threads = threads;
+      options.poison_unused_memory = true;  // a band read before it is written shows as NaN
+      CHECK(relative_diff(run_model(fused, input, options), run_model(unfused, input, options)) <= 1e-5f);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("depthwise fusion: pointwise+bn+relu then depthwise+bn becomes one conv2d node") {
+  const auto model = load_ok(branch_net(2));
+  const auto layers = model->layers();
+  CHECK(count_type(*model, "conv2d") == 2);
+  CHECK(count_type(*model, "batchnorm2d") == 0);
+  const winfer::LayerInfo* pw1 = layer_named(layers, "pw1");
+  REQUIRE(pw1 != nullptr);
+  CHECK(pw1->fused == std::vector<std::string>{"pw1.bn", "pw1.relu", "dw", "dw.bn"});
+  CHECK(pw1->outputs == std::vector<std::string>{"dw.bn"});
+  CHECK(layer_named(layers, "dw") == nullptr);
+
+  // The per-layer timings (winfer bench --per-layer, --profile) say so.
+  auto session = winfer::Session::create(model, winfer::SessionOptions{});
+  REQUIRE_MESSAGE(session.ok(), session.status().message());
+  REQUIRE(session.value()->run(random_tensor(winfer::Shape{1, 6, 11, 9}, 3, winfer::Layout::kNCHW)).ok());
+  bool described = false;
+  for (const winfer::LayerTiming& t : session.value()->last_timings()) {
+    if (t.name == "pw1") {
+      CHECK(t.kernel == "im2win (then depthwise, fused)");
+      described = true;
+    }
+  }
+  CHECK(described);
+}
+
+TEST_CASE("depthwise fusion: fused and unfused agree for every algorithm, stride 1 and 2, batch 1 and 3") {
+  for (int64_t stride : {1, 2}) {
+    for (int64_t batch : {1, 3}) {
+      INFO("stride " << stride << ", batch " << batch);
+      check_fused_equals_unfused(branch_net(stride), winfer::Shape{batch, 6, 11, 9}, user_algorithms());
+    }
+  }
+  // MobileNetV2's relu6 after the depthwise batch norm goes with it.
+  const std::string relu6 = branch_net(1, "relu6");
+  CHECK(layer_named(load_ok(relu6)->layers(), "pw1")->fused ==
+        std::vector<std::string>{"pw1.bn", "pw1.relu", "dw", "dw.bn", "dw.act"});
+  check_fused_equals_unfused(relu6, winfer::Shape{2, 6, 11, 9}, {"im2win", "direct"});
+}
+
+TEST_CASE("depthwise fusion: the pointwise output is never stored, so the plan is smaller") {
+  // 6 -> 24 channels: the pointwise output is 4x the input and was the peak.
+  const winfer::Tensor input = random_tensor(winfer::Shape{4, 6, 11, 9}, 5, winfer::Layout::kNCHW);
+  winfer::SessionOptions options;
+  options.batch = 4;
+  auto fused = winfer::Session::create(load_ok(branch_net(1), true), options);
+  auto unfused = winfer::Session::create(load_ok(branch_net(1), false), options);
+  REQUIRE(fused.ok());
+  REQUIRE(unfused.ok());
+  // Unfused, the peak is the pointwise output and the depthwise output (the same size at
+  // stride 1); fused, it is the depthwise output and the last convolution's (16 channels); the
+  // band (one image's 24x11x9 floats) is smaller than that.
+  const size_t pointwise_output = 4 * 24 * 11 * 9 * sizeof(float), last_output = 4 * 16 * 11 * 9 * sizeof(float);
+  const winfer::MemoryReport& f = fused.value()->memory_report();
+  const winfer::MemoryReport& u = unfused.value()->memory_report();
+  INFO("arena fused " << f.arena_bytes << " B, unfused " << u.arena_bytes << " B");
+  CHECK(u.arena_bytes == 2 * pointwise_output);
+  CHECK(f.arena_bytes == pointwise_output + last_output);
+  for (const winfer::MemoryBuffer& b : f.buffers) CHECK(b.name != "pw1.relu");
+}
+
+TEST_CASE("depthwise fusion: not where the pair cannot run band by band or the output is needed elsewhere") {
+  const auto pw1_fused = [](const std::string& yaml) {
+    const auto layers = load_ok(yaml)->layers();
+    const winfer::LayerInfo* pw1 = layer_named(layers, "pw1");
+    REQUIRE(pw1 != nullptr);
+    return std::find(pw1->fused.begin(), pw1->fused.end(), "dw") != pw1->fused.end();
+  };
+  const std::string head = model_header(6, 9, 9) + "outputs: [dw]\nlayers:\n" + conv("pw1", 6, 12, 1, 1, 1, 0);
+  CHECK(pw1_fused(head + conv("dw", 12, 12, 3, 1, 12, 1)));
+  // The pointwise output is also read by another layer, or is a graph output.
+  CHECK_FALSE(pw1_fused(model_header(6, 9, 9) + "outputs: [dw, other]\nlayers:\n" + conv("pw1", 6, 12, 1, 1, 1, 0) +
+                        conv("dw", 12, 12, 3, 1, 12, 1) + "  - {name: other, op: relu, input: pw1}\n"));
+  CHECK_FALSE(pw1_fused(model_header(6, 9, 9) + "outputs: [dw, pw1]\nlayers:\n" + conv("pw1", 6, 12, 1, 1, 1, 0) +
+                        conv("dw", 12, 12, 3, 1, 12, 1)));
+  // Padding beyond the dilated kernel: some windows read padding only (no band to compute).
+  const std::string wide_pad = head + conv("dw", 12, 12, 3, 1, 12, 3);
+  CHECK_FALSE(pw1_fused(wide_pad));
+  // A grouped convolution that is not depthwise, and depthwise after depthwise.
+  CHECK_FALSE(pw1_fused(head + conv("dw", 12, 12, 3, 1, 4, 1)));
+  CHECK_FALSE(pw1_fused(model_header(6, 9, 9) + "outputs: [dw]\nlayers:\n" + conv("pw1", 6, 6, 3, 1, 6, 1) +
+                        conv("dw", 6, 6, 3, 1, 6, 1)));
+  // A convolution that already fused a residual add or a pooling takes no depthwise.
+  CHECK_FALSE(pw1_fused(model_header(6, 9, 9) + "outputs: [dw]\nlayers:\n" + conv("pw1", 6, 6, 1, 1, 1, 0) +
+                        "  - {name: sum, op: add, inputs: [pw1, input]}\n" + conv("dw", 6, 6, 3, 1, 6, 1)));
+  CHECK_FALSE(pw1_fused(model_header(6, 9, 9) + "outputs: [dw]\nlayers:\n" + conv("pw1", 6, 12, 1, 1, 1, 0) +
+                        "  - {name: pool, op: maxpool2d, kernel_size: 2}\n" + conv("dw", 12, 12, 3, 1, 12, 1)));
+  // fuse = false keeps them apart.
+  CHECK(layer_named(load_ok(head + conv("dw", 12, 12, 3, 1, 12, 1), false)->layers(), "dw") != nullptr);
+
+  // After the fused depthwise, a pooling and another depthwise stay layers of their own, and so
+  // does an add (the pair has no residual epilogue).
+  const std::string after = model_header(6, 9, 9) + "layers:\n" + conv("pw1", 6, 12, 1, 1, 1, 0) +
+                            conv("dw", 12, 12, 3, 1, 12, 1) + "  - {name: pool, op: maxpool2d, kernel_size: 2}\n" +
+                            conv("dw2", 12, 12, 3, 1, 12, 1) + conv("dw3", 12, 12, 3, 1, 12, 1);
+  const auto model = load_ok(after);
+  CHECK(count_type(*model, "maxpool2d") == 1);
+  CHECK(count_type(*model, "conv2d") == 3);
+  const std::string add = model_header(6, 9, 9) + "layers:\n" + conv("pw1", 6, 6, 1, 1, 1, 0) +
+                          conv("dw", 6, 6, 3, 1, 6, 1) + "  - {name: sum, op: add, inputs: [dw, input]}\n";
+  CHECK(pw1_fused(add));
+  CHECK(count_type(*load_ok(add), "add") == 1);
+  // The wide padding and the layers after the pair still compute what the unfused graph does.
+  check_fused_equals_unfused(after, winfer::Shape{2, 6, 9, 9}, {"im2win", "im2col"});
+  check_fused_equals_unfused(add, winfer::Shape{2, 6, 9, 9}, {"im2win"});
+  const winfer::Tensor input = random_tensor(winfer::Shape{1, 6, 9, 9}, 8, winfer::Layout::kNCHW);
+  CHECK(relative_diff(run_model(load_ok(wide_pad, true), input), run_model(load_ok(wide_pad, false), input)) <= 1e-5f);
+}
+
+TEST_CASE("depthwise fusion: zoo shufflenet_v2_x1_0 fused equals unfused") {
+  std::string yaml = read_bytes(repo_path("models/zoo/shufflenet_v2_x1_0.yaml"));
+  const std::string declared = "shape: [1, 3, 224, 224]";
+  const size_t at = yaml.find(declared);
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, declared.size(), "shape: [1, 3, 64, 64]");
+  check_fused_equals_unfused(yaml, winfer::Shape{2, 3, 64, 64}, {"im2win", "im2col"});
+}

@@ -1,0 +1,136 @@
+// A convolution and the convolution reading its output, computed band by band
+// (kernels/cpu/conv_then_conv.h), against the two whole convolutions run one after the other
+// (bitwise: every row of the first is computed once by the same algorithm; the second reads
+// the same taps; im2col within tolerance, its BLAS may block a product of fewer rows
+// differently) and against the float64 reference of the pair, for bands of one output row
+// (the most shared rows), a few rows, and the whole image.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "conv_test_util.h"
+#include "kernels/cpu/conv_then_conv.h"
+#include "reference.h"
+#include "test_util.h"
+
+namespace winfer {
+namespace {
+
+using test::Conv;
+
+struct PairCase {
+  ConvParams first, second;
+  Activation first_act, second_act;
+  const char* second_algorithm;
+};
+
+// second's input is first's output.
+ConvParams reading(const ConvParams& first, Conv second) {
+  second.p.batch = first.batch;
+  second.p.in_channels = first.out_channels;
+  second.p.in_h = first.out_h();
+  second.p.in_w = first.out_w();
+  return second.p;
+}
+
+std::vector<PairCase> cases() {
+  const Activation relu = Activation::kRelu, relu6 = Activation::kRelu6, none = Activation::kNone;
+  std::vector<PairCase> out;
+  const auto add = [&](const ConvParams& first, Conv second, Activation a1, Activation a2, const char* algorithm) {
+    out.push_back({first, reading(first, second), a1, a2, algorithm});
+  };
+  // ShuffleNet's pointwise -> depthwise 3x3, stride 1 and 2, odd sizes, batch 2.
+  const ConvParams pw = Conv(2, 7, 13, 11, 24).p;
+  add(pw, Conv(0, 0, 0, 0, 24).k(3, 3).pad(1).g(24), relu, none, "depthwise");
+  add(pw, Conv(0, 0, 0, 0, 24).k(3, 3).s(2, 2).pad(1).g(24), relu, none, "depthwise");
+  // MobileNetV2's relu6 on both; a 5x5 depthwise with dilation 2 and its largest padding.
+  add(Conv(1, 5, 12, 9, 19).p, Conv(0, 0, 0, 0, 19).k(5, 5).d(2, 2).pad(8).g(19), relu6, relu6, "depthwise");
+  // Asymmetric padding, stride larger than the kernel (rows the second never reads).
+  add(Conv(1, 4, 15, 10, 16).p, Conv(0, 0, 0, 0, 16).k(2, 3).s(3, 1).pad(0, 1, 1, 1).g(16), none, relu, "depthwise");
+  // A first convolution with a window of its own (3x3 stride 2, groups) and a dense second.
+  add(Conv(2, 6, 17, 14, 12).k(3, 3).s(2, 2).pad(1).g(2).p, Conv(0, 0, 0, 0, 10).k(3, 3).pad(1), relu, none, "direct");
+  add(Conv(1, 8, 10, 10, 16).k(3, 3).pad(1).p, Conv(0, 0, 0, 0, 16).k(1, 1), relu, relu, "im2win");
+  return out;
+}
+
+struct Packed {
+  std::vector<float> first, second;
+};
+
+Packed pack(const ConvAlgorithm& a, const ConvAlgorithm& b, const PairCase& c, const test::ConvData& d1,
+            const test::ConvData& d2) {
+  Packed p;
+  p.first.resize(a.packed_weight_bytes(c.first) / sizeof(float) + 1);
+  a.pack_weights(c.first, d1.weight.data(), p.first.data());
+  p.second.resize(b.packed_weight_bytes(c.second) / sizeof(float) + 1);
+  b.pack_weights(c.second, d2.weight.data(), p.second.data());
+  return p;
+}
+
+std::vector<float> banded(const ConvAlgorithm& a, const ConvAlgorithm& b, const PairCase& c, const test::ConvData& d1,
+                          const test::ConvData& d2, int64_t band_bytes, int threads) {
+  const ConvThenConv pair(a, c.first, b, c.second, band_bytes);
+  const Packed packed = pack(a, b, c, d1, d2);
+  test::GuardedBuffer workspace(pair.workspace_bytes());
+  const size_t count = static_cast<size_t>(c.second.batch * c.second.out_h() * c.second.out_w() * c.second.out_channels);
+  test::GuardedBuffer out(count * sizeof(float));
+  std::memset(out.data_bytes(), 0xFF, count * sizeof(float));  // NaN: a row never written shows
+  pair.run(d1.input.data(), ConvStage{&a, packed.first.data(), d1.bias.data(), c.first_act},
+           ConvStage{&b, packed.second.data(), d2.bias.data(), c.second_act}, out.floats(), workspace.data_bytes(),
+           threads);
+  CHECK_MESSAGE(workspace.canary_intact(), a.name(), " then ", b.name(), " wrote past its workspace");
+  CHECK_MESSAGE(out.canary_intact(), a.name(), " then ", b.name(), " wrote past the output");
+  return std::vector<float>(out.floats(), out.floats() + count);
+}
+
+TEST_CASE("conv then conv in bands: equal to the two whole convolutions, and to the float64 reference") {
+  uint32_t seed = 900;
+  for (const PairCase& c : cases()) {
+    REQUIRE(c.first.is_valid());
+    REQUIRE(c.second.is_valid());
+    INFO(c.first.to_string(), " then ", c.second.to_string());
+    const test::ConvData d1 = test::make_data(c.first, seed += 5);
+    test::ConvData d2 = test::make_data(c.second, seed += 5);
+    // The reference of the pair: the first in float64, rounded to float, then the second. Its
+    // error bound adds the first's, carried through the second's weights (sum |w| * bound).
+    const ref::Result y = ref::conv2d(c.first, d1.input, d1.weight, d1.bias.data(), c.first_act);
+    const ref::Result want = ref::conv2d(c.second, std::vector<float>(y.value.begin(), y.value.end()), d2.weight,
+                                         d2.bias.data(), c.second_act);
+    std::vector<float> abs_w(d2.weight);
+    for (float& w : abs_w) w = std::abs(w);
+    const ref::Result carried = ref::conv2d(c.second, std::vector<float>(y.abs_sum.begin(), y.abs_sum.end()), abs_w,
+                                            nullptr, Activation::kNone);
+    std::vector<double> bound(want.abs_sum);
+    for (size_t i = 0; i < bound.size(); ++i) bound[i] += carried.value[i];
+    const int64_t terms = y.terms + want.terms;
+
+    const ConvAlgorithm* second = find_conv_algorithm(c.second_algorithm);
+    REQUIRE(second != nullptr);
+    const int64_t row_bytes = c.first.out_w() * c.first.out_channels * 4;
+    for (const char* name : {"im2win", "indirect", "im2col", "direct"}) {
+      const ConvAlgorithm* first = find_conv_algorithm(name);
+      REQUIRE(first != nullptr);
+      INFO(std::string(name), " then ", second->name());
+      const std::vector<float> y_alg = test::run_conv(*first, c.first, d1, true, c.first_act, 1);
+      test::ConvData d2_alg = d2;
+      d2_alg.input = y_alg;
+      const std::vector<float> whole = test::run_conv(*second, c.second, d2_alg, true, c.second_act, 1);
+      test::check_close(whole.data(), want.value, bound, terms, "whole convolutions vs reference");
+      for (int64_t band_bytes : {int64_t{1}, 3 * row_bytes * c.second.stride_h, int64_t{1} << 30}) {
+        INFO("band bytes ", band_bytes);
+        for (int threads : {1, 2}) {
+          const std::vector<float> got = banded(*first, *second, c, d1, d2, band_bytes, threads);
+          if (std::string(name) == "im2col")
+            test::check_close(got.data(), want.value, bound, terms, "banded im2col vs reference");
+          else
+            CHECK(test::bitwise_equal(got.data(), whole.data(), got.size()));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace winfer
