@@ -38,19 +38,33 @@ if(WINFER_SANITIZE)
   # coverage: ukernel_avx512.cpp 105 s with -g, 69 s with line tables only, on the CI machine's
   # critical path). Line tables still give a report its file and line.
   if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
-    set(winfer_kernel_debug "-gline-tables-only")
+    set(winfer_kernel_options "-gline-tables-only")
   else()
-    set(winfer_kernel_debug "-g1")
+    set(winfer_kernel_options "-g1")
+  endif()
+  # UBSan's checks on those unrolled functions doubled their compile time again (clang 14,
+  # ukernel_avx512.cpp alone: 164 s with ASan + UBSan, 85 s with ASan only; the emulated
+  # im2win GEMM below: 46 s against 8 s), the longest step of CI. They are intrinsics and
+  # pointer arithmetic over buffers whose bounds ASan still checks on every access; UBSan
+  # keeps watching everything that computes those pointers and sizes (the algorithms, the
+  # planner, the loaders).
+  if(WINFER_SANITIZE MATCHES "undefined")
+    list(APPEND winfer_kernel_options "-fno-sanitize=undefined")
   endif()
   foreach(isa avx512 avx2 generic)
     set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/cpu/ukernel_${isa}.cpp PROPERTIES
-                                COMPILE_OPTIONS "${winfer_kernel_debug}")
+                                COMPILE_OPTIONS "${winfer_kernel_options}")
   endforeach()
   # The emulated CUDA kernels (kernels/cuda/*.cu compiled as C++ for the host emulator) unroll
   # 17 tile shapes of the im2win GEMM: 122 s for that one file at -O2 under ASan, 47 s at -O1
-  # (clang, the CI machine's critical path); their tests take about a second either way.
+  # (clang, the CI machine's critical path), 8 s without UBSan (as the micro-kernels above);
+  # their tests take about a second either way.
   if(TARGET winfer_cuda_emu)
     target_compile_options(winfer_cuda_emu PRIVATE -O1)
+    if(WINFER_SANITIZE MATCHES "undefined")
+      set_source_files_properties(${CMAKE_BINARY_DIR}/cuda_emu/conv_im2win.cu.cpp PROPERTIES
+                                  COMPILE_OPTIONS "-fno-sanitize=undefined")
+    endif()
   endif()
   message(STATUS "winfer: sanitizers on: ${WINFER_SANITIZE} (${CMAKE_CXX_COMPILER_ID})")
 endif()
