@@ -241,6 +241,11 @@ class ModelLoader {
     }
     model_->input_name_ = "input";
     if (node["name"]) WINFER_RETURN_IF_ERROR(yaml_.string(node["name"], "input.name", &model_->input_name_));
+    // The same rule as for layer names: an empty name would read as "the previous layer had
+    // several outputs" to the first layer, which defaults to it.
+    if (model_->input_name_.empty() || model_->input_name_.find(':') != std::string::npos) {
+      return yaml_.error(node["name"], "input name '" + model_->input_name_ + "' must be non-empty and contain no ':'");
+    }
     if (!node["shape"]) return yaml_.error(node, "missing 'input.shape'");
     std::vector<int64_t> dims;
     WINFER_RETURN_IF_ERROR(yaml_.int_list(node["shape"], "input.shape", &dims));

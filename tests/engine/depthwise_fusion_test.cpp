@@ -3,10 +3,7 @@
 // pointwise -> depthwise pair becomes one conv2d node computed band by band, so the pointwise
 // output (the block's largest tensor) is never stored. The fused graph must compute what the
 // unfused one does, for every algorithm, and plan less memory where that tensor was the peak.
-#include <algorithm>
-
-#include "engine/model_test_util.h"
-#include "kernels/cpu/conv_algorithm.h"
+#include "engine/fusion_test_util.h"
 
 using namespace winfer_test;
 
@@ -32,64 +29,17 @@ std::string branch_net(int64_t stride, const std::string& dw_activation = "") {
          conv("pw2", 24, 16, 1, 1, 1, 0) + bn("pw2.bn", 16) + "  - {name: pw2.relu, op: relu}\n";
 }
 
-winfer::LoadOptions random_weights(bool fuse) {
-  winfer::LoadOptions options;
-  options.random_weights_seed = 11;
-  options.fuse = fuse;
-  return options;
-}
+constexpr uint64_t kSeed = 11;
 
 std::shared_ptr<const winfer::Model> load_ok(const std::string& yaml, bool fuse = true) {
-  TempDir dir;
-  auto model = load_text(dir, yaml, random_weights(fuse));
-  REQUIRE_MESSAGE(model.ok(), model.status().message());
-  return model.value();
+  return winfer_test::load_ok(yaml, fuse, kSeed);
 }
 
-int count_type(const winfer::Model& model, const std::string& type) {
-  const auto layers = model.layers();
-  return static_cast<int>(std::count_if(layers.begin(), layers.end(), [&](const winfer::LayerInfo& l) { return l.type == type; }));
-}
-
-const winfer::LayerInfo* layer_named(const std::vector<winfer::LayerInfo>& layers, const std::string& name) {
-  for (const winfer::LayerInfo& l : layers) {
-    if (l.name == name) return &l;
-  }
-  return nullptr;
-}
-
-std::vector<std::string> user_algorithms() {
-  std::vector<std::string> names;
-  for (const winfer::ConvAlgorithm* a : winfer::conv_algorithms()) {
-    if (std::string(a->name()) != "depthwise") names.push_back(a->name());
-  }
-  return names;
-}
-
-// max |a - b| / max(1, max |b|).
-float relative_diff(const winfer::Tensor& a, const winfer::Tensor& b) {
-  float scale = 1.f;
-  for (int64_t i = 0; i < b.numel(); ++i) scale = std::max(scale, std::fabs(b.data()[i]));
-  return max_abs_diff(a, b) / scale;
-}
-
-void check_fused_equals_unfused(const std::string& yaml, const winfer::Shape& input_shape,
+// Fewer convolution nodes fused, and the same results as unfused, at 1 and 2 threads.
+void check_fused_equals_unfused(const std::string& yaml, const winfer::Shape& input,
                                 const std::vector<std::string>& algorithms) {
-  const auto fused = load_ok(yaml, true), unfused = load_ok(yaml, false);
-  CHECK(count_type(*fused, "conv2d") < count_type(*unfused, "conv2d"));
-  CHECK(fused->total_params() == unfused->total_params());
-  CHECK(fused->total_flops() == unfused->total_flops());
-  const winfer::Tensor input = random_tensor(input_shape, 29, winfer::Layout::kNCHW);
-  for (const std::string& algorithm : algorithms) {
-    INFO("conv=" << algorithm);
-    for (int threads : {1, 2}) {
-      winfer::SessionOptions options;
-      options.conv_algorithm = algorithm;
-      options.threads = threads;
-      options.poison_unused_memory = true;  // a band read before it is written shows as NaN
-      CHECK(relative_diff(run_model(fused, input, options), run_model(unfused, input, options)) <= 1e-5f);
-    }
-  }
+  CHECK(count_type(*load_ok(yaml, true), "conv2d") < count_type(*load_ok(yaml, false), "conv2d"));
+  winfer_test::check_fused_equals_unfused(yaml, input, algorithms, kSeed, {1, 2});
 }
 
 }  // namespace
@@ -99,24 +49,14 @@ TEST_CASE("depthwise fusion: pointwise+bn+relu then depthwise+bn becomes one con
   const auto layers = model->layers();
   CHECK(count_type(*model, "conv2d") == 2);
   CHECK(count_type(*model, "batchnorm2d") == 0);
-  const winfer::LayerInfo* pw1 = layer_named(layers, "pw1");
+  const winfer::LayerInfo* pw1 = find_layer(layers, "pw1");
   REQUIRE(pw1 != nullptr);
   CHECK(pw1->fused == std::vector<std::string>{"pw1.bn", "pw1.relu", "dw", "dw.bn"});
   CHECK(pw1->outputs == std::vector<std::string>{"dw.bn"});
-  CHECK(layer_named(layers, "dw") == nullptr);
+  CHECK(find_layer(layers, "dw") == nullptr);
 
   // The per-layer timings (winfer bench --per-layer, --profile) say so.
-  auto session = winfer::Session::create(model, winfer::SessionOptions{});
-  REQUIRE_MESSAGE(session.ok(), session.status().message());
-  REQUIRE(session.value()->run(random_tensor(winfer::Shape{1, 6, 11, 9}, 3, winfer::Layout::kNCHW)).ok());
-  bool described = false;
-  for (const winfer::LayerTiming& t : session.value()->last_timings()) {
-    if (t.name == "pw1") {
-      CHECK(t.kernel == "im2win (then depthwise, fused)");
-      described = true;
-    }
-  }
-  CHECK(described);
+  CHECK(kernel_description(model, winfer::Shape{1, 6, 11, 9}, "pw1") == "im2win (then depthwise, fused)");
 }
 
 TEST_CASE("depthwise fusion: fused and unfused agree for every algorithm, stride 1 and 2, batch 1 and 3") {
@@ -128,7 +68,7 @@ TEST_CASE("depthwise fusion: fused and unfused agree for every algorithm, stride
   }
   // MobileNetV2's relu6 after the depthwise batch norm goes with it.
   const std::string relu6 = branch_net(1, "relu6");
-  CHECK(layer_named(load_ok(relu6)->layers(), "pw1")->fused ==
+  CHECK(find_layer(load_ok(relu6)->layers(), "pw1")->fused ==
         std::vector<std::string>{"pw1.bn", "pw1.relu", "dw", "dw.bn", "dw.act"});
   check_fused_equals_unfused(relu6, winfer::Shape{2, 6, 11, 9}, {"im2win", "direct"});
 }
@@ -157,7 +97,7 @@ TEST_CASE("depthwise fusion: the pointwise output is never stored, so the plan i
 TEST_CASE("depthwise fusion: not where the pair cannot run band by band or the output is needed elsewhere") {
   const auto pw1_fused = [](const std::string& yaml) {
     const auto layers = load_ok(yaml)->layers();
-    const winfer::LayerInfo* pw1 = layer_named(layers, "pw1");
+    const winfer::LayerInfo* pw1 = find_layer(layers, "pw1");
     REQUIRE(pw1 != nullptr);
     return std::find(pw1->fused.begin(), pw1->fused.end(), "dw") != pw1->fused.end();
   };
@@ -181,7 +121,7 @@ TEST_CASE("depthwise fusion: not where the pair cannot run band by band or the o
   CHECK_FALSE(pw1_fused(model_header(6, 9, 9) + "outputs: [dw]\nlayers:\n" + conv("pw1", 6, 12, 1, 1, 1, 0) +
                         "  - {name: pool, op: maxpool2d, kernel_size: 2}\n" + conv("dw", 12, 12, 3, 1, 12, 1)));
   // fuse = false keeps them apart.
-  CHECK(layer_named(load_ok(head + conv("dw", 12, 12, 3, 1, 12, 1), false)->layers(), "dw") != nullptr);
+  CHECK(find_layer(load_ok(head + conv("dw", 12, 12, 3, 1, 12, 1), false)->layers(), "dw") != nullptr);
 
   // After the fused depthwise, a pooling and another depthwise stay layers of their own, and so
   // does an add (the pair has no residual epilogue).
@@ -203,10 +143,5 @@ TEST_CASE("depthwise fusion: not where the pair cannot run band by band or the o
 }
 
 TEST_CASE("depthwise fusion: zoo shufflenet_v2_x1_0 fused equals unfused") {
-  std::string yaml = read_bytes(repo_path("models/zoo/shufflenet_v2_x1_0.yaml"));
-  const std::string declared = "shape: [1, 3, 224, 224]";
-  const size_t at = yaml.find(declared);
-  REQUIRE(at != std::string::npos);
-  yaml.replace(at, declared.size(), "shape: [1, 3, 64, 64]");
-  check_fused_equals_unfused(yaml, winfer::Shape{2, 3, 64, 64}, {"im2win", "im2col"});
+  check_fused_equals_unfused(zoo_yaml_at("shufflenet_v2_x1_0", 64), winfer::Shape{2, 3, 64, 64}, {"im2win", "im2col"});
 }

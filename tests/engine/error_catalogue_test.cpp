@@ -79,6 +79,18 @@ TEST_CASE("fuzz regression: a PGM/PPM header number of more than 9 digits is ref
   CHECK(read_image(repo_path("tests/fixtures/images/gray_17x19.pgm"), ColorMode::kGray).ok());
 }
 
+TEST_CASE("fuzz regression: an empty input name is refused, not taken for a split's missing default") {
+  // fuzz_model_yaml: `name: !nput` (a bare tag) is the empty string; the first layer's default
+  // input then looked like "the previous layer has several outputs", and its message read the
+  // name of the last of no layers (std::vector::back() on an empty vector).
+  TempDir dir;
+  auto model = load_text(dir, read_bytes(corpus_file("model_yaml", "regress_empty_input_name.yaml")));
+  expect_message(model.status(), {"model.yaml:5", "input name '' must be non-empty and contain no ':'"});
+  CHECK(load_text(dir, model_header() + "layers:\n  - {name: relu, op: relu}\n").ok());  // 'input' is fine
+  auto colon = load_text(dir, "format: winfer/1\ninput: {name: 'in:0', shape: [1, 1, 2, 2]}\nlayers:\n  - {name: r, op: relu}\n");
+  expect_message(colon.status(), {"input name 'in:0' must be non-empty"});
+}
+
 TEST_CASE("fuzz regression: an IDX split of images with zero rows is refused, not cut into empty images") {
   // fuzz_idx: load_mnist_split accepted [1, 0, 2] and ImageDataset::image() then copied from a null pointer.
   TempDir dir;

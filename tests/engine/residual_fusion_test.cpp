@@ -2,10 +2,7 @@
 // try_absorb_residual): add(conv(x), r) [+ relu] becomes one conv2d node with inputs (x, r)
 // computing act(conv(x) + bias + r). The fused graph must compute what the unfused one does, for
 // every algorithm; the add disappears only where that is safe.
-#include <algorithm>
-
-#include "engine/model_test_util.h"
-#include "kernels/cpu/conv_algorithm.h"
+#include "engine/fusion_test_util.h"
 
 using namespace winfer_test;
 
@@ -39,63 +36,24 @@ std::string residual_net() {
          "  - {name: b2.relu, op: relu}\n";
 }
 
-winfer::LoadOptions random_weights(bool fuse) {
-  winfer::LoadOptions options;
-  options.random_weights_seed = 5;
-  options.fuse = fuse;
-  return options;
-}
+constexpr uint64_t kSeed = 5;
 
 std::shared_ptr<const winfer::Model> load_ok(const std::string& yaml, bool fuse) {
-  TempDir dir;
-  auto model = load_text(dir, yaml, random_weights(fuse));
-  REQUIRE_MESSAGE(model.ok(), model.status().message());
-  return model.value();
-}
-
-int count_type(const winfer::Model& model, const std::string& type) {
-  const auto layers = model.layers();
-  return static_cast<int>(std::count_if(layers.begin(), layers.end(), [&](const winfer::LayerInfo& l) { return l.type == type; }));
+  return winfer_test::load_ok(yaml, fuse, kSeed);
 }
 
 const winfer::LayerInfo& layer_named(const std::vector<winfer::LayerInfo>& layers, const std::string& name) {
-  for (const winfer::LayerInfo& l : layers) {
-    if (l.name == name) return l;
-  }
-  FAIL("no layer " << name);
-  return layers.front();
+  const winfer::LayerInfo* layer = find_layer(layers, name);
+  REQUIRE_MESSAGE(layer != nullptr, "no layer " << name);
+  return *layer;
 }
 
-std::vector<std::string> user_algorithms() {
-  std::vector<std::string> names;
-  for (const winfer::ConvAlgorithm* a : winfer::conv_algorithms()) {
-    if (std::string(a->name()) != "depthwise") names.push_back(a->name());
-  }
-  return names;
-}
-
-// max |a - b| / max(1, max |b|): the "relative" agreement of two runs of one network.
-float relative_diff(const winfer::Tensor& a, const winfer::Tensor& b) {
-  float scale = 1.f;
-  for (int64_t i = 0; i < b.numel(); ++i) scale = std::max(scale, std::fabs(b.data()[i]));
-  return max_abs_diff(a, b) / scale;
-}
-
-void check_fused_equals_unfused(const std::string& yaml, int64_t batch, int64_t c, int64_t h, int64_t w,
+// The adds are gone from the fused graph, and it computes what the unfused one does.
+void check_fused_equals_unfused(const std::string& yaml, const winfer::Shape& input,
                                 const std::vector<std::string>& algorithms) {
-  const auto fused = load_ok(yaml, true), unfused = load_ok(yaml, false);
-  CHECK(count_type(*fused, "add") == 0);
-  CHECK(count_type(*unfused, "add") > 0);
-  CHECK(fused->total_params() == unfused->total_params());
-  CHECK(fused->total_flops() == unfused->total_flops());
-  const winfer::Tensor input = random_tensor(winfer::Shape{batch, c, h, w}, 23, winfer::Layout::kNCHW);
-  for (const std::string& algorithm : algorithms) {
-    INFO("conv=" << algorithm);
-    winfer::SessionOptions options;
-    options.conv_algorithm = algorithm;
-    options.poison_unused_memory = true;  // a residual freed too early reads as NaN
-    CHECK(relative_diff(run_model(fused, input, options), run_model(unfused, input, options)) <= 1e-5f);
-  }
+  CHECK(count_type(*load_ok(yaml, true), "add") == 0);
+  CHECK(count_type(*load_ok(yaml, false), "add") > 0);
+  winfer_test::check_fused_equals_unfused(yaml, input, algorithms, kSeed);
 }
 
 }  // namespace
@@ -118,23 +76,13 @@ TEST_CASE("residual fusion: conv+bn+add+relu becomes one conv2d node reading the
   CHECK(layer_named(layers, "b2.conv2").fused == std::vector<std::string>{"b2.bn2"});
 
   // The per-layer timings (winfer bench --per-layer, --profile) name the fused epilogue.
-  auto session = winfer::Session::create(model, winfer::SessionOptions{});
-  REQUIRE_MESSAGE(session.ok(), session.status().message());
-  REQUIRE(session.value()->run(random_tensor(winfer::Shape{1, 3, 5, 7}, 3, winfer::Layout::kNCHW)).ok());
-  bool described = false;
-  for (const winfer::LayerTiming& t : session.value()->last_timings()) {
-    if (t.name == "b1.conv2") {
-      CHECK(t.kernel == "im2win (fused add+relu)");
-      described = true;
-    }
-  }
-  CHECK(described);
+  CHECK(kernel_description(model, winfer::Shape{1, 3, 5, 7}, "b1.conv2") == "im2win (fused add+relu)");
 }
 
 TEST_CASE("residual fusion: fused and unfused agree for every algorithm, batch 1 and 2") {
   for (int64_t batch : {1, 2}) {
     INFO("batch " << batch);
-    check_fused_equals_unfused(residual_net(), batch, 3, 5, 7, user_algorithms());
+    check_fused_equals_unfused(residual_net(), winfer::Shape{batch, 3, 5, 7}, user_algorithms());
   }
 }
 
@@ -194,14 +142,9 @@ TEST_CASE("residual fusion: not when the conv already has an activation, its out
 
 namespace {
 
-// A zoo model at a smaller input (as planner_zoo_test.cpp does): fused vs unfused.
+// A zoo model at a smaller input: fused vs unfused.
 void check_zoo(const std::string& name, int64_t side, const std::vector<std::string>& algorithms) {
-  std::string yaml = read_bytes(repo_path("models/zoo/" + name + ".yaml"));
-  const std::string declared = "shape: [1, 3, 224, 224]";
-  const size_t at = yaml.find(declared);
-  REQUIRE(at != std::string::npos);
-  yaml.replace(at, declared.size(), "shape: [1, 3, " + std::to_string(side) + ", " + std::to_string(side) + "]");
-  check_fused_equals_unfused(yaml, 1, 3, side, side, algorithms);
+  check_fused_equals_unfused(zoo_yaml_at(name, side), winfer::Shape{1, 3, side, side}, algorithms);
 }
 
 }  // namespace
