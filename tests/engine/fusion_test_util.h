@@ -65,16 +65,6 @@ inline std::string kernel_description(std::shared_ptr<const winfer::Model> model
   return std::string();
 }
 
-// The zoo model's YAML with a side x side input instead of 224x224 (as planner_zoo_test.cpp).
-inline std::string zoo_yaml_at(const std::string& name, int64_t side) {
-  std::string yaml = read_bytes(repo_path("models/zoo/" + name + ".yaml"));
-  const std::string declared = "shape: [1, 3, 224, 224]";
-  const size_t at = yaml.find(declared);
-  REQUIRE(at != std::string::npos);
-  yaml.replace(at, declared.size(), "shape: [1, 3, " + std::to_string(side) + ", " + std::to_string(side) + "]");
-  return yaml;
-}
-
 // Fused and unfused have the same parameters and FLOPs and agree on a random input for every
 // algorithm and thread count, with unused arena memory poisoned (a tensor freed or a band read
 // too early shows as NaN).

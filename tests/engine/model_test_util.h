@@ -18,6 +18,17 @@ namespace winfer_test {
 
 inline std::string repo_path(const std::string& relative) { return std::string(WINFER_SOURCE_DIR) + "/" + relative; }
 
+// A zoo model's YAML with a side x side input instead of its declared 224x224 (the plan's and
+// the fusions' structure do not depend on the image size; the tests stay short).
+inline std::string zoo_yaml_at(const std::string& name, int64_t side) {
+  std::string yaml = read_bytes(repo_path("models/zoo/" + name + ".yaml"));
+  const std::string declared = "shape: [1, 3, 224, 224]";
+  const size_t at = yaml.find(declared);
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, declared.size(), "shape: [1, 3, " + std::to_string(side) + ", " + std::to_string(side) + "]");
+  return yaml;
+}
+
 // A header for hand-written test models: input [1, C, H, W].
 inline std::string model_header(int64_t c = 3, int64_t h = 8, int64_t w = 8) {
   return "format: winfer/1\ninput: {name: input, shape: [1, " + std::to_string(c) + ", " + std::to_string(h) +

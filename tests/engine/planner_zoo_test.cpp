@@ -13,11 +13,7 @@ using namespace winfer_test;
 namespace {
 
 void check_zoo_model(const std::string& name, int64_t side) {
-  std::string yaml = read_bytes(repo_path("models/zoo/" + name + ".yaml"));
-  const std::string declared = "shape: [1, 3, 224, 224]";
-  const size_t at = yaml.find(declared);
-  REQUIRE(at != std::string::npos);
-  yaml.replace(at, declared.size(), "shape: [1, 3, " + std::to_string(side) + ", " + std::to_string(side) + "]");
+  const std::string yaml = zoo_yaml_at(name, side);
   TempDir dir;
   winfer::LoadOptions load;
   load.random_weights_seed = 1;
