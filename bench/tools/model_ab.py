@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""Several winfer configurations of one or more models, timed call by call in turn in one
+process: an A/B comparison this noisy machine cannot skew (see pair_bench.py for why separate
+processes mislead here).
+
+  /usr/bin/python3 bench/tools/model_ab.py SPEC [SPEC ...] [--threads 1] [--batch 1]
+                   [--rounds 200] [--warmup 10] [--lib build/lib/libwinfer.so]
+
+SPEC is MODEL[,key=value...]: MODEL a YAML path or a zoo name (models/zoo/MODEL.yaml), keys
+conv (default im2win) and fuse (1 or 0, default 1). Every model gets random weights (seed 1),
+packed for its algorithm, and the same random input. Each round calls every configuration once,
+in turn; the table gives each one's 10th percentile and median in ms, and the median's ratio
+to the first configuration's. Example (the stem's fused max pooling against the unfused
+graph):
+
+  /usr/bin/python3 bench/tools/model_ab.py resnet18 resnet18,fuse=0 resnet18,conv=winograd
+"""
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from pair_bench import LoadOptions, Winfer  # noqa: E402
+from torch_bench import set_openblas_coretype  # noqa: E402  (before any BLAS is loaded)
+
+
+def parse_spec(spec):
+    model, *pairs = spec.split(",")
+    path = model if model.endswith(".yaml") else os.path.join(ROOT, "models", "zoo", model + ".yaml")
+    if not os.path.exists(path):
+        raise SystemExit(f"model_ab: {spec}: no model file {path}")
+    options = {"conv": "im2win", "fuse": "1"}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key not in options or not value:
+            raise SystemExit(f"model_ab: {spec}: expected conv=NAME or fuse=0|1, got '{pair}'")
+        options[key] = value
+    if options["fuse"] not in ("0", "1"):
+        raise SystemExit(f"model_ab: {spec}: fuse must be 0 or 1")
+    return path, options["conv"], int(options["fuse"])
+
+
+def load(winfer, path, conv, fuse):
+    options = LoadOptions()
+    winfer.lib.winfer_load_options_init(ctypes.byref(options))
+    options.use_random_weights = 1
+    options.random_seed = 1
+    options.fuse = fuse
+    options.pack_for = conv.encode()
+    model = ctypes.c_void_p()
+    winfer.check(winfer.lib.winfer_model_load(path.encode(), ctypes.byref(options), ctypes.byref(model)),
+                 f"loading {path}")
+    return model
+
+
+def input_count(winfer, model, batch):
+    dims = (ctypes.c_int64 * 8)()
+    rank = ctypes.c_int()
+    winfer.lib.winfer_model_input_shape.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_int,
+                                                    ctypes.POINTER(ctypes.c_int)]
+    winfer.check(winfer.lib.winfer_model_input_shape(model, dims, 8, ctypes.byref(rank)), "input shape")
+    count = batch
+    for i in range(1, rank.value):
+        count *= dims[i]
+    return count
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("specs", nargs="+", metavar="SPEC")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libwinfer.so"))
+    args = ap.parse_args()
+    if args.rounds < 1 or args.threads < 1 or args.batch < 1 or args.warmup < 0:
+        raise SystemExit("model_ab: --rounds, --threads and --batch must be at least 1, --warmup at least 0")
+    if not os.path.exists(args.lib):
+        raise SystemExit(f"model_ab: {args.lib} not found (build first: scripts/build.sh)")
+    set_openblas_coretype()
+    winfer = Winfer(args.lib)
+
+    calls, inputs = {}, {}
+    for spec in args.specs:
+        path, conv, fuse = parse_spec(spec)
+        model = load(winfer, path, conv, fuse)
+        count = input_count(winfer, model, args.batch)
+        if count not in inputs:  # one input per size, the same for every configuration of it
+            x = (ctypes.c_float * count)()
+            state = 12345
+            for i in range(count):  # a small LCG: reproducible, no numpy needed
+                state = (state * 1103515245 + 12345) & 0x7FFFFFFF
+                x[i] = state / 0x7FFFFFFF
+            inputs[count] = x
+        session, out_count = winfer.session(model, conv, args.threads, args.batch)
+        out = (ctypes.c_float * out_count)()
+        x = inputs[count]
+        calls[spec] = (lambda s=session, x=x, n=count, o=out, m=out_count: winfer.check(
+            winfer.lib.winfer_session_run(s, ctypes.addressof(x), n, o, m), "run"))
+
+    times = {spec: [] for spec in calls}
+    for r in range(args.warmup + args.rounds):
+        for spec, call in calls.items():
+            t0 = time.perf_counter()
+            call()
+            if r >= args.warmup:
+                times[spec].append((time.perf_counter() - t0) * 1e3)
+
+    first = statistics.median(times[args.specs[0]])
+    width = max(len(s) for s in args.specs)
+    print(f"{'configuration':{width}s}  {'p10 ms':>9s}  {'median ms':>9s}  {'vs first':>8s}"
+          f"   ({args.rounds} rounds, {args.threads} thread(s), batch {args.batch})")
+    for spec in args.specs:
+        median = statistics.median(times[spec])
+        print(f"{spec:{width}s}  {percentile(times[spec], 0.1):9.3f}  {median:9.3f}  {median / first:8.3f}")
+
+
+if __name__ == "__main__":
+    main()
