@@ -387,7 +387,9 @@ size_t Conv2dOp::kernel_workspace_bytes(const ConvAlgorithm& algorithm, const st
   const ConvParams p = params_for(inputs[0]);
   if (then_) {
     const ConvParams q = then_->params_for(conv_output_shape(inputs[0]));
-    return ConvThenConv(algorithm, p, *find_conv_algorithm("depthwise"), q).workspace_bytes();
+    std::string note;
+    const ConvAlgorithm* depthwise = choose_algorithm(q, &algorithm, /*may_decline=*/false, &note);
+    return depthwise != nullptr ? ConvThenConv(algorithm, p, *depthwise, q).workspace_bytes() : 0;
   }
   if (const auto pooling = pool_params(p, outputs[0])) return ConvPool(algorithm, p, *pooling).workspace_bytes();
   return algorithm.workspace_bytes(p);

@@ -20,12 +20,11 @@ import ctypes
 import os
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from pair_bench import LoadOptions, Winfer  # noqa: E402
+from pair_bench import Winfer, interleaved_times  # noqa: E402
 from torch_bench import set_openblas_coretype  # noqa: E402  (before any BLAS is loaded)
 
 
@@ -43,31 +42,6 @@ def parse_spec(spec):
     if options["fuse"] not in ("0", "1"):
         raise SystemExit(f"model_ab: {spec}: fuse must be 0 or 1")
     return path, options["conv"], int(options["fuse"])
-
-
-def load(winfer, path, conv, fuse):
-    options = LoadOptions()
-    winfer.lib.winfer_load_options_init(ctypes.byref(options))
-    options.use_random_weights = 1
-    options.random_seed = 1
-    options.fuse = fuse
-    options.pack_for = conv.encode()
-    model = ctypes.c_void_p()
-    winfer.check(winfer.lib.winfer_model_load(path.encode(), ctypes.byref(options), ctypes.byref(model)),
-                 f"loading {path}")
-    return model
-
-
-def input_count(winfer, model, batch):
-    dims = (ctypes.c_int64 * 8)()
-    rank = ctypes.c_int()
-    winfer.lib.winfer_model_input_shape.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_int,
-                                                    ctypes.POINTER(ctypes.c_int)]
-    winfer.check(winfer.lib.winfer_model_input_shape(model, dims, 8, ctypes.byref(rank)), "input shape")
-    count = batch
-    for i in range(1, rank.value):
-        count *= dims[i]
-    return count
 
 
 def percentile(values, q):
@@ -94,8 +68,8 @@ def main():
     calls, inputs = {}, {}
     for spec in args.specs:
         path, conv, fuse = parse_spec(spec)
-        model = load(winfer, path, conv, fuse)
-        count = input_count(winfer, model, args.batch)
+        model = winfer.load(path, conv, fuse)
+        count = winfer.input_count(model, args.batch)
         if count not in inputs:  # one input per size, the same for every configuration of it
             x = (ctypes.c_float * count)()
             state = 12345
@@ -109,13 +83,7 @@ def main():
         calls[spec] = (lambda s=session, x=x, n=count, o=out, m=out_count: winfer.check(
             winfer.lib.winfer_session_run(s, ctypes.addressof(x), n, o, m), "run"))
 
-    times = {spec: [] for spec in calls}
-    for r in range(args.warmup + args.rounds):
-        for spec, call in calls.items():
-            t0 = time.perf_counter()
-            call()
-            if r >= args.warmup:
-                times[spec].append((time.perf_counter() - t0) * 1e3)
+    times = interleaved_times(calls, args.warmup, args.rounds)
 
     first = statistics.median(times[args.specs[0]])
     width = max(len(s) for s in args.specs)

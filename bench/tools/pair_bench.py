@@ -54,6 +54,8 @@ class Winfer:
         lib.winfer_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(LoadOptions), ctypes.POINTER(ctypes.c_void_p)]
         lib.winfer_session_create.argtypes = [ctypes.c_void_p, ctypes.POINTER(SessionOptions),
                                               ctypes.POINTER(ctypes.c_void_p)]
+        lib.winfer_model_input_shape.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_int,
+                                                 ctypes.POINTER(ctypes.c_int)]
         lib.winfer_session_output_shape.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_int64),
                                                     ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
         lib.winfer_session_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
@@ -61,18 +63,30 @@ class Winfer:
 
     def check(self, status, what):
         if status != 0:
-            raise SystemExit(f"pair_bench: {what}: {self.lib.winfer_last_error().decode()}")
+            tool = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+            raise SystemExit(f"{tool}: {what}: {self.lib.winfer_last_error().decode()}")
 
-    def load(self, yaml_path, pack_for):
+    def load(self, yaml_path, pack_for, fuse=1):
         options = LoadOptions()
         self.lib.winfer_load_options_init(ctypes.byref(options))
         options.use_random_weights = 1
         options.random_seed = 1
+        options.fuse = fuse
         options.pack_for = pack_for.encode()
         model = ctypes.c_void_p()
         self.check(self.lib.winfer_model_load(yaml_path.encode(), ctypes.byref(options), ctypes.byref(model)),
                    f"loading {yaml_path}")
         return model
+
+    def input_count(self, model, batch):
+        """Floats of the model's input at this batch."""
+        dims = (ctypes.c_int64 * 8)()
+        rank = ctypes.c_int()
+        self.check(self.lib.winfer_model_input_shape(model, dims, 8, ctypes.byref(rank)), "input shape")
+        count = batch
+        for i in range(1, rank.value):
+            count *= dims[i]
+        return count
 
     def session(self, model, conv, threads, batch):
         options = SessionOptions()
@@ -90,6 +104,19 @@ class Winfer:
         for i in range(rank.value):
             count *= dims[i]
         return session, count
+
+
+def interleaved_times(calls, warmup, rounds):
+    """Each round calls every configuration once, in turn; per configuration, the milliseconds of
+    its calls after the first `warmup` rounds."""
+    times = {name: [] for name in calls}
+    for r in range(warmup + rounds):
+        for name, call in calls.items():
+            t0 = time.perf_counter()
+            call()
+            if r >= warmup:
+                times[name].append((time.perf_counter() - t0) * 1e3)
+    return times
 
 
 def main():
@@ -137,14 +164,8 @@ def main():
     for name, m in torch_models.items():
         calls[name] = (lambda m=m: m(x))
 
-    times = {name: [] for name in calls}
     with torch.inference_mode():
-        for r in range(args.warmup + args.rounds):
-            for name, call in calls.items():
-                t0 = time.perf_counter()
-                call()
-                if r >= args.warmup:
-                    times[name].append((time.perf_counter() - t0) * 1e3)
+        times = interleaved_times(calls, args.warmup, args.rounds)
 
     medians = {name: statistics.median(t) for name, t in times.items()}
     best_winfer = min(medians[c] for c in convs)

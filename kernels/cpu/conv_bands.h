@@ -29,6 +29,15 @@ struct RowWindow {
   int64_t out_rows = 0;
 };
 
+// The rows [top, bottom) that the windows of output rows [a, b) read along H (kernel, stride,
+// top padding, dilation); what lies outside [0, input rows) is padding.
+struct RowSpan {
+  int64_t top, bottom;
+};
+inline RowSpan window_rows(int64_t a, int64_t b, int64_t kernel, int64_t stride, int64_t pad_top, int64_t dilation) {
+  return {a * stride - pad_top, (b - 1) * stride - pad_top + (kernel - 1) * dilation + 1};
+}
+
 class ConvBands {
  public:
   // Stays in L2 from the write to the read. VGG16 conv1_2 under a pooling: 8 pooled rows = 16
@@ -70,19 +79,16 @@ class ConvBands {
   template <class F>
   void for_each_band(F f) const {
     const int64_t ho = conv_.out_h();
-    // Convolution rows consumer row o reads: [first_row(o), end_row(o)), within [0, Ho).
-    const auto window_start = [&](int64_t o) { return o * consumer_.stride - consumer_.pad_top; };
-    const auto first_row = [&](int64_t o) { return std::max<int64_t>(0, window_start(o)); };
-    const auto end_row = [&](int64_t o) {
-      return std::min(ho, window_start(o) + (consumer_.kernel - 1) * consumer_.dilation + 1);
-    };
     int64_t computed_end = 0;  // convolution rows [.., computed_end) are in the buffer
     for (int64_t o0 = 0; o0 < consumer_.out_rows; o0 += rows_per_band_) {
       Band b;
       b.o0 = o0;
       b.o1 = std::min(consumer_.out_rows, o0 + rows_per_band_);
-      b.r0 = first_row(b.o0);
-      b.r1 = std::max(b.r0, end_row(b.o1 - 1));
+      // The convolution rows the group's windows read, within [0, Ho).
+      const RowSpan read = window_rows(b.o0, b.o1, consumer_.kernel, consumer_.stride, consumer_.pad_top,
+                                       consumer_.dilation);
+      b.r0 = std::max<int64_t>(0, read.top);
+      b.r1 = std::max(b.r0, std::min(ho, read.bottom));
       b.kept = std::clamp(computed_end, b.r0, b.r1);
       f(b);
       computed_end = std::max(computed_end, b.r1);
@@ -124,12 +130,11 @@ class ConvBands {
     ConvParams p = conv_;
     p.batch = 1;
     // Input rows the output rows [a, b) read, with what lies outside the image as padding.
-    const int64_t top = a * conv_.stride_h - conv_.pad_top;
-    const int64_t bottom = (b - 1) * conv_.stride_h - conv_.pad_top + (conv_.kernel_h - 1) * conv_.dilation_h + 1;
-    const int64_t ih0 = std::max<int64_t>(0, top), ih1 = std::min(conv_.in_h, bottom);
+    const RowSpan read = window_rows(a, b, conv_.kernel_h, conv_.stride_h, conv_.pad_top, conv_.dilation_h);
+    const int64_t ih0 = std::max<int64_t>(0, read.top), ih1 = std::min(conv_.in_h, read.bottom);
     p.in_h = ih1 - ih0;
-    p.pad_top = ih0 - top;
-    p.pad_bottom = bottom - ih1;
+    p.pad_top = ih0 - read.top;
+    p.pad_bottom = read.bottom - ih1;
     return p;
   }
 

@@ -22,11 +22,10 @@ ConvParams ConvThenConv::second_rows_problem(const ConvBands::Band& b) const {
   p.batch = 1;
   // Windows of output rows [o0, o1) span input rows [top, bottom); the band holds [r0, r1) of
   // them, the rest is padding (out_h() comes out as o1 - o0).
-  const int64_t top = b.o0 * second_.stride_h - second_.pad_top;
-  const int64_t bottom = (b.o1 - 1) * second_.stride_h - second_.pad_top + (second_.kernel_h - 1) * second_.dilation_h + 1;
+  const RowSpan read = window_rows(b.o0, b.o1, second_.kernel_h, second_.stride_h, second_.pad_top, second_.dilation_h);
   p.in_h = b.r1 - b.r0;
-  p.pad_top = b.r0 - top;
-  p.pad_bottom = bottom - b.r1;
+  p.pad_top = b.r0 - read.top;
+  p.pad_bottom = read.bottom - b.r1;
   return p;
 }
 
