@@ -3,6 +3,7 @@
 // checks, device names, and the host side of inputs and outputs.
 #include "winfer/session.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -25,7 +26,28 @@ int parse_cuda_index(const std::string& device) {
   return index;
 }
 
+std::atomic<void (*)()> g_run_hook{nullptr};
+
+// Marks a session running for the length of one run_into; clears the mark on every way out.
+class RunningMark {
+ public:
+  explicit RunningMark(std::atomic<bool>* running)
+      : running_(running), acquired_(!running->exchange(true, std::memory_order_acquire)) {}
+  ~RunningMark() {
+    if (acquired_) running_->store(false, std::memory_order_release);
+  }
+  RunningMark(const RunningMark&) = delete;
+  RunningMark& operator=(const RunningMark&) = delete;
+  bool acquired() const { return acquired_; }
+
+ private:
+  std::atomic<bool>* running_;
+  bool acquired_;
+};
+
 }  // namespace
+
+void set_session_run_hook_for_testing(void (*hook)()) { g_run_hook.store(hook, std::memory_order_release); }
 
 Status SessionImpl::check_input(const Tensor& input) const {
   const Shape& expected = shapes[model->graph().input];
@@ -138,6 +160,17 @@ const MemoryReport& Session::memory_report() const { return impl_->report; }
 
 Status Session::run_into(const Tensor& input, std::vector<Tensor>* outputs) {
   if (outputs == nullptr) return invalid_argument("Session::run_into: outputs is null");
+  // A flag, not a lock: a second caller is refused at once rather than queued, because running
+  // one session from two threads is a bug of the caller's (one session per thread) that a
+  // queue would hide. The exchange costs a few nanoseconds; the acquire/release pair also
+  // orders one thread's run before the next thread's when a session is handed over.
+  const RunningMark mark(&impl_->running);
+  if (!mark.acquired()) {
+    return invalid_argument(
+        "Session::run: this session is already running on another thread; a session runs one inference at a "
+        "time: use one session per thread");
+  }
+  if (void (*hook)() = g_run_hook.load(std::memory_order_acquire)) hook();
   return impl_->run_into(input, outputs);
 }
 

@@ -3,6 +3,7 @@
 // graph's shapes, the memory plan (session_plan.h) and the handling of host inputs and outputs.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ class SessionImpl {
   std::vector<Shape> output_shapes;
   std::vector<LayerTiming> timings;
   MemoryReport report;
+  // Set by Session::run_into for the length of a run: a second run started on the session
+  // meanwhile (from another thread: the header forbids it) is refused instead of sharing the
+  // arena and corrupting both.
+  std::atomic<bool> running{false};
 
   virtual size_t activation_bytes() const = 0;
   virtual Status run_into(const Tensor& input, std::vector<Tensor>* outputs) = 0;
@@ -33,6 +38,12 @@ class SessionImpl {
   // Missing or empty outputs are allocated (NCHW / plain); the others must have the output's shape.
   Status prepare_outputs(std::vector<Tensor>* outputs) const;
 };
+
+// Tests only (tests/engine/concurrency_test.cpp): `hook` is called by every Session::run_into
+// while the session is marked running, just before the run itself, so that a test can hold a
+// run in progress (or throw from inside it) deterministically. nullptr, the default: none. Costs
+// one atomic load per run.
+void set_session_run_hook_for_testing(void (*hook)());
 
 // kInvalidArgument naming `what` when data[0..count) holds NaN or +-Inf (check_numerics).
 Status check_finite(const float* data, int64_t count, const std::string& what);

@@ -9,12 +9,14 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/test_files.h"
 #include "engine/model_test_util.h"
+#include "engine/src/session_impl.h"
 #include "winfer/winfer.h"
 
 namespace {
@@ -35,6 +37,34 @@ std::string algorithm_of(int thread) {
 winfer::Tensor input_of(const winfer::Shape& shape, int thread, int run) {
   return random_tensor(shape, static_cast<uint32_t>(1000 * thread + run), winfer::Layout::kNCHW);
 }
+
+// Holding a run in progress (set_session_run_hook_for_testing): the first run to reach the hook
+// waits there until another thread has been refused, or 20 s have passed (then the test fails
+// instead of hanging). Later runs pass through.
+std::atomic<bool> g_hold_next_run{false};
+std::atomic<bool> g_holding{false};
+std::atomic<int> g_refusals{0};
+
+void hold_first_run_until_refused() {
+  if (!g_hold_next_run.exchange(false)) return;
+  g_holding.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (g_refusals.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  g_holding.store(false);
+}
+
+// Installs the hook for one test and removes it on every way out.
+struct HoldFirstRun {
+  HoldFirstRun() {
+    g_refusals.store(0);
+    g_holding.store(false);
+    g_hold_next_run.store(true);
+    winfer::set_session_run_hook_for_testing(&hold_first_run_until_refused);
+  }
+  ~HoldFirstRun() { winfer::set_session_run_hook_for_testing(nullptr); }
+};
+
+bool is_refusal(const std::string& message) { return message.find("already running on another thread") != std::string::npos; }
 
 }  // namespace
 
@@ -105,3 +135,93 @@ TEST_CASE("concurrency: 8 threads x 50 runs on a shared model are bitwise equal 
   }
   CHECK(mismatches == 0);
 }
+
+TEST_CASE("concurrency: a second run on a session in use is refused, and the run in progress is undisturbed") {
+  auto loaded = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"));
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
+  winfer::SessionOptions options;
+  options.threads = 1;  // no OpenMP team: see the top of this file
+  auto created = winfer::Session::create(loaded.value(), options);
+  REQUIRE_MESSAGE(created.ok(), created.status().message());
+  winfer::Session& session = *created.value();
+  const winfer::Tensor input = input_of(session.input_shape(), 0, 0);
+  auto expected = session.run(input);
+  REQUIRE(expected.ok());
+
+  HoldFirstRun hold;
+  winfer::Result<winfer::Tensor> first = winfer::internal_error("not run");
+  std::thread runner([&] { first = session.run(input); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!g_holding.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  const bool held = g_holding.load();  // the first run is in progress, held in the hook
+  std::vector<winfer::Tensor> outputs;
+  const winfer::Status refused = session.run_into(input, &outputs);
+  g_refusals.fetch_add(1);
+  runner.join();
+  REQUIRE(held);
+  CHECK(refused.code() == winfer::ErrorCode::kInvalidArgument);
+  CHECK(refused.message() ==
+        "Session::run: this session is already running on another thread; a session runs one inference at a time: "
+        "use one session per thread");
+  REQUIRE_MESSAGE(first.ok(), first.status().message());
+  CHECK(same_bits(first.value(), expected.value()));
+  // Free again: the session runs as before.
+  auto after = session.run(input);
+  REQUIRE(after.ok());
+  CHECK(same_bits(after.value(), expected.value()));
+}
+
+TEST_CASE("concurrency: two threads hammering one session: every run gives the right output or is refused") {
+  auto loaded = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"));
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
+  winfer::SessionOptions options;
+  options.threads = 1;
+  auto created = winfer::Session::create(loaded.value(), options);
+  REQUIRE_MESSAGE(created.ok(), created.status().message());
+  winfer::Session& session = *created.value();
+  constexpr int kHammerRuns = 200;
+  std::vector<winfer::Tensor> inputs, expected;
+  for (int r = 0; r < kHammerRuns; ++r) {
+    inputs.push_back(input_of(session.input_shape(), 7, r));
+    auto out = session.run(inputs.back());
+    REQUIRE(out.ok());
+    expected.push_back(std::move(out).value());
+  }
+
+  // The first run to start is held until the other thread has been refused at least once, so
+  // that a refusal is certain, not a matter of timing; the rest race freely.
+  HoldFirstRun hold;
+  struct Tally {
+    int ok = 0, refused = 0, wrong_output = 0;
+    std::string other_error;
+  };
+  std::vector<Tally> tallies(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<winfer::Tensor> outputs;  // this thread's own
+      for (int r = 0; r < kHammerRuns; ++r) {
+        const winfer::Status status = session.run_into(inputs[r], &outputs);
+        if (status.ok()) {
+          ++tallies[t].ok;
+          if (!same_bits(outputs[0], expected[r])) ++tallies[t].wrong_output;
+        } else if (is_refusal(status.message())) {
+          ++tallies[t].refused;
+          g_refusals.fetch_add(1);
+        } else {
+          tallies[t].other_error = status.message();
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < 2; ++t) {
+    INFO("thread " << t << ": " << tallies[t].ok << " ok, " << tallies[t].refused << " refused");
+    CHECK_MESSAGE(tallies[t].other_error.empty(), tallies[t].other_error);
+    CHECK(tallies[t].wrong_output == 0);
+    CHECK(tallies[t].ok + tallies[t].refused == kHammerRuns);
+  }
+  CHECK(tallies[0].refused + tallies[1].refused > 0);
+  CHECK(tallies[0].ok + tallies[1].ok > 0);
+}
+

@@ -1,6 +1,9 @@
 // Session: runs a Model on the CPU or a CUDA GPU. Owns all activation memory and the per-session form of
 // every layer (weights packed for the chosen convolution algorithm). One session runs one
-// inference at a time; create one session per thread to run concurrently.
+// inference at a time; create one session per thread to run concurrently. A run started while
+// another is in progress on the same session (from another thread) is refused, not queued:
+// run/run_all/run_into return kInvalidArgument "Session::run: this session is already running
+// on another thread; ...", and the run in progress goes on undisturbed.
 //
 //   winfer::SessionOptions options;
 //   options.conv_algorithm = "im2col";

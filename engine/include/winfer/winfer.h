@@ -12,8 +12,9 @@
 // to stdout (its few log lines go to stderr or to the host's callback, see log.h).
 //
 // Threads: a loaded Model is immutable and may be shared by any number of Sessions on any
-// threads. A Session is used by one thread at a time (create one per thread); distinct
-// Sessions run concurrently, and give bitwise the same results as one thread would.
+// threads. A Session is used by one thread at a time (create one per thread; a second run
+// started while one is in progress is refused with an error); distinct Sessions run
+// concurrently, and give bitwise the same results as one thread would.
 //
 // C programs and other languages: winfer_c.h.
 #pragma once
