@@ -1,24 +1,26 @@
 // The C API (winfer/winfer_c.h) over the C++ one. Every entry point catches everything, so no
-// C++ exception crosses into C; failures set the calling thread's last error.
+// C++ exception crosses into C; failures set the calling thread's last error, which always
+// starts with the name of the C function.
+//
+// Handles are tokens, not addresses: a table of live handles maps each token to its object, so
+// that a destroyed, foreign or mistyped handle is refused without ever being dereferenced
+// (destroying twice is harmless), and a call in flight keeps its object alive even when another
+// thread destroys the handle meanwhile.
 #include "winfer/winfer_c.h"
 
+#include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string>
+#include <system_error>
+#include <unordered_map>
 #include <vector>
 
 #include "winfer/winfer.h"
-
-struct winfer_model {
-  std::shared_ptr<const winfer::Model> model;
-  std::vector<std::string> output_names;
-};
-
-struct winfer_session {
-  std::unique_ptr<winfer::Session> session;
-  std::vector<winfer::Tensor> outputs;  // views of the caller's buffers, rebuilt per run
-};
 
 namespace winfer {
 
@@ -28,43 +30,203 @@ const char* version() { return "0.1.0"; }
 
 namespace {
 
+struct ModelObject {
+  std::shared_ptr<const winfer::Model> model;
+  std::vector<std::string> output_names;
+};
+
+struct SessionObject {
+  std::unique_ptr<winfer::Session> session;
+};
+
+// ---- last error ---------------------------------------------------------------------------
+
 thread_local std::string t_last_error;
+// Set when even the message could not be allocated (out of memory while reporting an error).
+thread_local const char* t_last_error_fallback = nullptr;
 
-winfer_status fail(const winfer::Status& status) {
-  t_last_error = status.message();
-  return static_cast<winfer_status>(status.code());
-}
-
-winfer_status fail(winfer_status code, const std::string& message) {
-  t_last_error = message;
-  return code;
-}
-
-// Runs `body` (returning winfer_status), turning any exception into a status.
-template <typename Body>
-winfer_status guarded(const char* function, Body&& body) {
+void set_last_error(const char* function, const std::string& detail) noexcept {
   try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return fail(WINFER_OUT_OF_MEMORY, std::string(function) + ": out of memory");
-  } catch (const std::exception& e) {
-    return fail(WINFER_INTERNAL, std::string(function) + ": " + e.what());
+    std::string message = std::string(function) + ": " + detail;
+    t_last_error.swap(message);
+    t_last_error_fallback = nullptr;
   } catch (...) {
-    return fail(WINFER_INTERNAL, std::string(function) + ": unknown exception");
+    t_last_error_fallback = "winfer: out of memory (while reporting an error)";
   }
 }
 
-winfer_status null_argument(const char* function, const char* name) {
-  return fail(WINFER_INVALID_ARGUMENT, std::string(function) + ": " + name + " is NULL");
+winfer_status fail(const char* function, winfer_status code, const std::string& detail) {
+  set_last_error(function, detail);
+  return code;
 }
+
+// A C++ status, its message read from the outside in: "winfer_model_load: x.yaml:3: ...".
+winfer_status fail(const char* function, const winfer::Status& status) {
+  return fail(function, static_cast<winfer_status>(status.code()), status.message());
+}
+
+winfer_status null_argument(const char* function, const char* name) {
+  return fail(function, WINFER_INVALID_ARGUMENT, std::string(name) + " is NULL");
+}
+
+// What an exception's type says, without its what(): the standard library's own texts
+// ("basic_string::_M_create", "vector::_M_range_check: __n (which is 5) ...") name C++
+// internals, not the caller's problem.
+std::string exception_kind(const std::exception& e) {
+  if (dynamic_cast<const std::out_of_range*>(&e)) return "std::out_of_range";
+  if (dynamic_cast<const std::invalid_argument*>(&e)) return "std::invalid_argument";
+  if (dynamic_cast<const std::logic_error*>(&e)) return "std::logic_error";
+  if (dynamic_cast<const std::range_error*>(&e)) return "std::range_error";
+  if (dynamic_cast<const std::overflow_error*>(&e)) return "std::overflow_error";
+  if (dynamic_cast<const std::runtime_error*>(&e)) return "std::runtime_error";
+  return "std::exception";
+}
+
+// Inside a catch block: sets the last error for the exception being handled and returns its
+// status. Never throws (an extern "C" function that let it through would terminate).
+winfer_status fail_current_exception(const char* function) noexcept {
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return fail(function, WINFER_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::length_error&) {
+    // A size beyond what any container can hold: an allocation that cannot succeed.
+    return fail(function, WINFER_OUT_OF_MEMORY, "out of memory (a size larger than can be allocated)");
+  } catch (const std::system_error& e) {
+    return fail(function, WINFER_INTERNAL, "system error: " + e.code().message());
+  } catch (const std::exception& e) {
+    return fail(function, WINFER_INTERNAL,
+                "internal error (an unexpected " + exception_kind(e) + "; a bug in winfer, please report it)");
+  } catch (...) {
+    return fail(function, WINFER_INTERNAL,
+                "internal error (an unexpected non-standard exception; a bug in winfer, please report it)");
+  }
+}
+
+// Runs `body(function)`, turning any exception into a status. The body gets the C function's
+// name as its argument and must use it, never __func__: inside a lambda __func__ is
+// "operator()".
+template <typename Body>
+winfer_status guarded(const char* function, Body&& body) noexcept {
+  try {
+    return body(function);
+  } catch (...) {
+    return fail_current_exception(function);
+  }
+}
+
+// The same for entry points that return a value (a count, a string): `fallback` on exception.
+template <typename T, typename Body>
+T guarded_value(const char* function, T fallback, Body&& body) noexcept {
+  try {
+    return body(function);
+  } catch (...) {
+    fail_current_exception(function);
+    return fallback;
+  }
+}
+
+// ---- handles --------------------------------------------------------------------------------
+
+// A token is (serial << 3) | tag: odd, so never the address of an object, and tagged with its
+// kind, so that a model passed as a session is told apart from a destroyed session.
+constexpr uintptr_t kTagBits = 3;
+constexpr uintptr_t kTagMask = (uintptr_t(1) << kTagBits) - 1;
+constexpr uintptr_t kModelTag = 3;
+constexpr uintptr_t kSessionTag = 5;
+
+// The live handles of one kind. Serials only grow, so a token is never reused: a stale handle
+// cannot reach an object created after it was destroyed. One short critical section per call.
+template <typename Object>
+class HandleTable {
+ public:
+  explicit HandleTable(uintptr_t tag) : tag_(tag) {}
+
+  uintptr_t add(std::shared_ptr<Object> object) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uintptr_t token = (++serial_ << kTagBits) | tag_;
+    live_.emplace(token, std::move(object));
+    return token;
+  }
+  // The object, or nullptr when `token` is not live. The caller's reference keeps it alive for
+  // the length of its call.
+  std::shared_ptr<Object> find(uintptr_t token) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(token);
+    return it == live_.end() ? nullptr : it->second;
+  }
+  // Takes the handle out of the table; the object is destroyed when the returned reference and
+  // those of calls in flight are dropped, outside the lock. nullptr when `token` is not live.
+  std::shared_ptr<Object> remove(uintptr_t token) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(token);
+    if (it == live_.end()) return nullptr;
+    std::shared_ptr<Object> object = std::move(it->second);
+    live_.erase(it);
+    return object;
+  }
+
+ private:
+  const uintptr_t tag_;
+  mutable std::mutex mutex_;
+  uintptr_t serial_ = 0;
+  std::unordered_map<uintptr_t, std::shared_ptr<Object>> live_;
+};
+
+// Never destroyed: a handle may be used or destroyed by another thread while the process
+// exits, after static destructors would have run.
+HandleTable<ModelObject>& model_table() {
+  static auto* table = new HandleTable<ModelObject>(kModelTag);
+  return *table;
+}
+HandleTable<SessionObject>& session_table() {
+  static auto* table = new HandleTable<SessionObject>(kSessionTag);
+  return *table;
+}
+
+uintptr_t token_of(const void* handle) { return reinterpret_cast<uintptr_t>(handle); }
+
+// Why `handle` (not live in the table of `kind`, made by `creator`) is refused.
+std::string not_live(const char* argument, const void* handle, uintptr_t tag, const char* kind,
+                     const char* creator) {
+  const uintptr_t token = token_of(handle);
+  if ((token & kTagMask) != tag && (token & kTagMask) == kModelTag) {
+    return std::string(argument) + " is a winfer_model handle, not a " + kind;
+  }
+  if ((token & kTagMask) != tag && (token & kTagMask) == kSessionTag) {
+    return std::string(argument) + " is a winfer_session handle, not a " + kind;
+  }
+  return std::string(argument) + " is not a live " + kind + " (destroyed already, or not returned by " + creator +
+         ")";
+}
+
+// The object behind a model handle, or WINFER_INVALID_ARGUMENT naming the function.
+winfer_status find_model(const char* function, const winfer_model* handle, std::shared_ptr<ModelObject>* object) {
+  if (handle == nullptr) return null_argument(function, "model");
+  *object = model_table().find(token_of(handle));
+  if (*object) return WINFER_OK;
+  return fail(function, WINFER_INVALID_ARGUMENT,
+              not_live("model", handle, kModelTag, "winfer_model", "winfer_model_load"));
+}
+
+winfer_status find_session(const char* function, const winfer_session* handle,
+                           std::shared_ptr<SessionObject>* object) {
+  if (handle == nullptr) return null_argument(function, "session");
+  *object = session_table().find(token_of(handle));
+  if (*object) return WINFER_OK;
+  return fail(function, WINFER_INVALID_ARGUMENT,
+              not_live("session", handle, kSessionTag, "winfer_session", "winfer_session_create"));
+}
+
+// ---- helpers --------------------------------------------------------------------------------
 
 winfer_status write_shape(const char* function, const winfer::Shape& shape, int64_t* dims, int capacity, int* rank) {
   if (rank == nullptr) return null_argument(function, "rank");
   *rank = shape.rank();
   if (shape.rank() > capacity) {
-    return fail(WINFER_INVALID_ARGUMENT, std::string(function) + ": the shape " + shape.to_string() + " has " +
-                                             std::to_string(shape.rank()) + " dims, capacity is " +
-                                             std::to_string(capacity));
+    return fail(function, WINFER_INVALID_ARGUMENT,
+                "the shape " + shape.to_string() + " has " + std::to_string(shape.rank()) + " dims, capacity is " +
+                    std::to_string(capacity));
   }
   if (dims == nullptr && shape.rank() > 0) return null_argument(function, "dims");
   for (int i = 0; i < shape.rank(); ++i) dims[i] = shape[i];
@@ -81,47 +243,54 @@ winfer::LoadOptions load_options(const winfer_load_options* options) {
   return result;
 }
 
-winfer_status finish_model(winfer::Result<std::shared_ptr<const winfer::Model>> loaded, winfer_model** model) {
-  if (!loaded.ok()) return fail(loaded.status());
-  auto handle = std::make_unique<winfer_model>();
-  handle->model = std::move(loaded).value();
-  handle->output_names = handle->model->output_names();
-  *model = handle.release();
+winfer_status finish_model(const char* function, winfer::Result<std::shared_ptr<const winfer::Model>> loaded,
+                           winfer_model** model) {
+  if (!loaded.ok()) return fail(function, loaded.status());
+  auto object = std::make_shared<ModelObject>();
+  object->model = std::move(loaded).value();
+  object->output_names = object->model->output_names();
+  *model = reinterpret_cast<winfer_model*>(model_table().add(std::move(object)));
   return WINFER_OK;
 }
 
-// Views of the caller's buffers as the session's output tensors; checks their sizes.
-winfer_status bind_outputs(const char* function, winfer_session* s, float* const* outputs, const size_t* counts) {
-  const std::vector<winfer::Shape>& shapes = s->session->output_shapes();
-  s->outputs.resize(shapes.size());
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    if (outputs[i] == nullptr) return fail(WINFER_INVALID_ARGUMENT, std::string(function) + ": output " + std::to_string(i) + " is NULL");
-    if (counts[i] != static_cast<size_t>(shapes[i].numel())) {
-      return fail(WINFER_SHAPE_MISMATCH, std::string(function) + ": output " + std::to_string(i) + " has shape " +
-                                             shapes[i].to_string() + " (" + std::to_string(shapes[i].numel()) +
-                                             " floats), the buffer holds " + std::to_string(counts[i]));
-    }
-    s->outputs[i] = winfer::Tensor::view(outputs[i], shapes[i],
-                                         shapes[i].rank() == 4 ? winfer::Layout::kNCHW : winfer::Layout::kPlain);
+// A view of the caller's buffer as output `index` of the session; checks its size.
+winfer_status bind_output(const char* function, const winfer::Session& session, size_t index, float* buffer,
+                          size_t count, winfer::Tensor* out) {
+  const winfer::Shape& shape = session.output_shapes()[index];
+  if (buffer == nullptr) return fail(function, WINFER_INVALID_ARGUMENT, "output " + std::to_string(index) + " is NULL");
+  if (count != static_cast<size_t>(shape.numel())) {
+    return fail(function, WINFER_SHAPE_MISMATCH,
+                "output " + std::to_string(index) + " has shape " + shape.to_string() + " (" +
+                    std::to_string(shape.numel()) + " floats), the buffer holds " + std::to_string(count));
   }
+  *out = winfer::Tensor::view(buffer, shape, shape.rank() == 4 ? winfer::Layout::kNCHW : winfer::Layout::kPlain);
   return WINFER_OK;
 }
 
-winfer_status run_with(const char* function, winfer_session* s, const float* input, size_t input_count) {
-  const winfer::Shape& shape = s->session->input_shape();
+// Runs the session on the caller's input into `outputs` (views of the caller's buffers; empty
+// entries are allocated by the session). `outputs` is the call's own: two calls on one session
+// share nothing here, and Session::run_into refuses the second of two concurrent runs.
+winfer_status run_with(const char* function, winfer::Session& session, const float* input, size_t input_count,
+                       std::vector<winfer::Tensor>* outputs) {
+  const winfer::Shape& shape = session.input_shape();
   if (input == nullptr) return null_argument(function, "input");
   if (input_count != static_cast<size_t>(shape.numel())) {
-    return fail(WINFER_SHAPE_MISMATCH, std::string(function) + ": the input has shape " + shape.to_string() + " (" +
-                                           std::to_string(shape.numel()) + " floats), got " +
-                                           std::to_string(input_count));
+    return fail(function, WINFER_SHAPE_MISMATCH,
+                "the input has shape " + shape.to_string() + " (" + std::to_string(shape.numel()) + " floats), got " +
+                    std::to_string(input_count));
   }
   // The input is only read; Tensor::view takes a non-const pointer for both directions.
   const winfer::Tensor in = winfer::Tensor::view(const_cast<float*>(input), shape,
                                                  shape.rank() == 4 ? winfer::Layout::kNCHW : winfer::Layout::kPlain);
-  const winfer::Status status = s->session->run_into(in, &s->outputs);
-  if (!status.ok()) return fail(status);
+  const winfer::Status status = session.run_into(in, outputs);
+  if (!status.ok()) return fail(function, status);
   return WINFER_OK;
 }
+
+// The largest model description winfer_model_load_from_memory takes: the limit Model::load
+// puts on a YAML file (kMaxModelFileBytes, engine/src/model_loader.cpp). Checked before the
+// text is copied, so that a wrong yaml_size cannot make the copy read far past the buffer.
+constexpr size_t kMaxYamlBytes = size_t(64) << 20;
 
 struct CLogCallback {
   winfer_log_callback callback;
@@ -145,27 +314,42 @@ const char* winfer_status_name(winfer_status status) {
   return winfer::error_code_name(static_cast<winfer::ErrorCode>(status));
 }
 
-const char* winfer_last_error(void) { return t_last_error.c_str(); }
+const char* winfer_last_error(void) {
+  return t_last_error_fallback != nullptr ? t_last_error_fallback : t_last_error.c_str();
+}
 
 void winfer_set_log_callback(winfer_log_callback callback, void* user_data) {
   static_assert(static_cast<int>(winfer::LogLevel::kOff) == WINFER_LOG_OFF, "log levels must agree");
-  static std::mutex mutex;
-  static std::unique_ptr<CLogCallback> current;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (callback == nullptr) {
-    winfer::set_log_callback(nullptr, nullptr);
-    current.reset();
-    return;
-  }
-  auto next = std::make_unique<CLogCallback>(CLogCallback{callback, user_data});
-  winfer::set_log_callback(&c_log_trampoline, next.get());
-  current = std::move(next);  // set_log_callback returned: the old one is no longer running
+  guarded(__func__, [&](const char*) {
+    static std::mutex mutex;
+    static std::unique_ptr<CLogCallback> current;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (callback == nullptr) {
+      winfer::set_log_callback(nullptr, nullptr);
+      current.reset();
+      return WINFER_OK;
+    }
+    auto next = std::make_unique<CLogCallback>(CLogCallback{callback, user_data});
+    winfer::set_log_callback(&c_log_trampoline, next.get());
+    current = std::move(next);  // set_log_callback returned: the old one is no longer running
+    return WINFER_OK;
+  });
 }
 
-void winfer_set_log_level(winfer_log_level level) { winfer::set_log_level(static_cast<winfer::LogLevel>(level)); }
+void winfer_set_log_level(winfer_log_level level) {
+  if (level < WINFER_LOG_DEBUG || level > WINFER_LOG_OFF) {
+    fail(__func__, WINFER_INVALID_ARGUMENT,
+         "level " + std::to_string(static_cast<int>(level)) + " is not a winfer_log_level (0 .. 4); ignored");
+    return;
+  }
+  winfer::set_log_level(static_cast<winfer::LogLevel>(level));
+}
 
 void winfer_load_options_init(winfer_load_options* options) {
-  if (options == nullptr) return;
+  if (options == nullptr) {
+    null_argument(__func__, "options");
+    return;
+  }
   options->weights_path = nullptr;
   options->use_random_weights = 0;
   options->random_seed = 0;
@@ -174,63 +358,118 @@ void winfer_load_options_init(winfer_load_options* options) {
 }
 
 winfer_status winfer_model_load(const char* yaml_path, const winfer_load_options* options, winfer_model** model) {
-  return guarded(__func__, [&] {
-    if (yaml_path == nullptr) return null_argument(__func__, "yaml_path");
-    if (model == nullptr) return null_argument(__func__, "model");
+  return guarded(__func__, [&](const char* fn) {
+    if (model == nullptr) return null_argument(fn, "model");
     *model = nullptr;
-    return finish_model(winfer::Model::load(yaml_path, load_options(options)), model);
+    if (yaml_path == nullptr) return null_argument(fn, "yaml_path");
+    return finish_model(fn, winfer::Model::load(yaml_path, load_options(options)), model);
   });
 }
 
 winfer_status winfer_model_load_from_memory(const char* yaml, size_t yaml_size, const void* weights,
                                             size_t weights_size, const winfer_load_options* options,
                                             winfer_model** model) {
-  return guarded(__func__, [&] {
-    if (yaml == nullptr) return null_argument(__func__, "yaml");
-    if (model == nullptr) return null_argument(__func__, "model");
-    if (weights == nullptr && weights_size > 0) return null_argument(__func__, "weights");
+  return guarded(__func__, [&](const char* fn) {
+    if (model == nullptr) return null_argument(fn, "model");
     *model = nullptr;
-    return finish_model(winfer::Model::load_from_memory(std::string(yaml, yaml_size), weights, weights_size,
+    if (yaml == nullptr) return null_argument(fn, "yaml");
+    if (yaml_size > kMaxYamlBytes) {
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  "yaml_size is " + std::to_string(yaml_size) + " bytes, more than the limit of " +
+                      std::to_string(kMaxYamlBytes) +
+                      " (64 MiB) of a model description; pass large weights as safetensors bytes (weights)");
+    }
+    if (weights == nullptr && weights_size > 0) return null_argument(fn, "weights");
+    if (weights_size > static_cast<size_t>(std::numeric_limits<std::ptrdiff_t>::max())) {
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  "weights_size is " + std::to_string(weights_size) +
+                      " bytes, more than any buffer can hold (a negative size converted to size_t?)");
+    }
+    return finish_model(fn,
+                        winfer::Model::load_from_memory(std::string(yaml, yaml_size), weights, weights_size,
                                                         load_options(options)),
                         model);
   });
 }
 
-void winfer_model_destroy(winfer_model* model) { delete model; }
-
-const char* winfer_model_name(const winfer_model* model) { return model ? model->model->name().c_str() : ""; }
-
-winfer_status winfer_model_input_shape(const winfer_model* model, int64_t* dims, int capacity, int* rank) {
-  if (model == nullptr) return null_argument(__func__, "model");
-  return write_shape(__func__, model->model->input_shape(), dims, capacity, rank);
+void winfer_model_destroy(winfer_model* model) {
+  if (model == nullptr) return;
+  guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<ModelObject> object = model_table().remove(token_of(model));
+    if (!object) {
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  not_live("model", model, kModelTag, "winfer_model", "winfer_model_load") + "; nothing was destroyed");
+    }
+    return WINFER_OK;  // `object` goes here, or when the last call in flight with it returns
+  });
 }
 
-size_t winfer_model_output_count(const winfer_model* model) { return model ? model->output_names.size() : 0; }
+const char* winfer_model_name(const winfer_model* model) {
+  return guarded_value(__func__, "", [&](const char* fn) -> const char* {
+    std::shared_ptr<ModelObject> object;
+    if (find_model(fn, model, &object) != WINFER_OK) return "";
+    return object->model->name().c_str();  // the table holds the model until it is destroyed
+  });
+}
+
+winfer_status winfer_model_input_shape(const winfer_model* model, int64_t* dims, int capacity, int* rank) {
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<ModelObject> object;
+    if (winfer_status s = find_model(fn, model, &object)) return s;
+    return write_shape(fn, object->model->input_shape(), dims, capacity, rank);
+  });
+}
+
+size_t winfer_model_output_count(const winfer_model* model) {
+  return guarded_value(__func__, size_t(0), [&](const char* fn) -> size_t {
+    std::shared_ptr<ModelObject> object;
+    if (find_model(fn, model, &object) != WINFER_OK) return 0;
+    return object->output_names.size();
+  });
+}
 
 const char* winfer_model_output_name(const winfer_model* model, size_t index) {
-  if (model == nullptr || index >= model->output_names.size()) return nullptr;
-  return model->output_names[index].c_str();
+  return guarded_value(__func__, static_cast<const char*>(nullptr), [&](const char* fn) -> const char* {
+    std::shared_ptr<ModelObject> object;
+    if (find_model(fn, model, &object) != WINFER_OK) return nullptr;
+    if (index >= object->output_names.size()) {
+      fail(fn, WINFER_INVALID_ARGUMENT,
+           "output " + std::to_string(index) + " does not exist (the model has " +
+               std::to_string(object->output_names.size()) + ")");
+      return nullptr;
+    }
+    return object->output_names[index].c_str();
+  });
 }
 
 winfer_status winfer_model_output_shape(const winfer_model* model, size_t index, int64_t* dims, int capacity,
                                         int* rank) {
-  return guarded(__func__, [&] {
-    if (model == nullptr) return null_argument(__func__, "model");
-    const std::vector<winfer::Shape> shapes = model->model->output_shapes();
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<ModelObject> object;
+    if (winfer_status s = find_model(fn, model, &object)) return s;
+    const std::vector<winfer::Shape> shapes = object->model->output_shapes();
     if (index >= shapes.size()) {
-      return fail(WINFER_INVALID_ARGUMENT, std::string(__func__) + ": output " + std::to_string(index) +
-                                               " does not exist (the model has " + std::to_string(shapes.size()) + ")");
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  "output " + std::to_string(index) + " does not exist (the model has " +
+                      std::to_string(shapes.size()) + ")");
     }
-    return write_shape(__func__, shapes[index], dims, capacity, rank);
+    return write_shape(fn, shapes[index], dims, capacity, rank);
   });
 }
 
 const char* winfer_model_labels_path(const winfer_model* model) {
-  return model ? model->model->labels_path().c_str() : "";
+  return guarded_value(__func__, "", [&](const char* fn) -> const char* {
+    std::shared_ptr<ModelObject> object;
+    if (find_model(fn, model, &object) != WINFER_OK) return "";
+    return object->model->labels_path().c_str();
+  });
 }
 
 void winfer_session_options_init(winfer_session_options* options) {
-  if (options == nullptr) return;
+  if (options == nullptr) {
+    null_argument(__func__, "options");
+    return;
+  }
   options->device = "cpu";
   options->conv_algorithm = "im2win";
   options->threads = 1;
@@ -242,10 +481,11 @@ void winfer_session_options_init(winfer_session_options* options) {
 
 winfer_status winfer_session_create(const winfer_model* model, const winfer_session_options* options,
                                     winfer_session** session) {
-  return guarded(__func__, [&] {
-    if (model == nullptr) return null_argument(__func__, "model");
-    if (session == nullptr) return null_argument(__func__, "session");
+  return guarded(__func__, [&](const char* fn) {
+    if (session == nullptr) return null_argument(fn, "session");
     *session = nullptr;
+    std::shared_ptr<ModelObject> object;
+    if (winfer_status s = find_model(fn, model, &object)) return s;
     winfer::SessionOptions o;
     if (options != nullptr) {
       if (options->device != nullptr) o.device = options->device;
@@ -256,125 +496,157 @@ winfer_status winfer_session_create(const winfer_model* model, const winfer_sess
       if (options->autotune_cache != nullptr) o.autotune_cache = options->autotune_cache;
       o.plan_memory = options->plan_memory != 0;
     }
-    auto created = winfer::Session::create(model->model, o);
-    if (!created.ok()) return fail(created.status());
-    auto handle = std::make_unique<winfer_session>();
+    auto created = winfer::Session::create(object->model, o);
+    if (!created.ok()) return fail(fn, created.status());
+    auto handle = std::make_shared<SessionObject>();
     handle->session = std::move(created).value();
-    *session = handle.release();
+    *session = reinterpret_cast<winfer_session*>(session_table().add(std::move(handle)));
     return WINFER_OK;
   });
 }
 
-void winfer_session_destroy(winfer_session* session) { delete session; }
+void winfer_session_destroy(winfer_session* session) {
+  if (session == nullptr) return;
+  guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<SessionObject> object = session_table().remove(token_of(session));
+    if (!object) {
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  not_live("session", session, kSessionTag, "winfer_session", "winfer_session_create") +
+                      "; nothing was destroyed");
+    }
+    return WINFER_OK;  // `object` goes here, or when the run in flight on another thread returns
+  });
+}
 
 winfer_status winfer_session_input_shape(const winfer_session* session, int64_t* dims, int capacity, int* rank) {
-  if (session == nullptr) return null_argument(__func__, "session");
-  return write_shape(__func__, session->session->input_shape(), dims, capacity, rank);
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<SessionObject> object;
+    if (winfer_status s = find_session(fn, session, &object)) return s;
+    return write_shape(fn, object->session->input_shape(), dims, capacity, rank);
+  });
 }
 
 size_t winfer_session_output_count(const winfer_session* session) {
-  return session ? session->session->output_shapes().size() : 0;
+  return guarded_value(__func__, size_t(0), [&](const char* fn) -> size_t {
+    std::shared_ptr<SessionObject> object;
+    if (find_session(fn, session, &object) != WINFER_OK) return 0;
+    return object->session->output_shapes().size();
+  });
 }
 
 winfer_status winfer_session_output_shape(const winfer_session* session, size_t index, int64_t* dims, int capacity,
                                           int* rank) {
-  if (session == nullptr) return null_argument(__func__, "session");
-  const std::vector<winfer::Shape>& shapes = session->session->output_shapes();
-  if (index >= shapes.size()) {
-    return fail(WINFER_INVALID_ARGUMENT, std::string(__func__) + ": output " + std::to_string(index) +
-                                             " does not exist (the session has " + std::to_string(shapes.size()) + ")");
-  }
-  return write_shape(__func__, shapes[index], dims, capacity, rank);
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<SessionObject> object;
+    if (winfer_status s = find_session(fn, session, &object)) return s;
+    const std::vector<winfer::Shape>& shapes = object->session->output_shapes();
+    if (index >= shapes.size()) {
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  "output " + std::to_string(index) + " does not exist (the session has " +
+                      std::to_string(shapes.size()) + ")");
+    }
+    return write_shape(fn, shapes[index], dims, capacity, rank);
+  });
 }
 
 winfer_status winfer_session_run(winfer_session* session, const float* input, size_t input_count, float* output,
                                  size_t output_count) {
-  return guarded(__func__, [&] {
-    if (session == nullptr) return null_argument(__func__, "session");
-    const size_t outputs = session->session->output_shapes().size();
-    // Only the first output is wanted; the others go to buffers of the session's own.
-    std::vector<std::vector<float>> others(outputs);
-    std::vector<float*> pointers(outputs);
-    std::vector<size_t> counts(outputs);
-    for (size_t i = 0; i < outputs; ++i) {
-      counts[i] = static_cast<size_t>(session->session->output_shapes()[i].numel());
-      if (i > 0) {
-        others[i].resize(counts[i]);
-        pointers[i] = others[i].data();
-      }
-    }
-    pointers[0] = output;
-    counts[0] = output == nullptr ? 0 : output_count;
-    if (output == nullptr) return null_argument(__func__, "output");
-    winfer_status s = bind_outputs(__func__, session, pointers.data(), counts.data());
-    if (s != WINFER_OK) return s;
-    return run_with(__func__, session, input, input_count);
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<SessionObject> object;
+    if (winfer_status s = find_session(fn, session, &object)) return s;
+    if (output == nullptr) return null_argument(fn, "output");
+    // Only the first output is the caller's; the session allocates the others (empty entries).
+    std::vector<winfer::Tensor> outputs(1);
+    if (winfer_status s = bind_output(fn, *object->session, 0, output, output_count, &outputs[0])) return s;
+    return run_with(fn, *object->session, input, input_count, &outputs);
   });
 }
 
 winfer_status winfer_session_run_all(winfer_session* session, const float* input, size_t input_count,
                                      float* const* outputs, const size_t* output_counts) {
-  return guarded(__func__, [&] {
-    if (session == nullptr) return null_argument(__func__, "session");
-    if (outputs == nullptr) return null_argument(__func__, "outputs");
-    if (output_counts == nullptr) return null_argument(__func__, "output_counts");
-    winfer_status s = bind_outputs(__func__, session, outputs, output_counts);
-    if (s != WINFER_OK) return s;
-    return run_with(__func__, session, input, input_count);
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<SessionObject> object;
+    if (winfer_status s = find_session(fn, session, &object)) return s;
+    if (outputs == nullptr) return null_argument(fn, "outputs");
+    if (output_counts == nullptr) return null_argument(fn, "output_counts");
+    std::vector<winfer::Tensor> views(object->session->output_shapes().size());
+    for (size_t i = 0; i < views.size(); ++i) {
+      if (winfer_status s = bind_output(fn, *object->session, i, outputs[i], output_counts[i], &views[i])) return s;
+    }
+    return run_with(fn, *object->session, input, input_count, &views);
   });
 }
 
 winfer_status winfer_session_memory_report(const winfer_session* session, winfer_memory_report* report) {
-  if (session == nullptr) return null_argument(__func__, "session");
-  if (report == nullptr) return null_argument(__func__, "report");
-  const winfer::MemoryReport& r = session->session->memory_report();
-  report->weights_bytes = r.weights_bytes;
-  report->packed_weights_bytes = r.packed_weights_bytes;
-  report->session_weights_bytes = r.session_weights_bytes;
-  report->activations_sum_bytes = r.activations_sum_bytes;
-  report->activations_lower_bound_bytes = r.activations_lower_bound_bytes;
-  report->arena_bytes = r.arena_bytes;
-  report->max_workspace_bytes = r.max_workspace_bytes;
-  report->session_bytes = r.session_bytes;
-  return WINFER_OK;
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<SessionObject> object;
+    if (winfer_status s = find_session(fn, session, &object)) return s;
+    if (report == nullptr) return null_argument(fn, "report");
+    const winfer::MemoryReport& r = object->session->memory_report();
+    report->weights_bytes = r.weights_bytes;
+    report->packed_weights_bytes = r.packed_weights_bytes;
+    report->session_weights_bytes = r.session_weights_bytes;
+    report->activations_sum_bytes = r.activations_sum_bytes;
+    report->activations_lower_bound_bytes = r.activations_lower_bound_bytes;
+    report->arena_bytes = r.arena_bytes;
+    report->max_workspace_bytes = r.max_workspace_bytes;
+    report->session_bytes = r.session_bytes;
+    return WINFER_OK;
+  });
 }
 
 size_t winfer_session_layer_count(const winfer_session* session) {
-  return session ? session->session->last_timings().size() : 0;
+  return guarded_value(__func__, size_t(0), [&](const char* fn) -> size_t {
+    std::shared_ptr<SessionObject> object;
+    if (find_session(fn, session, &object) != WINFER_OK) return 0;
+    return object->session->last_timings().size();
+  });
 }
 
 winfer_status winfer_session_layer_timing(const winfer_session* session, size_t index, const char** name,
                                           const char** type, const char** kernel, double* milliseconds) {
-  if (session == nullptr) return null_argument(__func__, "session");
-  const std::vector<winfer::LayerTiming>& timings = session->session->last_timings();
-  if (index >= timings.size()) {
-    return fail(WINFER_INVALID_ARGUMENT, std::string(__func__) + ": layer " + std::to_string(index) +
-                                             " does not exist (the session has " + std::to_string(timings.size()) + ")");
-  }
-  const winfer::LayerTiming& t = timings[index];
-  if (name) *name = t.name.c_str();
-  if (type) *type = t.type.c_str();
-  if (kernel) *kernel = t.kernel.c_str();
-  if (milliseconds) *milliseconds = t.milliseconds;
-  return WINFER_OK;
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<SessionObject> object;
+    if (winfer_status s = find_session(fn, session, &object)) return s;
+    const std::vector<winfer::LayerTiming>& timings = object->session->last_timings();
+    if (index >= timings.size()) {
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  "layer " + std::to_string(index) + " does not exist (the session has " +
+                      std::to_string(timings.size()) + ")");
+    }
+    const winfer::LayerTiming& t = timings[index];
+    if (name) *name = t.name.c_str();
+    if (type) *type = t.type.c_str();
+    if (kernel) *kernel = t.kernel.c_str();
+    if (milliseconds) *milliseconds = t.milliseconds;
+    return WINFER_OK;
+  });
 }
 
 size_t winfer_session_conv_choice_count(const winfer_session* session) {
-  return session ? session->session->memory_report().conv_choices.size() : 0;
+  return guarded_value(__func__, size_t(0), [&](const char* fn) -> size_t {
+    std::shared_ptr<SessionObject> object;
+    if (find_session(fn, session, &object) != WINFER_OK) return 0;
+    return object->session->memory_report().conv_choices.size();
+  });
 }
 
 winfer_status winfer_session_conv_choice(const winfer_session* session, size_t index, const char** layer,
                                          const char** algorithm, const char** reason) {
-  if (session == nullptr) return null_argument(__func__, "session");
-  const std::vector<winfer::ConvChoice>& choices = session->session->memory_report().conv_choices;
-  if (index >= choices.size()) {
-    return fail(WINFER_INVALID_ARGUMENT, std::string(__func__) + ": choice " + std::to_string(index) +
-                                             " does not exist (the session has " + std::to_string(choices.size()) + ")");
-  }
-  if (layer) *layer = choices[index].layer.c_str();
-  if (algorithm) *algorithm = choices[index].algorithm.c_str();
-  if (reason) *reason = choices[index].reason.c_str();
-  return WINFER_OK;
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<SessionObject> object;
+    if (winfer_status s = find_session(fn, session, &object)) return s;
+    const std::vector<winfer::ConvChoice>& choices = object->session->memory_report().conv_choices;
+    if (index >= choices.size()) {
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  "choice " + std::to_string(index) + " does not exist (the session has " +
+                      std::to_string(choices.size()) + ")");
+    }
+    if (layer) *layer = choices[index].layer.c_str();
+    if (algorithm) *algorithm = choices[index].algorithm.c_str();
+    if (reason) *reason = choices[index].reason.c_str();
+    return WINFER_OK;
+  });
 }
 
 }  // extern "C"

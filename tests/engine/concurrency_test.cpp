@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "engine/model_test_util.h"
 #include "engine/src/session_impl.h"
 #include "winfer/winfer.h"
+#include "winfer/winfer_c.h"
 
 namespace {
 
@@ -225,3 +227,62 @@ TEST_CASE("concurrency: two threads hammering one session: every run gives the r
   CHECK(tallies[0].ok + tallies[1].ok > 0);
 }
 
+TEST_CASE("concurrency: c api: two threads hammering one winfer_session: right output or an error naming the function") {
+  winfer_model* model = nullptr;
+  REQUIRE(winfer_model_load(repo_path("models/examples/tiny_net.yaml").c_str(), nullptr, &model) == WINFER_OK);
+  winfer_session* session = nullptr;
+  REQUIRE(winfer_session_create(model, nullptr, &session) == WINFER_OK);  // threads = 1
+  winfer_model_destroy(model);
+  int64_t dims[8];
+  int rank = 0;
+  REQUIRE(winfer_session_input_shape(session, dims, 8, &rank) == WINFER_OK);
+  const winfer::Shape in_shape(std::vector<int64_t>(dims, dims + rank));
+  REQUIRE(winfer_session_output_shape(session, 0, dims, 8, &rank) == WINFER_OK);
+  const size_t out_count = static_cast<size_t>(winfer::Shape(std::vector<int64_t>(dims, dims + rank)).numel());
+  constexpr int kHammerRuns = 200;
+  std::vector<winfer::Tensor> inputs;
+  std::vector<std::vector<float>> expected;
+  for (int r = 0; r < kHammerRuns; ++r) {
+    inputs.push_back(input_of(in_shape, 9, r));
+    expected.emplace_back(out_count);
+    REQUIRE(winfer_session_run(session, inputs[r].data(), static_cast<size_t>(inputs[r].numel()),
+                               expected[r].data(), out_count) == WINFER_OK);
+  }
+
+  HoldFirstRun hold;
+  struct Tally {
+    int ok = 0, refused = 0, wrong_output = 0;
+    std::string other_error;
+  };
+  std::vector<Tally> tallies(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<float> output(out_count);
+      for (int r = 0; r < kHammerRuns; ++r) {
+        const winfer_status status = winfer_session_run(session, inputs[r].data(),
+                                                        static_cast<size_t>(inputs[r].numel()), output.data(), out_count);
+        const std::string message = status == WINFER_OK ? "" : winfer_last_error();  // per thread
+        if (status == WINFER_OK) {
+          ++tallies[t].ok;
+          if (output != expected[r]) ++tallies[t].wrong_output;
+        } else if (status == WINFER_INVALID_ARGUMENT && message.rfind("winfer_session_run: ", 0) == 0 &&
+                   is_refusal(message)) {
+          ++tallies[t].refused;
+          g_refusals.fetch_add(1);
+        } else {
+          tallies[t].other_error = message;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  winfer_session_destroy(session);
+  for (int t = 0; t < 2; ++t) {
+    INFO("thread " << t << ": " << tallies[t].ok << " ok, " << tallies[t].refused << " refused");
+    CHECK_MESSAGE(tallies[t].other_error.empty(), tallies[t].other_error);
+    CHECK(tallies[t].wrong_output == 0);
+    CHECK(tallies[t].ok + tallies[t].refused == kHammerRuns);
+  }
+  CHECK(tallies[0].refused + tallies[1].refused > 0);
+}

@@ -16,8 +16,33 @@
  *   winfer_session_destroy(session);
  *   winfer_model_destroy(model);                // sessions keep what they need of the model
  *
+ * Errors: a function that fails returns a winfer_status other than WINFER_OK and sets the
+ * calling thread's winfer_last_error(), whose message starts with the function's name
+ * ("winfer_session_run: output is NULL", "winfer_model_load: model file 'x.yaml' does not
+ * exist"). Functions that return a count or a string return 0, "" or NULL on a bad handle or
+ * index and set winfer_last_error() too; void functions given a bad argument do nothing and set
+ * it. No C++ exception crosses this API, and no message shows C++ internals: running out of
+ * memory is WINFER_OUT_OF_MEMORY "<function>: out of memory", anything unexpected
+ * WINFER_INTERNAL "<function>: internal error (...)".
+ *
+ * Handles: a winfer_model* or winfer_session* is an opaque token, not an address. The library
+ * keeps a table of the live ones and checks every handle it is given against it (one short
+ * lock per call), so that a destroyed or foreign handle is never dereferenced:
+ *  - A NULL, destroyed, or never-returned handle, or a model passed as a session, is refused
+ *    with WINFER_INVALID_ARGUMENT ("winfer_session_run: session is not a live winfer_session
+ *    (destroyed already, or not returned by winfer_session_create)").
+ *  - Destroying a handle twice is harmless: the second winfer_*_destroy does nothing and sets
+ *    winfer_last_error(). Destroying NULL does nothing. Tokens are never reused, so a stale
+ *    handle cannot reach (or destroy) an object created after it.
+ *  - Destroying a handle while another thread is inside a call with it is safe: the object is
+ *    freed when that call returns. Strings returned from the handle are then invalid.
+ *
  * Threads: a winfer_model may be used by any number of threads and sessions at once; a
- * winfer_session by one thread at a time. winfer_last_error() is per thread.
+ * winfer_session by one thread at a time. A run started on a session while another is in
+ * progress (from another thread) is refused with WINFER_INVALID_ARGUMENT ("winfer_session_run:
+ * Session::run: this session is already running on another thread; ...") and the run in
+ * progress goes on undisturbed; create one session per thread. Reading a session's layer times
+ * while it runs on another thread is not detected: don't. winfer_last_error() is per thread.
  * Strings returned by the library stay valid until the handle they came from is destroyed
  * (winfer_last_error(): until the thread's next failing call). */
 #ifndef WINFER_WINFER_C_H_
@@ -67,7 +92,7 @@ const char* winfer_last_error(void);
  * called from any thread using the library. */
 typedef void (*winfer_log_callback)(winfer_log_level level, const char* message, void* user_data);
 void winfer_set_log_callback(winfer_log_callback callback, void* user_data);
-void winfer_set_log_level(winfer_log_level level);
+void winfer_set_log_level(winfer_log_level level); /* a value outside the enum: ignored (last error) */
 
 /* ---- models ---------------------------------------------------------------------------- */
 
@@ -89,12 +114,12 @@ void winfer_load_options_init(winfer_load_options* options);
 /* `options` may be NULL (defaults). On success *model is set; destroy it with
  * winfer_model_destroy. */
 winfer_status winfer_model_load(const char* yaml_path, const winfer_load_options* options, winfer_model** model);
-/* From memory: YAML text of `yaml_size` bytes and safetensors bytes (NULL/0 for none); both
- * are copied. */
+/* From memory: YAML text of `yaml_size` bytes (at most 64 MiB, as a YAML file) and
+ * safetensors bytes (NULL/0 for none); both are copied, so both sizes must be the buffers' own. */
 winfer_status winfer_model_load_from_memory(const char* yaml, size_t yaml_size, const void* weights,
                                             size_t weights_size, const winfer_load_options* options,
                                             winfer_model** model);
-void winfer_model_destroy(winfer_model* model); /* NULL is allowed */
+void winfer_model_destroy(winfer_model* model); /* NULL: nothing; twice: nothing (see Handles) */
 
 const char* winfer_model_name(const winfer_model* model);
 /* The input's dims (NCHW, the declared batch): writes up to `capacity` dims to `dims` and the
@@ -124,7 +149,7 @@ void winfer_session_options_init(winfer_session_options* options);
 /* `options` may be NULL (defaults). The session holds its own reference to the model. */
 winfer_status winfer_session_create(const winfer_model* model, const winfer_session_options* options,
                                     winfer_session** session);
-void winfer_session_destroy(winfer_session* session); /* NULL is allowed */
+void winfer_session_destroy(winfer_session* session); /* NULL: nothing; twice: nothing (see Handles) */
 
 winfer_status winfer_session_input_shape(const winfer_session* session, int64_t* dims, int capacity, int* rank);
 size_t winfer_session_output_count(const winfer_session* session);
