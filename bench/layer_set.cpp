@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "engine/src/attrs.h"
+#include "engine/src/core/file_io.h"
 #include "engine/src/graph.h"
+#include "engine/src/yaml_node_limit.h"
 #include "layers/conv2d.h"
 #include "winfer/model.h"
 
@@ -27,12 +28,22 @@ std::string where(const std::string& path, const YAML::Node& node) {
   return path + ":" + std::to_string(node.Mark().line + 1);
 }
 
+// A layer set or model file, opened as every input file is (engine/src/core/file_io.h).
 Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return not_found(path + ": cannot open layer set");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return detail::read_input_file(path, {"layer set", uint64_t(16) << 20});
+}
+
+// The YAML tree of a layer set's text, its node count bounded first (yaml_node_limit.h).
+Result<YAML::Node> load_yaml(const std::string& yaml_text, const std::string& path) {
+  try {
+    count_yaml_nodes(yaml_text);
+    return YAML::Load(yaml_text);
+  } catch (const TooManyYamlNodes& e) {
+    return invalid_argument(path + ":" + std::to_string(e.line) + ": more than " + std::to_string(kMaxYamlNodes) +
+                            " YAML values; not a layer set");
+  } catch (const YAML::Exception& e) {
+    return parse_error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
 }
 
 Result<Activation> parse_activation(const std::string& text, const std::string& context) {
@@ -203,12 +214,7 @@ Result<std::vector<BenchLayer>> conv_layers_of_model(const std::string& model_pa
 }
 
 Result<LayerSet> parse_layer_set(const std::string& yaml_text, const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return parse_error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  WINFER_ASSIGN_OR_RETURN(YAML::Node root, load_yaml(yaml_text, path));
   if (!root.IsMap()) return parse_error(path + ": a layer set must be a mapping");
   if (!root["format"] || root["format"].Scalar() != kFormat) {
     return parse_error(path + ": not a layer set (expected 'format: " + std::string(kFormat) + "')");
@@ -293,12 +299,7 @@ Result<LayerSet> load_layer_set(const std::string& name_or_path) {
   }
   WINFER_ASSIGN_OR_RETURN(std::string text, read_text(path));
   // A model file (format winfer/1) stands for the set of its distinct convolution shapes.
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return parse_error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  WINFER_ASSIGN_OR_RETURN(YAML::Node root, load_yaml(text, path));
   if (root.IsMap() && root["format"] && root["format"].Scalar() != kFormat) {
     WINFER_ASSIGN_OR_RETURN(std::vector<BenchLayer> layers, conv_layers_of_model(path));
     LayerSet set;

@@ -288,9 +288,9 @@ winfer_status run_with(const char* function, winfer::Session& session, const flo
 }
 
 // The largest model description winfer_model_load_from_memory takes: the limit Model::load
-// puts on a YAML file (kMaxModelFileBytes, engine/src/model_loader.cpp). Checked before the
-// text is copied, so that a wrong yaml_size cannot make the copy read far past the buffer.
-constexpr size_t kMaxYamlBytes = size_t(64) << 20;
+// puts on a YAML file. Checked before the text is copied, so that a wrong yaml_size cannot make
+// the copy read far past the buffer.
+constexpr size_t kMaxYamlBytes = size_t(winfer::kMaxModelTextBytes);
 
 struct CLogCallback {
   winfer_log_callback callback;
@@ -377,7 +377,7 @@ winfer_status winfer_model_load_from_memory(const char* yaml, size_t yaml_size, 
       return fail(fn, WINFER_INVALID_ARGUMENT,
                   "yaml_size is " + std::to_string(yaml_size) + " bytes, more than the limit of " +
                       std::to_string(kMaxYamlBytes) +
-                      " (64 MiB) of a model description; pass large weights as safetensors bytes (weights)");
+                      " (16 MiB) of a model description; pass large weights as safetensors bytes (weights)");
     }
     if (weights == nullptr && weights_size > 0) return null_argument(fn, "weights");
     if (weights_size > static_cast<size_t>(std::numeric_limits<std::ptrdiff_t>::max())) {

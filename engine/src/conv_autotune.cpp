@@ -5,16 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <random>
 #include <sstream>
 
+#include "engine/src/core/file_io.h"
 #include "engine/src/graph.h"
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/cpu_common.h"
@@ -224,28 +223,31 @@ const char* isa_name() {
   return "unknown";
 }
 
+// The autotune cache's first line: what marks a file as one. A path that holds anything else is
+// refused, never read as a cache nor replaced by one (SessionOptions::autotune_cache).
+constexpr const char* kCacheMagic = "# winfer conv autotune cache";
+constexpr detail::InputKind kCacheInput{"autotune cache", uint64_t(16) << 20};  // 16 MiB
+
+bool looks_like_cache(const std::string& head, uint64_t /*size*/) { return head.rfind(kCacheMagic, 0) == 0; }
+const detail::OutputKind kCacheOutput{"autotune cache", "a winfer autotune cache", looks_like_cache};
+
 // The autotune cache: one line per measurement, "key<TAB>milliseconds"; '#' starts a comment.
 class TimingCache {
  public:
-  explicit TimingCache(std::string path) : path_(std::move(path)) {
-    if (path_.empty()) return;
-    std::ifstream in(path_);
-    if (!in) return;  // not there yet
-    std::string line;
-    int number = 0;
-    while (std::getline(in, line)) {
-      ++number;
-      if (line.empty() || line[0] == '#') continue;
-      const size_t tab = line.rfind('\t');
-      char* end = nullptr;
-      const double ms = tab == std::string::npos ? -1 : std::strtod(line.c_str() + tab + 1, &end);
-      if (tab == std::string::npos || end == line.c_str() + tab + 1 || !(ms >= 0) || !std::isfinite(ms)) {
-        log_message(LogLevel::kWarning,
-                    path_ + ":" + std::to_string(number) + ": autotune cache line ignored (expected key<TAB>milliseconds)");
-        continue;
-      }
-      entries_[line.substr(0, tab)] = {ms, true};
+  // The cache at `path` (none when empty): read when the file is there, refused when the path
+  // holds anything but a winfer autotune cache (or an empty file), started empty otherwise.
+  static Result<TimingCache> open(const std::string& path) {
+    TimingCache cache;
+    cache.path_ = path;
+    if (path.empty()) return cache;
+    WINFER_RETURN_IF_ERROR(detail::check_output_path(path, kCacheOutput));
+    auto text = detail::read_input_file(path, kCacheInput);
+    if (!text.ok()) {
+      if (text.status().code() == ErrorCode::kNotFound) return cache;  // not there yet: save() creates it
+      return text.status();
     }
+    cache.parse(text.value());
+    return cache;
   }
 
   static std::string key(const ConvParams& p, int threads, const std::string& algorithm) {
@@ -265,34 +267,41 @@ class TimingCache {
     dirty_ = true;
   }
 
-  // Rewrites the file (entries read + measured) through a temporary file and a rename, so that
-  // a concurrent reader never sees half a file. A failure only costs a warning.
+  // Rewrites the file (entries read + measured) through a temporary file and a rename
+  // (detail::FileWriter), so that a concurrent reader never sees half a file and nothing but a
+  // cache is ever replaced. A failure only costs a warning.
   void save() const {
     if (path_.empty() || !dirty_) return;
-    static std::atomic<unsigned> counter{0};
-    const std::string tmp = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << "# winfer conv autotune cache: <isa> threads=<T> <conv shape> <algorithm><TAB><milliseconds>\n";
-      char ms[32];
-      for (const auto& [k, v] : entries_) {
-        std::snprintf(ms, sizeof ms, "%.6g", v.ms);
-        out << k << '\t' << ms << '\n';
-      }
-      out.flush();
-      if (!out) {
-        std::remove(tmp.c_str());
-        log_message(LogLevel::kWarning, "cannot write the autotune cache '" + path_ + "'");
-        return;
-      }
+    std::string text = std::string(kCacheMagic) + ": <isa> threads=<T> <conv shape> <algorithm><TAB><milliseconds>\n";
+    char ms[32];
+    for (const auto& [k, v] : entries_) {
+      std::snprintf(ms, sizeof ms, "%.6g", v.ms);
+      text += k + '\t' + ms + '\n';
     }
-    if (std::rename(tmp.c_str(), path_.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      log_message(LogLevel::kWarning, "cannot write the autotune cache '" + path_ + "'");
-    }
+    Status s = detail::write_output_file(path_, kCacheOutput, text.data(), text.size());
+    if (!s.ok()) log_message(LogLevel::kWarning, "the autotune cache was not saved: " + s.message());
   }
 
  private:
+  void parse(const std::string& text) {
+    std::istringstream in(text);
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      if (line.empty() || line[0] == '#') continue;
+      const size_t tab = line.rfind('\t');
+      char* end = nullptr;
+      const double ms = tab == std::string::npos ? -1 : std::strtod(line.c_str() + tab + 1, &end);
+      if (tab == std::string::npos || end == line.c_str() + tab + 1 || !(ms >= 0) || !std::isfinite(ms)) {
+        log_message(LogLevel::kWarning,
+                    path_ + ":" + std::to_string(number) + ": autotune cache line ignored (expected key<TAB>milliseconds)");
+        continue;
+      }
+      entries_[line.substr(0, tab)] = {ms, true};
+    }
+  }
+
   std::string path_;
   std::map<std::string, Entry> entries_;
   bool dirty_ = false;
@@ -384,7 +393,7 @@ bool is_tuned_conv(const Model& model, const std::vector<Shape>& shapes, size_t 
 Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::vector<Shape>& shapes,
                                                 std::vector<KernelMemory> memory, const ConvAutotuneOptions& options) {
   const Graph& graph = model.graph();
-  TimingCache cache(options.cache_path);
+  WINFER_ASSIGN_OR_RETURN(TimingCache cache, TimingCache::open(options.cache_path));
   std::vector<size_t> nodes;                                  // tuned nodes
   std::vector<ConvLayerCandidates> layers;                    // per tuned node
   std::vector<std::vector<const ConvAlgorithm*>> algorithms;  // per tuned node, per candidate

@@ -1,6 +1,8 @@
 // IDX reading through zlib's gz* functions, which read gzip and plain files alike.
 #include "winfer/idx_dataset.h"
 
+#include "engine/src/core/file_io.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -47,11 +49,12 @@ uint32_t big_endian_u32(const uint8_t* p) {
   return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
 }
 
-// The first existing file among `base` and `base.gz`; "" if neither exists.
+// The first of `base.gz` and `base` that is there, of whatever type (read_idx refuses what is
+// not a regular file, naming it); "" if neither is.
 std::string existing(const std::string& base) {
   std::error_code ec;
   for (const std::string& candidate : {base + ".gz", base}) {
-    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+    if (std::filesystem::symlink_status(candidate, ec).type() != std::filesystem::file_type::not_found) return candidate;
   }
   return "";
 }
@@ -66,13 +69,13 @@ Result<IdxArray> read_split_file(const std::string& dir, const std::string& stem
 }  // namespace
 
 Result<IdxArray> read_idx(const std::string& path, int64_t max_bytes) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return io_error(path + ": is a directory, not an IDX file");
-  GzFile file(gzopen(path.c_str(), "rb"));
-  if (!file) {
-    const std::string reason = errno ? std::strerror(errno) : "out of memory";
-    return errno == ENOENT ? not_found(path + ": cannot open: " + reason) : io_error(path + ": cannot open: " + reason);
-  }
+  // The file itself (gzipped or not) is at most its data, its header and gzip's overhead on
+  // incompressible data; opened as every input file is (no FIFO, device or directory).
+  const uint64_t limit = uint64_t(max_bytes) + uint64_t(max_bytes) / 64 + 4096;
+  WINFER_ASSIGN_OR_RETURN(detail::InputFile opened, detail::open_input_file(path, {"IDX file", limit}));
+  GzFile file(gzdopen(opened.fd.get(), "rb"));
+  if (!file) return out_of_memory(path + ": cannot start reading the IDX file (out of memory)");
+  opened.fd.release();  // gzclose closes it now
   std::string error;
   uint8_t magic[4];
   const int64_t got = read_fully(file.get(), magic, 4, &error);

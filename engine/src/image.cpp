@@ -352,8 +352,10 @@ Result<Image> decode_image(const void* bytes, size_t size, const std::string& na
     return parse_error(name + ": not an image winfer can read (JPEG, PNG, BMP, GIF, PGM/PPM, TGA, PSD, HDR, PIC): " +
                        stbi_failure_reason());
   }
-  if (width <= 0 || height <= 0 || width > kMaxImageSide || height > kMaxImageSide ||
-      int64_t(width) * height > kMaxImagePixels) {
+  if (width <= 0 || height <= 0) {
+    return invalid_argument(name + ": the image is " + dimensions(width, height) + " pixels: it has no pixels to classify");
+  }
+  if (width > kMaxImageSide || height > kMaxImageSide || int64_t(width) * height > kMaxImagePixels) {
     return invalid_argument(name + ": the image is " + dimensions(width, height) + " pixels, more than winfer's limit of " +
                             std::to_string(kMaxImagePixels) + " pixels (" + std::to_string(kMaxImageSide) +
                             " per side); refused before decoding");
@@ -374,9 +376,10 @@ Result<Image> decode_image(const void* bytes, size_t size, const std::string& na
 }
 
 Result<Image> read_image(const std::string& path, ColorMode mode) {
-  // Mapped, not copied: the decoder reads the file once. Missing files, directories and
-  // unreadable files fail here with the OS's reason.
-  auto file = detail::MappedFile::map(path);
+  // Mapped, not copied: the decoder reads the file once. Missing files, directories, FIFOs,
+  // devices and files of 2 GiB or more (stb_image takes an int length) are refused here.
+  static constexpr detail::InputKind kImageFile{"image", uint64_t(INT_MAX)};
+  auto file = detail::MappedFile::map(path, kImageFile);
   if (!file.ok()) return file.status();
   return decode_image(file.value().data(), file.value().size(), path, mode);
 }

@@ -1,5 +1,6 @@
 #include "winfer/model.h"
 
+#include "engine/src/core/file_io.h"
 #include "engine/src/cuda/device_weights.h"
 #include "engine/src/graph.h"
 
@@ -12,6 +13,33 @@ std::vector<std::string> Model::output_names() const {
   std::vector<std::string> names;
   for (int t : graph_->outputs) names.push_back(graph_->tensors[t].name);
   return names;
+}
+
+Result<std::vector<std::string>> Model::labels() const {
+  if (labels_path_.empty()) return std::vector<std::string>();
+  // ImageNet's 1000 names are 10 KiB; 16 MiB is far beyond any real list of classes.
+  static constexpr detail::InputKind kLabelsFile{"labels file", uint64_t(16) << 20};
+  WINFER_ASSIGN_OR_RETURN(std::string text, detail::read_input_file(labels_path_, kLabelsFile));
+  std::vector<std::string> labels;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(begin, end - begin);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    for (unsigned char c : line) {
+      if (c < 0x20 && c != '\t') {
+        char byte[8];
+        std::snprintf(byte, sizeof byte, "0x%02x", c);
+        return invalid_argument("labels file '" + labels_path_ + "' (named by " + path_ + "): line " +
+                                std::to_string(labels.size() + 1) + " holds the control byte " + byte +
+                                "; a labels file is text, one class name per line");
+      }
+    }
+    labels.push_back(std::move(line));
+    begin = end + 1;
+  }
+  return labels;
 }
 
 std::vector<Shape> Model::output_shapes() const {

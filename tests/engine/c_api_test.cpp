@@ -446,7 +446,7 @@ TEST_CASE("c api: sizes no buffer can have are refused before the copy, with the
   winfer_model* model = nullptr;
   // Once: std::string(yaml, SIZE_MAX) threw std::length_error, "basic_string::_M_create".
   check_status(winfer_model_load_from_memory(yaml, SIZE_MAX, nullptr, 0, nullptr, &model), WINFER_INVALID_ARGUMENT,
-               "winfer_model_load_from_memory", "yaml_size is 18446744073709551615 bytes, more than the limit of 67108864");
+               "winfer_model_load_from_memory", "yaml_size is 18446744073709551615 bytes, more than the limit of 16777216");
   check_status(winfer_model_load_from_memory(yaml, (size_t(64) << 20) + 1, nullptr, 0, nullptr, &model),
                WINFER_INVALID_ARGUMENT, "winfer_model_load_from_memory", "yaml_size is 67108865 bytes");
   check_status(winfer_model_load_from_memory(yaml, sizeof yaml - 1, yaml, SIZE_MAX, nullptr, &model),

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -32,9 +31,9 @@ int main(int argc, char** argv) {
   const double top = *std::max_element(p.begin(), p.end());
   for (double& v : p) v = std::exp(v - top);  // softmax
   const double sum = std::accumulate(p.begin(), p.end(), 0.0);
-  std::vector<std::string> labels;
-  std::ifstream file(model.value()->labels_path());
-  for (std::string line; std::getline(file, line);) labels.push_back(line);
+  auto labels_read = model.value()->labels();  // the model's `labels:` file; empty when it names none
+  if (!labels_read.ok()) return fail(labels_read.status());
+  const std::vector<std::string>& labels = labels_read.value();
   std::vector<size_t> order(p.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });

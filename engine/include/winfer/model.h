@@ -61,6 +61,11 @@ struct LayerInfo {
   int64_t params = 0;
 };
 
+// The largest model description (YAML) that Model::load and load_from_memory take, checked
+// before parsing; its YAML nodes are bounded too, so loading holds at most ~130 MB of parse tree
+// whatever the text (docs/ERRORS.md, "Limits").
+constexpr uint64_t kMaxModelTextBytes = uint64_t(16) << 20;  // 16 MiB
+
 class Model {
  public:
   static Result<std::shared_ptr<const Model>> load(const std::string& yaml_path,
@@ -83,6 +88,11 @@ class Model {
   std::vector<std::string> output_names() const;
   std::vector<Shape> output_shapes() const;
   const std::string& labels_path() const { return labels_path_; }  // resolved; "" if none
+  // The class names of the `labels:` file, one per line (a trailing '\r' dropped); an empty
+  // list when the model names none. The file is opened like every input (a regular file of at
+  // most 16 MiB, docs/ERRORS.md "Files"); a line holding a NUL or another control byte is an
+  // error: a labels file is text.
+  Result<std::vector<std::string>> labels() const;
   const Preprocess& preprocess() const { return preprocess_; }
   // Where the weights came from: a file path, "memory" (load_from_memory), "inline",
   // "random(seed=N)" or "none" (then the model was loaded with allow_missing_weights and

@@ -22,6 +22,13 @@ namespace winfer {
 Result<Tensor> read_npy(const std::string& path);
 
 // Writes the tensor's logical C-order data as '<f4' (an NHWC tensor is converted to NCHW).
+// The file is written beside `path` and renamed over it; an existing file is replaced only when
+// it is a .npy file (or empty): anything else at `path` (another file, a directory, a device, a
+// FIFO) is refused with an error naming it (docs/ERRORS.md, "Files").
 Status write_npy(const std::string& path, const Tensor& t);
+
+// Whether write_npy may write `path`: the same checks, without writing. Lets a caller refuse a
+// bad output path before a long run rather than after it.
+Status check_npy_output(const std::string& path);
 
 }  // namespace winfer

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -22,6 +23,55 @@ namespace detail {
 // kNotFound, everything else kIoError: "x.bin: cannot open: No such file or directory".
 Status os_error(const std::string& path, const std::string& what, int err);
 
+// What a file is to winfer, for messages and limits: "model file", at most 8 MiB. Every file
+// winfer reads is opened through open_input_file with its kind, so every input path refuses the
+// same things the same way (docs/ERRORS.md, "Files").
+struct InputKind {
+  const char* what;    // "model file", "labels file", "weights file", ...
+  uint64_t max_bytes;  // larger files are refused before a byte is read
+};
+
+// A file descriptor that closes itself. Move-only.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+  void reset();
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct InputFile {
+  UniqueFd fd;
+  uint64_t size = 0;
+};
+
+// Opens `path` for reading the way winfer opens every input file:
+//  * the path is checked before open(): a FIFO would block open() forever and a device such as
+//    /dev/zero reads without end, so anything but a regular file (after symlinks) is refused,
+//    as are missing files, directories and symlink loops, each with its own message;
+//  * open() itself is non-blocking and fstat() checks the opened file again, so that a path
+//    swapped for a FIFO in between cannot block either;
+//  * a file larger than kind.max_bytes is refused with both numbers.
+// Messages read "model file 'x.yaml' is a FIFO (named pipe), not a regular file; ...".
+Result<InputFile> open_input_file(const std::string& path, const InputKind& kind);
+
+// The whole file as bytes, through open_input_file. At most kind.max_bytes are read, whatever
+// stat said: a file that grows while it is read is refused, not followed.
+Result<std::string> read_input_file(const std::string& path, const InputKind& kind);
+
 // A read-only, private memory mapping of a whole regular file. Move-only; unmaps on destruction.
 class MappedFile {
  public:
@@ -32,9 +82,9 @@ class MappedFile {
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
 
-  // Fails on a missing file, a directory or other non-regular file, and an unreadable file.
-  // An empty file gives an empty mapping (data() == nullptr, size() == 0).
-  static Result<MappedFile> map(const std::string& path);
+  // Opens through open_input_file (same refusals and limit). An empty file gives an empty
+  // mapping (data() == nullptr, size() == 0).
+  static Result<MappedFile> map(const std::string& path, const InputKind& kind);
 
   const unsigned char* data() const { return data_; }
   size_t size() const { return size_; }
@@ -50,23 +100,46 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// Writes `size` bytes to `path` (created or truncated), reporting the OS reason on failure.
-// Used by writers that assemble the whole file in pieces.
+// What a file that winfer writes is, so that it replaces only a file of its own kind: an
+// output path never destroys what it names. `looks_like` sees the first bytes (up to 4 KiB) of
+// an existing non-empty regular file and its size; false refuses the write.
+struct OutputKind {
+  const char* what;    // "output .npy file", "autotune cache", ...
+  const char* format;  // "a .npy file", "a winfer autotune cache", ... (for messages)
+  std::function<bool(const std::string& head, uint64_t size)> looks_like;
+};
+
+// Writes a file as a whole, safely: open() checks the target first (a missing path is created;
+// a regular file is replaced only when `kind.looks_like` accepts it or it is empty; a directory,
+// device, FIFO, socket or symlink loop is refused), the bytes go to a new temporary file beside
+// it, and close() renames that over the target, so a reader never sees half a file and a failed
+// write leaves the old file as it was. A symlink to a regular file is followed: its target is
+// replaced, the link kept. The destructor removes the temporary file of a write not closed.
 class FileWriter {
  public:
-  explicit FileWriter(std::string path) : path_(std::move(path)) {}
+  FileWriter(std::string path, const OutputKind& kind) : path_(std::move(path)), kind_(kind) {}
   ~FileWriter();
   FileWriter(const FileWriter&) = delete;
   FileWriter& operator=(const FileWriter&) = delete;
 
   Status open();
   Status write(const void* data, size_t size);
-  Status close();  // must be called to learn whether the final flush succeeded
+  Status close();  // must be called: it renames the written file into place
 
  private:
   std::string path_;
-  int fd_ = -1;
+  OutputKind kind_;
+  std::string target_;  // path_ with a final symlink resolved
+  std::string temp_;
+  UniqueFd fd_;
 };
+
+// Checks that `path` may be written as `kind` (the checks of FileWriter::open), without writing.
+// Lets a command refuse a bad --output before its long run rather than after.
+Status check_output_path(const std::string& path, const OutputKind& kind);
+
+// A whole file in one call through FileWriter.
+Status write_output_file(const std::string& path, const OutputKind& kind, const void* data, size_t size);
 
 inline uint64_t load_le_u64(const unsigned char* p) {
   uint64_t v = 0;

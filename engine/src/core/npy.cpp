@@ -294,10 +294,19 @@ std::string shape_repr(const Shape& shape) {
   return s + (shape.rank() == 1 ? ",)" : ")");
 }
 
+// Inputs and expected outputs: copied into a tensor of at most Shape::kMaxElements floats.
+constexpr detail::InputKind kNpyInput{".npy file", uint64_t(16) << 30};  // 16 GiB
+
+// An existing file is replaced only by a .npy file (its magic string) or when empty.
+bool looks_like_npy(const std::string& head, uint64_t /*size*/) {
+  return head.compare(0, kMagicBytes, kMagic, kMagicBytes) == 0;
+}
+const detail::OutputKind kNpyOutput{".npy file", "a .npy file", looks_like_npy};
+
 }  // namespace
 
 Result<Tensor> read_npy(const std::string& path) {
-  WINFER_ASSIGN_OR_RETURN(detail::MappedFile file, detail::MappedFile::map(path));
+  WINFER_ASSIGN_OR_RETURN(detail::MappedFile file, detail::MappedFile::map(path, kNpyInput));
   WINFER_ASSIGN_OR_RETURN(HeaderSpan span, locate_header(path, file.data(), file.size()));
   const std::string header(reinterpret_cast<const char*>(file.data()) + span.begin, span.length);
   WINFER_ASSIGN_OR_RETURN(ArrayInfo info, interpret_header(path, header));
@@ -323,6 +332,8 @@ Result<Tensor> read_npy(const std::string& path) {
   return t;
 }
 
+Status check_npy_output(const std::string& path) { return detail::check_output_path(path, kNpyOutput); }
+
 Status write_npy(const std::string& path, const Tensor& t) {
   if (t.empty()) return invalid_argument(path + ": tensor has no data");
   const Tensor logical = t.layout() == Layout::kNHWC ? t.to_layout(Layout::kNCHW) : t;
@@ -342,7 +353,7 @@ Status write_npy(const std::string& path, const Tensor& t) {
   start[7] = 0;
   detail::store_le(start + 8, header.size(), v1 ? 2 : 4);
 
-  detail::FileWriter out(path);
+  detail::FileWriter out(path, kNpyOutput);
   WINFER_RETURN_IF_ERROR(out.open());
   WINFER_RETURN_IF_ERROR(out.write(start, prefix));
   WINFER_RETURN_IF_ERROR(out.write(header.data(), header.size()));

@@ -281,8 +281,24 @@ Status SafeTensorsFile::parse(const std::string& path, const unsigned char* byte
   return Status::Ok();
 }
 
+namespace {
+
+// Weights are mapped, not read: the limit only bounds what a corrupt path can make winfer map.
+constexpr detail::InputKind kSafetensorsInput{"weights file", uint64_t(64) << 30};  // 64 GiB
+
+// An existing file is replaced only by a safetensors file: its 8-byte header length is plausible
+// and the header starts as a JSON object.
+bool looks_like_safetensors(const std::string& head, uint64_t size) {
+  if (head.size() < kLengthBytes + 1) return false;
+  const uint64_t length = detail::load_le_u64(reinterpret_cast<const unsigned char*>(head.data()));
+  return length <= size - kLengthBytes && head[kLengthBytes] == '{';
+}
+const detail::OutputKind kSafetensorsOutput{"safetensors file", "a safetensors file", looks_like_safetensors};
+
+}  // namespace
+
 Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::open(const std::string& path) {
-  WINFER_ASSIGN_OR_RETURN(detail::MappedFile mapped, detail::MappedFile::map(path));
+  WINFER_ASSIGN_OR_RETURN(detail::MappedFile mapped, detail::MappedFile::map(path, kSafetensorsInput));
   std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
   WINFER_RETURN_IF_ERROR(parse(path, mapped.data(), mapped.size(), file.get()));
   // Hand the mapping over to the file object only now that everything is valid.
@@ -345,7 +361,7 @@ Status write_safetensors(const std::string& path,
 
   unsigned char length[kLengthBytes];
   detail::store_le(length, text.size(), kLengthBytes);
-  detail::FileWriter out(path);
+  detail::FileWriter out(path, kSafetensorsOutput);
   WINFER_RETURN_IF_ERROR(out.open());
   WINFER_RETURN_IF_ERROR(out.write(length, kLengthBytes));
   WINFER_RETURN_IF_ERROR(out.write(text.data(), text.size()));

@@ -1,0 +1,57 @@
+// A bound on the YAML nodes of a document, checked before yaml-cpp builds its node tree: that
+// tree costs 350-700 bytes per node (a 2 MiB list of "1," took 697 MB), so the node count, not
+// the file size, is what bounds the memory of loading a model or layer set (docs/ERRORS.md,
+// "Limits"). The count runs yaml-cpp's event parser, which streams and builds nothing.
+#pragma once
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
+#include <cstddef>
+#include <sstream>
+#include <string>
+
+namespace winfer {
+
+constexpr size_t kMaxYamlNodes = size_t(1) << 18;  // 262144 nodes: ~180 MB of node tree at most
+
+// Thrown by count_yaml_nodes past the limit, with the 1-based line where it was passed.
+struct TooManyYamlNodes {
+  int line;
+};
+
+// Counts the first document's nodes; throws TooManyYamlNodes past kMaxYamlNodes, and
+// YAML::Exception on a syntax error (as YAML::Load would).
+inline void count_yaml_nodes(const std::string& text) {
+  class Counter : public YAML::EventHandler {
+   public:
+    void OnDocumentStart(const YAML::Mark&) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { count(mark); }
+    void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { count(mark); }
+    void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+      count(mark);
+    }
+    void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {
+      count(mark);
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+      count(mark);
+    }
+    void OnMapEnd() override {}
+
+   private:
+    void count(const YAML::Mark& mark) {
+      if (++nodes_ > kMaxYamlNodes) throw TooManyYamlNodes{mark.line + 1};
+    }
+    size_t nodes_ = 0;
+  };
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  Counter counter;
+  parser.HandleNextDocument(counter);
+}
+
+}  // namespace winfer
