@@ -37,11 +37,9 @@ endforeach()
 # What the objects need from elsewhere (PRIVATE for the shared library; the static archive
 # passes them on to whoever links it, and winferConfig.cmake finds them first).
 set(winfer_lib_deps OpenMP::OpenMP_CXX Threads::Threads yaml-cpp ZLIB::ZLIB ${CMAKE_DL_LIBS})
+# cuBLAS and cuDNN are not among them: they are opened on first use (kernels/cuda/native/loader.h).
 if(TARGET winfer_cuda)
-  list(APPEND winfer_lib_deps CUDA::cudart_static CUDA::cublas)
-  if(WINFER_CUDNN_LIBRARY)
-    list(APPEND winfer_lib_deps ${WINFER_CUDNN_LIBRARY})
-  endif()
+  list(APPEND winfer_lib_deps CUDA::cudart_static)
 endif()
 
 add_library(winfer_lib SHARED ${winfer_lib_objects})
@@ -87,10 +85,7 @@ install(FILES ${CMAKE_BINARY_DIR}/package/winferConfig.cmake ${CMAKE_BINARY_DIR}
 # pkg-config: Libs.private lists what a static link needs besides libwinfer.a.
 set(WINFER_PC_LIBS_PRIVATE "-lyaml-cpp -lz -fopenmp -lpthread -ldl")
 if(TARGET winfer_cuda)
-  string(APPEND WINFER_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lcublas -lrt")
-  if(WINFER_CUDNN_LIBRARY)
-    string(APPEND WINFER_PC_LIBS_PRIVATE " ${WINFER_CUDNN_LIBRARY}")
-  endif()
+  string(APPEND WINFER_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lrt")
 endif()
 # The prefix relative to the .pc file's folder, so that the installed tree can move (--prefix).
 file(RELATIVE_PATH WINFER_PC_PREFIX_FROM_PCDIR /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)

@@ -4,8 +4,9 @@
 // ([Co][Kh][Kw][C/g], packed on the host), groups through cudnnSetConvolutionGroupCount. tune()
 // asks cudnnFindConvolutionForwardAlgorithm for the fastest algorithm of these params on this
 // device (it times them) and caches its choice and workspace size, so the workspace is planned
-// like ours. TF32 tensor-core math is used only when the Libraries allow it (CUDNN_FMA_MATH
-// otherwise). Bias and activation run as our epilogue kernel after cudnnConvolutionForward.
+// like ours; cuDNN itself is opened by the first tune() (Libraries::cudnn, loader.h). TF32
+// tensor-core math is used only when the Libraries allow it (CUDNN_FMA_MATH otherwise). Bias and
+// activation run as our epilogue kernel after cudnnConvolutionForward.
 //
 // Limits: cuDNN's convolution descriptor has one padding per axis, so asymmetric padding is not
 // supported; sizes must fit int. This is cuDNN's legacy convolution API (deprecated in cuDNN 9
@@ -36,48 +37,47 @@ struct Choice {
 // The four descriptors of one convolution, destroyed with the object.
 class Descriptors {
  public:
-  Descriptors() = default;
+  explicit Descriptors(const CudnnApi& api) : api_(api) {}
   Descriptors(const Descriptors&) = delete;
   Descriptors& operator=(const Descriptors&) = delete;
   ~Descriptors() {
-    if (x) (void)cudnnDestroyTensorDescriptor(x);
-    if (y) (void)cudnnDestroyTensorDescriptor(y);
-    if (w) (void)cudnnDestroyFilterDescriptor(w);
-    if (conv) (void)cudnnDestroyConvolutionDescriptor(conv);
+    if (x) (void)api_.cudnnDestroyTensorDescriptor(x);
+    if (y) (void)api_.cudnnDestroyTensorDescriptor(y);
+    if (w) (void)api_.cudnnDestroyFilterDescriptor(w);
+    if (conv) (void)api_.cudnnDestroyConvolutionDescriptor(conv);
   }
 
   Status create(const ConvParams& p, cudnnMathType_t math) {
     auto i = [](int64_t v) { return static_cast<int>(v); };
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(
-        cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(p.batch), i(p.in_channels), i(p.in_h), i(p.in_w)),
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(p.batch), i(p.in_channels), i(p.in_h), i(p.in_w)),
         "cudnnSetTensor4dDescriptor (input)"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(
-        cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i(p.out_channels),
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i(p.out_channels),
                                    i(p.in_channels_per_group()), i(p.kernel_h), i(p.kernel_w)),
         "cudnnSetFilter4dDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(
-        cudnnSetConvolution2dDescriptor(conv, i(p.pad_top), i(p.pad_left), i(p.stride_h), i(p.stride_w),
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnSetConvolution2dDescriptor(conv, i(p.pad_top), i(p.pad_left), i(p.stride_h), i(p.stride_w),
                                         i(p.dilation_h), i(p.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor"));
     WINFER_CUDA_RETURN_IF_ERROR(
-        cudnn_status(cudnnSetConvolutionGroupCount(conv, i(p.groups)), "cudnnSetConvolutionGroupCount"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnSetConvolutionMathType(conv, math), "cudnnSetConvolutionMathType"));
+        cudnn_status(api_, api_.cudnnSetConvolutionGroupCount(conv, i(p.groups)), "cudnnSetConvolutionGroupCount"));
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnSetConvolutionMathType(conv, math), "cudnnSetConvolutionMathType"));
     int n = 0, c = 0, h = 0, wo = 0;
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wo),
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wo),
                                              "cudnnGetConvolution2dForwardOutputDim"));
     if (n != p.batch || c != p.out_channels || h != p.out_h() || wo != p.out_w())
       return Status(StatusCode::kLibraryError, "cudnn: output shape differs from winfer's for " + p.to_string());
-    return cudnn_status(
-        cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, wo), "cudnnSetTensor4dDescriptor (output)");
+    return cudnn_status(api_, api_.cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, wo), "cudnnSetTensor4dDescriptor (output)");
   }
 
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
+
+ private:
+  const CudnnApi& api_;
 };
 
 int64_t max_dimension(const ConvParams& p) {
@@ -147,14 +147,17 @@ class CudnnConv final : public ConvAlgorithm {
       choice = it->second;
     }
     if (choice.workspace > 0 && !workspace) return invalid_argument("cudnn: null workspace");
-    Descriptors d;
+    const CudnnApi* api = nullptr;
+    cudnnHandle_t handle = nullptr;
+    WINFER_CUDA_RETURN_IF_ERROR(ctx.libraries->cudnn(&api, &handle));
+    Descriptors d(*api);
     WINFER_CUDA_RETURN_IF_ERROR(d.create(p, choice.math));
-    cudnnHandle_t handle = ctx.libraries->dnn;
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnSetStream(handle, ctx.stream), "cudnnSetStream"));
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(*api, api->cudnnSetStream(handle, ctx.stream), "cudnnSetStream"));
     const float one = 1.f, zero = 0.f;
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnConvolutionForward(handle, &one, d.x, input, d.w, packed, d.conv,
-                                                                     choice.algo, workspace, choice.workspace, &zero,
-                                                                     d.y, output),
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(*api,
+                                             api->cudnnConvolutionForward(handle, &one, d.x, input, d.w, packed, d.conv,
+                                                                          choice.algo, workspace, choice.workspace,
+                                                                          &zero, d.y, output),
                                              "cudnnConvolutionForward"));
     return bias_activation_rows(output, p.batch * p.out_h() * p.out_w(), p.out_channels, bias, act, ctx.stream);
   }
@@ -175,18 +178,21 @@ class CudnnConv final : public ConvAlgorithm {
   // CUDNN_FMA_MATH results qualify.
   static Status find_fastest(const Context& ctx, const ConvParams& p, Choice* choice) {
     const bool tf32 = ctx.libraries->allow_tf32;
-    Descriptors d;
+    const CudnnApi* api = nullptr;
+    cudnnHandle_t handle = nullptr;
+    WINFER_CUDA_RETURN_IF_ERROR(ctx.libraries->cudnn(&api, &handle));  // cuDNN is loaded here, on first use
+    Descriptors d(*api);
     WINFER_CUDA_RETURN_IF_ERROR(d.create(p, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
-    cudnnHandle_t handle = ctx.libraries->dnn;
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnSetStream(handle, ctx.stream), "cudnnSetStream"));
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(*api, api->cudnnSetStream(handle, ctx.stream), "cudnnSetStream"));
     int max_count = 0;
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count),
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(*api, api->cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count),
                                              "cudnnGetConvolutionForwardAlgorithmMaxCount"));
     std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<size_t>(std::max(max_count, 1)));
     int returned = 0;
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(cudnnFindConvolutionForwardAlgorithm(handle, d.x, d.w, d.conv, d.y,
-                                                                                  static_cast<int>(results.size()),
-                                                                                  &returned, results.data()),
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(*api,
+                                             api->cudnnFindConvolutionForwardAlgorithm(handle, d.x, d.w, d.conv, d.y,
+                                                                                       static_cast<int>(results.size()),
+                                                                                       &returned, results.data()),
                                              "cudnnFindConvolutionForwardAlgorithm"));
     for (int i = 0; i < returned; ++i) {
       const cudnnConvolutionFwdAlgoPerf_t& r = results[static_cast<size_t>(i)];
