@@ -70,12 +70,14 @@ double max_relative_error(const float* out, const std::vector<float>& ref) {
   return max_diff / std::max(max_ref, 1e-30);
 }
 
-const ConvProvider* find_provider(const std::string& name) {
+const ConvProvider* find_engine_provider(const std::string& name) {
   for (const ConvProvider* p : engine_providers())
     if (p->name() == name) return p;
-  for (const ConvProvider* p : peer_providers())
-    if (p->name() == name) return p;
   return nullptr;
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 std::string now_iso8601() {
@@ -99,7 +101,7 @@ void log_result(const BenchOptions& o, const BenchResult& r) {
 
 // Runs the reference (`direct`) once for the outputs the others are checked against.
 Result<std::vector<float>> reference_output(const ConvProblem& problem, int threads) {
-  const ConvProvider* direct = find_provider("direct");
+  const ConvProvider* direct = find_engine_provider("direct");
   if (direct == nullptr) return internal_error("the engine has no 'direct' algorithm to verify against");
   WINFER_ASSIGN_OR_RETURN(std::unique_ptr<PreparedConv> conv, direct->prepare(problem, threads));
   conv->run();
@@ -225,19 +227,30 @@ Timing time_calls(const std::function<void()>& call, const TimingOptions& option
   return timing;
 }
 
+// The peers are loaded here, and only those asked for (all built ones for "all"): their modules
+// (peers.h) stay unmapped in a bench of the engine's algorithms alone.
 Result<std::vector<const ConvProvider*>> resolve_convs(const std::vector<std::string>& names) {
-  std::vector<const ConvProvider*> all = engine_providers();
-  for (const ConvProvider* p : peer_providers()) all.push_back(p);
-  if (names.empty() || (names.size() == 1 && names[0] == "all")) return all;
+  const std::vector<std::string> built_peers = built_peer_names();
+  if (names.empty() || (names.size() == 1 && names[0] == "all")) {
+    std::vector<const ConvProvider*> all = engine_providers();
+    for (const std::string& peer : built_peers) {
+      WINFER_ASSIGN_OR_RETURN(const ConvProvider* p, load_peer(peer));
+      all.push_back(p);
+    }
+    return all;
+  }
 
   std::vector<std::string> known;
-  for (const ConvProvider* p : all) known.push_back(p->name());
+  for (const ConvProvider* p : engine_providers()) known.push_back(p->name());
+  known.insert(known.end(), built_peers.begin(), built_peers.end());
   std::vector<const ConvProvider*> out;
   for (const std::string& name : names) {
-    const ConvProvider* p = find_provider(name);
+    const ConvProvider* p = find_engine_provider(name);
+    if (p == nullptr && contains(built_peers, name)) {
+      WINFER_ASSIGN_OR_RETURN(p, load_peer(name));
+    }
     if (p == nullptr) {
-      const auto& peers = known_peer_names();
-      if (std::find(peers.begin(), peers.end(), name) != peers.end()) {
+      if (contains(known_peer_names(), name)) {
         return unsupported("--conv " + name + ": this peer is not built in; install its library and reconfigure "
                            "with -DWINFER_BENCH_PEERS=ON (see docs/PERFORMANCE.md)");
       }
@@ -284,7 +297,7 @@ Result<BenchReport> run_bench(LayerSet set, const BenchOptions& options) {
   report.batch = set.batch;
   report.isa = engine_isa();
   report.gemm = gemm_backend_description();  // loads OpenBLAS now, not inside a timing
-  report.peers = peer_description();
+  report.peers = peer_description(requested);
   report.started_at = now_iso8601();
   double load[1];
   if (getloadavg(load, 1) == 1) report.load_average = load[0];

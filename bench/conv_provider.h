@@ -54,6 +54,8 @@ class ConvProvider {
   virtual bool supports(const ConvParams& p) const = 0;
   // Keeps pointers into `problem` (the input); the caller keeps the data alive.
   virtual Result<std::unique_ptr<PreparedConv>> prepare(const ConvProblem& problem, int threads) const = 0;
+  // A peer's library version and what it detected (the report's "peers" line); may be empty.
+  virtual std::string description() const { return {}; }
 };
 
 // Heap memory aligned to 64 bytes (a cache line, and what ConvAlgorithm::pack_weights expects).

@@ -111,20 +111,6 @@ class OnednnConv : public PreparedConv {
   size_t scratchpad_bytes_ = 0, weight_bytes_ = 0;
 };
 
-class OnednnProvider : public ConvProvider {
- public:
-  std::string name() const override { return "onednn"; }
-  bool is_peer() const override { return true; }
-  bool supports(const ConvParams& p) const override { return p.is_valid(); }
-  Result<std::unique_ptr<PreparedConv>> prepare(const ConvProblem& problem, int threads) const override {
-    try {
-      return std::unique_ptr<PreparedConv>(std::make_unique<OnednnConv>(problem, threads));
-    } catch (const dnnl::error& e) {
-      return unsupported("onednn: " + std::string(e.what()));
-    }
-  }
-};
-
 const char* isa_name(dnnl::cpu_isa isa) {
   switch (static_cast<dnnl_cpu_isa_t>(isa)) {
     case dnnl_cpu_isa_sse41: return "sse41";
@@ -139,17 +125,30 @@ const char* isa_name(dnnl::cpu_isa isa) {
   }
 }
 
+class OnednnProvider : public ConvProvider {
+ public:
+  std::string name() const override { return "onednn"; }
+  bool is_peer() const override { return true; }
+  bool supports(const ConvParams& p) const override { return p.is_valid(); }
+  Result<std::unique_ptr<PreparedConv>> prepare(const ConvProblem& problem, int threads) const override {
+    try {
+      return std::unique_ptr<PreparedConv>(std::make_unique<OnednnConv>(problem, threads));
+    } catch (const dnnl::error& e) {
+      return unsupported("onednn: " + std::string(e.what()));
+    }
+  }
+  std::string description() const override {
+    const dnnl::version_t* v = dnnl::version();
+    return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
+           " (OpenMP, isa " + isa_name(dnnl::get_effective_cpu_isa()) + ", convolution_direct, NHWC)";
+  }
+};
+
 }  // namespace
-
-const ConvProvider& onednn_provider() {
-  static const OnednnProvider provider;
-  return provider;
-}
-
-std::string onednn_description() {
-  const dnnl::version_t* v = dnnl::version();
-  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
-         " (OpenMP, isa " + isa_name(dnnl::get_effective_cpu_isa()) + ", convolution_direct, NHWC)";
-}
-
 }  // namespace winfer::bench
+
+// The module's entry point (peers.h).
+extern "C" const winfer::bench::ConvProvider* winfer_bench_peer() {
+  static const winfer::bench::OnednnProvider provider;
+  return &provider;
+}

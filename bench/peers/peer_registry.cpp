@@ -1,29 +1,80 @@
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+
 #include "bench/peers/peers.h"
 
 namespace winfer::bench {
+namespace {
 
-std::vector<const ConvProvider*> peer_providers() {
-  std::vector<const ConvProvider*> peers;
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const std::string& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
+// <folder of this executable>/../<libdir>/winfer: build/bin -> build/lib/winfer, and the same
+// below an install prefix (peers.h).
+std::string module_dir() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  const std::string exe = n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string(".");
+  const size_t slash = exe.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : exe.substr(0, slash)) + "/../" WINFER_PEER_MODULE_SUBDIR;
+}
+
+Result<const ConvProvider*> open_module(const std::string& name) {
+  const std::string path = module_dir() + "/libwinfer_peer_" + name + ".so";
+  const std::string remedy = "; rebuild (cmake --build) or reinstall winfer, or leave " + name + " out of --conv";
+  // Never closed: the provider and the objects it prepares live in the module.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    return unsupported("--conv " + name + ": the peer module could not be loaded: " +
+                       (error != nullptr ? error : path + ": dlopen failed") + remedy);
+  }
+  using Entry = const ConvProvider* (*)();
+  const auto entry = reinterpret_cast<Entry>(dlsym(handle, "winfer_bench_peer"));
+  const ConvProvider* provider = entry != nullptr ? entry() : nullptr;
+  if (provider == nullptr || provider->name() != name)
+    return unsupported("--conv " + name + ": " + path + " is not the " + name + " peer module" + remedy);
+  return provider;
+}
+
+}  // namespace
+
+std::vector<std::string> built_peer_names() {
+  std::vector<std::string> names;
 #if defined(WINFER_HAVE_ONEDNN)
-  peers.push_back(&onednn_provider());
+  names.push_back("onednn");
 #endif
 #if defined(WINFER_HAVE_XNNPACK)
-  peers.push_back(&xnnpack_provider());
+  names.push_back("xnnpack");
 #endif
-  return peers;
+  return names;
 }
 
 std::vector<std::string> known_peer_names() { return {"onednn", "xnnpack"}; }
 
-std::string peer_description() {
+Result<const ConvProvider*> load_peer(const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, Result<const ConvProvider*>> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = loaded.find(name);
+  if (it == loaded.end()) it = loaded.emplace(name, open_module(name)).first;
+  return it->second;
+}
+
+std::string peer_description(const std::vector<const ConvProvider*>& providers) {
   std::string text;
-#if defined(WINFER_HAVE_ONEDNN)
-  text += onednn_description();
-#endif
-#if defined(WINFER_HAVE_XNNPACK)
-  text += (text.empty() ? "" : "; ") + xnnpack_description();
-#endif
-  return text.empty() ? "none built (WINFER_BENCH_PEERS; see docs/PERFORMANCE.md)" : text;
+  for (const ConvProvider* p : providers)
+    if (p->is_peer()) text += (text.empty() ? "" : "; ") + p->description();
+  if (!text.empty()) return text;
+  const std::vector<std::string> built = built_peer_names();
+  if (built.empty()) return "none built (WINFER_BENCH_PEERS; see docs/PERFORMANCE.md)";
+  return "none run (built: " + join(built) + ")";
 }
 
 }  // namespace winfer::bench

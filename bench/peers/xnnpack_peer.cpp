@@ -123,15 +123,14 @@ class XnnpackProvider : public ConvProvider {
     WINFER_RETURN_IF_ERROR(conv->init());
     return std::unique_ptr<PreparedConv>(std::move(conv));
   }
+  std::string description() const override { return "XNNPACK (operator API, pthreadpool)"; }
 };
 
 }  // namespace
-
-const ConvProvider& xnnpack_provider() {
-  static const XnnpackProvider provider;
-  return provider;
-}
-
-std::string xnnpack_description() { return "XNNPACK (operator API, pthreadpool)"; }
-
 }  // namespace winfer::bench
+
+// The module's entry point (peers.h).
+extern "C" const winfer::bench::ConvProvider* winfer_bench_peer() {
+  static const winfer::bench::XnnpackProvider provider;
+  return &provider;
+}

@@ -27,6 +27,11 @@ for f in include/winfer/winfer.h include/winfer/winfer_c.h "$libdir/libwinfer.a"
   [ -e "$prefix/$f" ] || die "missing after install: $f"
 done
 ls "$prefix/$libdir"/libwinfer.so* > /dev/null || die "missing after install: libwinfer.so"
+# cuBLAS, cuDNN and the bench peers' libraries are opened on first use, never linked (docs/CUDA.md).
+for f in bin/winfer "$libdir/libwinfer.so"; do
+  deps=$(ldd "$prefix/$f")
+  if grep -E 'libcublas|libcudnn|libdnnl|libXNNPACK' <<< "$deps"; then die "$f links a library it should open on first use"; fi
+done
 # Only the public headers are installed: nothing internal (engine/src, kernels, layers).
 if grep -rhoE '#include "(engine/src|kernels|layers)/' "$prefix/include"; then die "an installed header includes an internal one"; fi
 
