@@ -13,7 +13,9 @@ namespace winfer {
 
 // C[M][N] = alpha * op(A) * op(B) + beta * C, all row-major.
 // op(A) is M x K (A is K x M when trans_a), op(B) is K x N (B is N x K when trans_b).
-// Falls back to a portable (slow, correct) loop if OpenBLAS cannot be loaded.
+// Falls back to a portable (slower, correct) kernel if OpenBLAS cannot be loaded, and for a call
+// that could make OpenBLAS map a new work buffer (128 MiB of address space per concurrent call)
+// where none fits: OpenBLAS 0.3.21 retries that mapping without end (gemm.cpp). Never throws.
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
            const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
            int64_t ldc);
@@ -30,6 +32,10 @@ std::string gemm_backend_description();
 
 // True when sgemm() calls OpenBLAS (it was loaded and the fallback is not forced).
 bool gemm_uses_openblas();
+
+// Calls sgemm() ran on the portable kernel because a new OpenBLAS buffer did not fit in the
+// address space (RLIMIT_AS, overcommit), since the process started.
+int64_t gemm_calls_kept_from_openblas();
 
 // Test hook: route sgemm() to the portable fallback even when OpenBLAS is loaded, so both
 // paths can be checked in one process. Not for production use.
