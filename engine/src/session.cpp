@@ -4,6 +4,9 @@
 #include "winfer/session.h"
 
 #include <atomic>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -99,14 +102,37 @@ size_t available_host_memory() {
   return 0;
 }
 
+HostMemoryRoom host_memory_room() {
+  auto in_mib = [](size_t b) { return std::to_string((b + (size_t(1) << 20) - 1) >> 20) + " MiB"; };
+  HostMemoryRoom room;
+  if (const size_t available = available_host_memory()) {
+    room = {true, available, "the " + in_mib(available) + " this machine has available (MemAvailable)", ""};
+  }
+  // Under ulimit -v every mapping counts, touched or not (code, thread stacks, OpenBLAS's
+  // buffers): an allocation past the limit fails however much memory is free.
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return room;
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  if (!(statm >> pages)) return room;
+  const size_t used = pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t cap = static_cast<size_t>(limit.rlim_cur);
+  const size_t left = cap > used ? cap - used : 0;
+  if (room.known && room.bytes <= left) return room;
+  return {true, left,
+          "the " + in_mib(left) + " left under the address-space limit (ulimit -v) of " + in_mib(cap) + " (" +
+              in_mib(used) + " already mapped)",
+          " or raise ulimit -v"};
+}
+
 Status check_host_memory(const Model& model, const MemoryReport& report, size_t needed, int64_t batch) {
-  const size_t available = available_host_memory();
-  if (available == 0 || needed <= available) return Status::Ok();
+  const HostMemoryRoom room = host_memory_room();
+  if (!room.known || needed <= room.bytes) return Status::Ok();
   auto mib = [](size_t b) { return std::to_string((b + (size_t(1) << 20) - 1) >> 20) + " MiB"; };
   return out_of_memory(model.path() + ": a session with batch " + std::to_string(batch) + " needs " + mib(needed) +
                        " (activation arena " + mib(report.arena_bytes) + ", packed weights " +
-                       mib(report.session_weights_bytes) + "), more than the " + mib(available) +
-                       " this machine has available (MemAvailable); use a smaller batch");
+                       mib(report.session_weights_bytes) + "), more than " + room.what + "; use a smaller batch" +
+                       room.hint);
 }
 
 Status check_common_options(const SessionOptions& options) {

@@ -51,7 +51,20 @@ Status check_finite(const float* data, int64_t count, const std::string& what);
 // Host memory the kernel says is available for new allocations without swapping (MemAvailable
 // of /proc/meminfo), in bytes; 0 when unknown.
 size_t available_host_memory();
-// kOutOfMemory, before anything is allocated, when a session would need more than is available.
+// Where a new host allocation must fit: the smaller of MemAvailable and, under an address-space
+// limit (RLIMIT_AS, ulimit -v), what is left of it (the limit less VmSize). `what` names it for
+// messages ("the 310 MiB left under the address-space limit (ulimit -v) of 977 MiB (667 MiB
+// already mapped)"); `hint` is " or raise ulimit -v" for the limit, else empty. known: false
+// without /proc and without a limit.
+struct HostMemoryRoom {
+  bool known = false;
+  size_t bytes = 0;
+  std::string what;
+  std::string hint;
+};
+HostMemoryRoom host_memory_room();
+// kOutOfMemory, before anything is allocated, when a session would need more than is available
+// (host_memory_room).
 Status check_host_memory(const Model& model, const MemoryReport& report, size_t needed, int64_t batch);
 
 // Options checked for every backend; `device` is the resolved device.
