@@ -3,10 +3,10 @@
 // checks, device names, and the host side of inputs and outputs.
 #include "winfer/session.h"
 
-#include <atomic>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
