@@ -187,6 +187,44 @@ TEST_CASE("footprint: cuBLAS is mapped by the first load_cublas, not before") {
   CHECK(cuda::load_cublas(&again).ok());
   CHECK(again == api);  // loaded once per process
 }
+
+TEST_CASE("footprint: a cuBLAS that cannot be mapped is an error naming the library and the remedy") {
+#if defined(WINFER_TEST_SANITIZED)
+  MESSAGE("WINFER_TEST_SKIPPED: a sanitizer's shadow memory needs terabytes of address space");
+#else
+  if (contains(self_maps(), "libcublas")) {
+    MESSAGE("WINFER_TEST_SKIPPED: an earlier test in this process loaded cuBLAS");
+    return;
+  }
+  // In a child whose address space may grow by 64 MiB: libcublasLt alone needs ~520 MiB, so
+  // dlopen() fails as it would without the library.
+  TempDir dir;
+  const std::string message_file = dir.file("message.txt");
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::ifstream status("/proc/self/status");
+    uint64_t vm_kib = 0;
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("VmSize:", 0) == 0) vm_kib = std::stoull(line.substr(7));
+    const rlim_t limit = (vm_kib << 10) + (rlim_t(64) << 20);
+    const rlimit rl{limit, limit};
+    if (vm_kib == 0 || setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+    const cuda::CublasApi* api = nullptr;
+    const cuda::Status s = cuda::load_cublas(&api);
+    std::ofstream(message_file) << s.message();
+    _exit(!s.ok() && api == nullptr ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  const std::string message = read_bytes(message_file);
+  INFO("message: " << message);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(contains(message, std::string("cuBLAS (") + cuda::cublas_soname() + ") could not be loaded: "));
+  CHECK(contains(message, "install the CUDA toolkit's cuBLAS (or add its folder to LD_LIBRARY_PATH), or use --device cpu"));
+#endif
+}
 #endif
 
 #if defined(WINFER_HAVE_ONEDNN) || defined(WINFER_HAVE_XNNPACK)

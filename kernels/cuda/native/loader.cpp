@@ -35,7 +35,8 @@ void* open_library(const char* soname, const char* build_dir, std::string* error
   const std::string path = std::string(build_dir) + "/" + soname;
   handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle != nullptr) return handle;
-  *error += "; " + dlerror_text("dlopen failed");
+  const std::string second = dlerror_text("dlopen failed");
+  if (second != *error) *error += "; " + second;  // not twice the same missing dependency
   return nullptr;
 }
 
