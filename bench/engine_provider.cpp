@@ -3,6 +3,7 @@
 
 #include "bench/conv_provider.h"
 #include "kernels/cpu/conv_algorithm.h"
+#include "winfer/session.h"
 
 namespace winfer::bench {
 namespace {
@@ -47,6 +48,13 @@ class EngineProvider : public ConvProvider {
   bool is_peer() const override { return false; }
   bool supports(const ConvParams& p) const override { return algorithm_.supports(p); }
   Result<std::unique_ptr<PreparedConv>> prepare(const ConvProblem& problem, int threads) const override {
+    // The workspace is not touched until the first run: an allocation past the memory there is
+    // would succeed (overcommit) and the run be killed. Refused here with the numbers instead.
+    const ConvParams& p = problem.params;
+    const size_t output_bytes = static_cast<size_t>(p.batch * p.out_h() * p.out_w() * p.out_channels) * sizeof(float);
+    WINFER_RETURN_IF_ERROR(check_host_memory_for(
+        std::string(algorithm_.name()) + "'s packed weights, workspace and output for " + p.to_string(),
+        algorithm_.packed_weight_bytes(p) + algorithm_.workspace_bytes(p) + output_bytes));
     auto conv = std::make_unique<EngineConv>(algorithm_, problem, threads);
     WINFER_RETURN_IF_ERROR(conv->init());
     return std::unique_ptr<PreparedConv>(std::move(conv));

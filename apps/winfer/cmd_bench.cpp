@@ -3,6 +3,7 @@
 // `winfer bench MODEL...|--zoo` (whole networks) is in cmd_bench_model.cpp; run_bench() below
 // picks the mode.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "bench/bench.h"
 #include "bench/cuda/cuda_bench.h"
 #include "bench/layer_set.h"
+#include "winfer/session.h"
 
 namespace winfer::cli {
 namespace {
@@ -125,6 +127,31 @@ int list_layers(const bench::LayerSet& set) {
   return 0;
 }
 
+// The host memory the largest layer of the set holds while it is timed: its random input and
+// weights, the reference output and the output of the implementation timed (packed weights and
+// workspaces come on top, and are checked by those who allocate them). Refused before the first
+// layer runs, not at the allocation of a large --batch's input. In double: a large batch times
+// a large layer may pass int64.
+Status check_layer_set_memory(const bench::LayerSet& set) {
+  double largest = 0;
+  std::string name;
+  for (const bench::BenchLayer& l : set.layers) {
+    const ConvParams& p = l.params;
+    const double input = double(p.batch) * double(p.in_channels) * double(p.in_h) * double(p.in_w);
+    const double weights = double(p.out_channels) * double(p.in_channels_per_group()) * double(p.kernel_h) * double(p.kernel_w);
+    const double output = double(p.batch) * double(p.out_channels) * double(p.out_h()) * double(p.out_w());
+    const double bytes = (input + weights + 2 * output) * sizeof(float);
+    if (bytes > largest) {
+      largest = bytes;
+      name = l.name;
+    }
+  }
+  const double limit = double(SIZE_MAX / 2);
+  return check_host_memory_for("layer '" + name + "' at batch " + std::to_string(set.batch) +
+                                   " (input, weights and two outputs)",
+                               largest < limit ? static_cast<size_t>(largest) : static_cast<size_t>(limit));
+}
+
 // The layer mode: `winfer bench --layers NAME|FILE`.
 int run_bench_layers(const BenchArgs& args) {
   auto set = bench::load_layer_set(args.layers);
@@ -138,6 +165,7 @@ int run_bench_layers(const BenchArgs& args) {
   }
   if (args.batch > 0) bench::set_batch(&set.value(), args.batch);
   if (args.list) return list_layers(set.value());
+  if (Status fits = check_layer_set_memory(set.value()); !fits.ok()) return fail(fits);
   if (args.device != "cpu") {  // the CUDA algorithms on the device (bench/cuda/cuda_bench.h)
     bench::CudaBenchOptions cuda_options;
     cuda_options.device = args.device;

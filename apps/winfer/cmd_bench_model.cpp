@@ -4,6 +4,7 @@
 // and the growth of the process's peak resident set over what it was before loading, next to
 // what the memory plan predicts. Table on stdout (or one JSON object per line with --json),
 // progress on stderr. The parent process runs no kernel: it forks, collects and prints.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,7 +45,10 @@ const std::vector<std::string>& bench_zoo_models() {
 
 Result<std::string> resolve_model_path(const std::string& name) {
   auto exists = [](const std::string& p) { return !p.empty() && ::access(p.c_str(), R_OK) == 0; };
-  if (exists(name)) return name;
+  // A path that is there in any form (a FIFO, a folder, a symlink loop) is the user's: loading
+  // it says what is wrong with it, rather than "no such file".
+  struct stat st {};
+  if (!name.empty() && ::lstat(name.c_str(), &st) == 0) return name;
   const bool has_ext = name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0;
   const std::string file = has_ext ? name : name + ".yaml";
   if (name.find('/') == std::string::npos) {
@@ -189,7 +193,9 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
   r["device"] = session.device();  // where it runs ("auto" resolved)
   r["device_requested"] = args.device;
 
-  const Tensor input = random_tensor(session.input_shape(), 0);
+  const Result<Tensor> random_input = random_tensor(session.input_shape(), 0);
+  if (!random_input.ok()) return fail_with(random_input.status().message());
+  const Tensor& input = random_input.value();
   std::vector<Tensor> outputs;
   t0 = Clock::now();
   Status run = session.run_into(input, &outputs);
@@ -285,7 +291,8 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
       auto session_again = Session::create(again.value(), options);
       if (!session_again.ok()) return false;
       std::vector<Tensor> out;  // a new input too: `expected` counts one
-      return session_again.value()->run_into(random_tensor(session_again.value()->input_shape(), 0), &out).ok();
+      const Result<Tensor> input_again = random_tensor(session_again.value()->input_shape(), 0);
+      return input_again.ok() && session_again.value()->run_into(input_again.value(), &out).ok();
     });
     if (warm) {
       r["measured_warm_bytes"] = *warm;

@@ -67,6 +67,7 @@ std::vector<std::string> collect_images(const std::vector<std::string>& argument
     if (skipped > 0) {
       std::cerr << argument << ": skipped " << skipped << " file(s) without an image extension\n";
     }
+    if (found.empty() && !ec) std::cerr << argument << ": the folder holds no image files\n";
     std::sort(found.begin(), found.end());
     paths.insert(paths.end(), found.begin(), found.end());
   }
@@ -132,7 +133,7 @@ class Classifier {
   Result<std::vector<ImageResult>> run(const std::vector<std::string>& paths) {
     std::vector<ImageResult> results;
     ProgressBar progress(static_cast<int64_t>(paths.size()), "images", paths.size() > size_t(batch_));
-    Tensor input = Tensor::allocate(session_->input_shape(), Layout::kNCHW);
+    WINFER_ASSIGN_OR_RETURN(Tensor input, allocate_checked(session_->input_shape(), "a batch of images"));
     for (size_t begin = 0; begin < paths.size(); begin += size_t(batch_)) {
       const size_t end = std::min(paths.size(), begin + size_t(batch_));
       std::vector<ImageResult> batch = fill_batch(paths, begin, end, &input, &progress);
@@ -234,7 +235,8 @@ int run_classify(const ClassifyArgs& args) {
   if (!args.conv.empty()) options.conv_algorithm = args.conv;
   options.device = args.device;
   options.threads = args.threads;
-  options.batch = args.batch > 0 ? args.batch : std::min<int64_t>(8, static_cast<int64_t>(paths.size()));
+  // A session for more images than there are would only hold (and allocate) empty slots.
+  options.batch = std::min<int64_t>(args.batch > 0 ? args.batch : 8, static_cast<int64_t>(paths.size()));
   auto session = Session::create(model.value(), options);
   if (!session.ok()) return fail(session.status());
   const double setup_seconds = seconds_since(start);

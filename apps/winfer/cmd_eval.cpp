@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
@@ -20,8 +21,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// confusion[true][predicted] counts.
-using Confusion = std::vector<std::vector<int64_t>>;
+// confusion[true][predicted] counts. The true classes are the dataset's labels (bytes: at most
+// 256 rows) and a row holds only the classes predicted, so that a model of many classes costs
+// memory by the images evaluated, not by the classes squared.
+using Confusion = std::vector<std::map<int64_t, int64_t>>;
+
+int64_t count_of(const Confusion& confusion, int64_t truth, int64_t predicted) {
+  const auto it = confusion[static_cast<size_t>(truth)].find(predicted);
+  return it == confusion[static_cast<size_t>(truth)].end() ? 0 : it->second;
+}
 
 Result<ImageDataset> load_dataset(const EvalArgs& args) {
   if (args.dataset != "fashion-mnist") {
@@ -50,25 +58,26 @@ Status fill_batch(const ImageDataset& data, int64_t begin, int64_t n, const Prep
 }
 
 void print_summary(const Confusion& confusion, const std::vector<std::string>& labels, int64_t total) {
-  const int64_t classes = static_cast<int64_t>(confusion.size());
+  const int64_t rows = static_cast<int64_t>(confusion.size());
   int64_t correct = 0;
-  for (int64_t c = 0; c < classes; ++c) correct += confusion[c][c];
+  for (int64_t c = 0; c < rows; ++c) correct += count_of(confusion, c, c);
   std::printf("accuracy %.2f%% (%lld/%lld)\n\nper class:\n", 100.0 * double(correct) / double(total),
               static_cast<long long>(correct), static_cast<long long>(total));
-  for (int64_t c = 0; c < classes; ++c) {
+  for (int64_t c = 0; c < rows; ++c) {
     int64_t row = 0;
-    for (int64_t v : confusion[c]) row += v;
+    for (const auto& predicted : confusion[c]) row += predicted.second;
     if (row == 0) continue;
-    std::printf("  %-20s %6.2f%%  (%lld/%lld)\n", class_label(labels, c).c_str(), 100.0 * double(confusion[c][c]) / double(row),
-                static_cast<long long>(confusion[c][c]), static_cast<long long>(row));
+    const int64_t right = count_of(confusion, c, c);
+    std::printf("  %-20s %6.2f%%  (%lld/%lld)\n", class_label(labels, c).c_str(), 100.0 * double(right) / double(row),
+                static_cast<long long>(right), static_cast<long long>(row));
   }
   struct Pair {
     int64_t truth, predicted, count;
   };
   std::vector<Pair> pairs;
-  for (int64_t t = 0; t < classes; ++t) {
-    for (int64_t p = 0; p < classes; ++p) {
-      if (t != p && confusion[t][p] > 0) pairs.push_back({t, p, confusion[t][p]});
+  for (int64_t t = 0; t < rows; ++t) {
+    for (const auto& [p, count] : confusion[t]) {
+      if (t != p) pairs.push_back({t, p, count});
     }
   }
   std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.count > b.count; });
@@ -130,10 +139,12 @@ int run_eval(const EvalArgs& args) {
                                  std::to_string(classes)));
   }
 
-  Confusion confusion(static_cast<size_t>(classes), std::vector<int64_t>(static_cast<size_t>(classes), 0));
+  Confusion confusion(static_cast<size_t>(max_label) + 1);
   std::vector<uint8_t> predictions;
   predictions.reserve(static_cast<size_t>(total));
-  Tensor input = Tensor::allocate(session.value()->input_shape(), Layout::kNCHW);
+  auto batch_input = allocate_checked(session.value()->input_shape(), "a batch of images");
+  if (!batch_input.ok()) return fail(batch_input.status());
+  Tensor& input = batch_input.value();
   ProgressBar progress(total, "images");
   double preprocess_seconds = 0, inference_seconds = 0;
   for (int64_t begin = 0; begin < total; begin += options.batch) {

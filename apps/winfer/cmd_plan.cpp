@@ -132,7 +132,8 @@ bool measure_once(const PlanArgs& args, const std::string& conv) {
   auto session = Session::create(model.value(), plan_session_options(args, conv, facts.batch));
   if (!session.ok()) return false;
   std::vector<Tensor> outputs;
-  return session.value()->run_into(random_tensor(session.value()->input_shape(), 0), &outputs).ok();
+  const Result<Tensor> input = random_tensor(session.value()->input_shape(), 0);
+  return input.ok() && session.value()->run_into(input.value(), &outputs).ok();
 }
 
 // Everything one algorithm costs. `baseline` is the process's VmHWM before loading.
@@ -159,9 +160,14 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
     column.measure_note = "not measured (--no-measure)";
     return column;
   }
-  Tensor input = random_tensor(session.value()->input_shape(), 0);
+  Result<Tensor> input = random_tensor(session.value()->input_shape(), 0);
+  if (!input.ok()) {
+    column.measure_note = "not measured: " + input.status().message();
+    return column;
+  }
   std::vector<Tensor> outputs;
-  const Status run = session.value()->run_into(input, &outputs);
+  const Status run = session.value()->run_into(input.value(), &outputs);
+
   const std::optional<size_t> peak = peak_resident_bytes();
   if (!run.ok()) {
     column.measure_note = "the run failed: " + run.message();

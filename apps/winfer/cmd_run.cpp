@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "apps/winfer/commands.h"
@@ -15,13 +16,12 @@
 namespace winfer::cli {
 namespace {
 
-Result<Tensor> load_or_make_input(const RunArgs& args, const Model& model, int64_t* batch) {
-  if (args.input.empty()) {
-    Shape shape = model.input_shape();
-    if (args.batch > 0) shape[0] = args.batch;
-    *batch = shape[0];
-    return random_tensor(shape, args.input_seed);
-  }
+// The --input file, checked against the model: the shape (any batch but 0) and --batch. Its
+// tensor is at most the file's size, which is checked against the memory available first.
+Result<Tensor> read_input(const RunArgs& args, const Model& model) {
+  std::error_code ec;
+  const uintmax_t file_bytes = std::filesystem::file_size(args.input, ec);
+  if (!ec) WINFER_RETURN_IF_ERROR(check_host_memory_for("the input " + args.input, static_cast<size_t>(file_bytes)));
   auto input = read_npy(args.input);
   if (!input.ok()) return input.status();
   const Shape& s = input.value().shape();
@@ -31,17 +31,20 @@ Result<Tensor> load_or_make_input(const RunArgs& args, const Model& model, int64
     return shape_mismatch(args.input + ": input has shape " + s.to_string() + ", the model expects " +
                           model.input_shape().to_string() + " (any batch)");
   }
+  if (s[0] == 0) {
+    return invalid_argument(args.input + ": the input has shape " + s.to_string() + ", a batch of 0 images: nothing to run");
+  }
   if (args.batch > 0 && args.batch != s[0]) {
     return invalid_argument(args.input + ": --batch " + std::to_string(args.batch) + " disagrees with the input's batch " +
                             std::to_string(s[0]));
   }
-  *batch = s[0];
   return input;
 }
 
-// Prints the top-k classes of every row of a [N, classes] output.
+// Prints the top-k classes of every row of a [N, classes] output; nothing for --top 0.
 void print_top_classes(const Model& model, const Tensor& output, int top) {
-  if (output.shape().rank() != 2 || top == 0) {
+  if (top == 0) return;
+  if (output.shape().rank() != 2) {
     std::printf("output %s (not [N, classes]: no classes to rank)\n", output.shape().to_string().c_str());
     return;
   }
@@ -74,19 +77,33 @@ Result<double> relative_error_vs(const std::string& path, const Tensor& got) {
 }  // namespace
 
 int run_run(const RunArgs& args) {
+  if (args.tf32 && args.device == "cpu") {
+    return fail(invalid_argument("--tf32 applies to CUDA sessions (--device cuda, cuda:N or auto); the CPU computes in float32"));
+  }
   LoadOptions load_options;
   load_options.weights_path = args.weights;
   load_options.random_weights_seed = args.random_weights_seed;
   load_options.fuse = args.fuse;
   load_options.pack_for = pack_for(args.device, args.conv);
   const auto load_start = std::chrono::steady_clock::now();
+  if (!args.output.empty()) {  // a path that cannot be written is refused before the runs
+    Status writable = check_npy_output(args.output);
+    if (!writable.ok()) return fail(writable);
+  }
   auto model = Model::load(args.model, load_options);
   if (!model.ok()) return fail(model.status());
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
 
-  int64_t batch = 0;
-  auto input = load_or_make_input(args, *model.value(), &batch);
-  if (!input.ok()) return fail(input.status());
+  // The session is made (and its memory checked) before a random input of its batch is
+  // allocated; a file's input is read first, since its batch is the session's.
+  Result<Tensor> input = Tensor();
+  if (!args.input.empty()) {
+    input = read_input(args, *model.value());
+    if (!input.ok()) return fail(input.status());
+  }
+  const int64_t batch = !args.input.empty() ? input.value().shape()[0]
+                        : args.batch > 0    ? args.batch
+                                            : model.value()->input_shape().n();
 
   SessionOptions options;
   options.conv_algorithm = args.conv;
@@ -97,6 +114,10 @@ int run_run(const RunArgs& args) {
   options.batch = batch;
   auto session = Session::create(model.value(), options);
   if (!session.ok()) return fail(session.status());
+  if (args.input.empty()) {
+    input = random_tensor(session.value()->input_shape(), args.input_seed);
+    if (!input.ok()) return fail(input.status());
+  }
 
   std::vector<double> times;
   Tensor output;

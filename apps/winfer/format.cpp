@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <numeric>
 #include <random>
 
@@ -57,8 +58,18 @@ int fail(const Status& status) {
   return 1;
 }
 
-Tensor random_tensor(const Shape& shape, uint64_t seed) {
-  Tensor t = Tensor::allocate(shape, shape.rank() == 4 ? Layout::kNCHW : Layout::kPlain);
+Result<Tensor> allocate_checked(const Shape& shape, const std::string& what) {
+  const size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
+  WINFER_RETURN_IF_ERROR(check_host_memory_for(what + " " + shape.to_string(), bytes));
+  try {
+    return Tensor::allocate(shape, shape.rank() == 4 ? Layout::kNCHW : Layout::kPlain);
+  } catch (const std::bad_alloc&) {  // MemAvailable said yes, the allocator no (ulimit -v, fragmentation)
+    return out_of_memory(what + " " + shape.to_string() + ": cannot allocate " + std::to_string(bytes) + " bytes");
+  }
+}
+
+Result<Tensor> random_tensor(const Shape& shape, uint64_t seed) {
+  WINFER_ASSIGN_OR_RETURN(Tensor t, allocate_checked(shape, "the random input"));
   std::mt19937_64 rng(seed);
   float* data = t.data();
   for (int64_t i = 0; i < t.numel(); ++i) data[i] = static_cast<float>(double(rng() >> 40) / double(1 << 23) - 1.0);

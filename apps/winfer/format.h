@@ -14,12 +14,14 @@ namespace winfer::cli {
 
 std::string human_count(double value);     // 11.7M, 1.82G
 std::string human_bytes(double bytes);     // 44.6 MiB
-// Lines of a label file; empty on failure (with `error` set).
-std::vector<std::string> read_labels(const std::string& path, std::string* error);
 // Prints "error: <message>" to stderr and returns the exit code 1.
 int fail(const Status& status);
-// A seeded uniform [-1, 1) tensor (NCHW for rank 4).
-Tensor random_tensor(const Shape& shape, uint64_t seed);
+// A zeroed tensor (NCHW for rank 4) of a size the user chose (a batch): refused with the numbers
+// (check_host_memory_for, "WHAT [shape] needs X MiB, more than ...") when the machine has less
+// memory available, rather than left to std::bad_alloc or the OOM killer.
+Result<Tensor> allocate_checked(const Shape& shape, const std::string& what);
+// A seeded uniform [-1, 1) tensor (NCHW for rank 4), checked as allocate_checked.
+Result<Tensor> random_tensor(const Shape& shape, uint64_t seed);
 double median(std::vector<double> values);
 // What to pack the model's weights for at load (LoadOptions::pack_for) when a session will run
 // `conv` on `device`: that algorithm on the CPU, so that the process holds one copy of the

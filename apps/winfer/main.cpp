@@ -9,12 +9,91 @@
 // Results go to stdout; logs and timings to stderr.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
+#include <new>
+#include <stdexcept>
 
 #include "apps/winfer/commands.h"
 
+namespace {
+
+// CLI11 hands an option the next argument whatever it looks like, so `--input --repeat 0`
+// would read a file named "--repeat". A value that looks like an option (every option of
+// winfer's is long, but -h) is refused; a file of such a name can still be given as ./--name.
+// Other values starting with '-' ("-1", "-inf") are left to the numeric checks, which say what
+// range they expect.
+CLI::Validator not_an_option(bool is_text) {
+  return CLI::Validator(
+      [is_text](std::string& value) -> std::string {
+        if (value.rfind("--", 0) != 0 && value != "-h") return "";
+        return "the value is missing: '" + value + "' is the next option" +
+               (is_text ? " (for a file of that name, write ./" + value + ")" : std::string());
+      },
+      "", "");
+}
+
+// Seeds are uint64_t, which CLI11 would take from "-1" (as 2^64 - 1) or saturate from
+// "99999999999999999999" without a word: only plain decimal digits that fit are accepted.
+std::string seed_value(const std::string& value) {
+  const std::string expected = "'" + value + "' is not a whole number from 0 to 18446744073709551615";
+  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) return expected;
+  errno = 0;
+  (void)std::strtoull(value.c_str(), nullptr, 10);
+  return errno == ERANGE ? expected : "";
+}
+
+// A finite number in [min, max]: CLI11's Range lets "nan" through (every comparison with NaN
+// is false) and "inf" where max is unbounded.
+CLI::Validator finite_number(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& value) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(value.c_str(), &end);
+        const bool parsed = !value.empty() && end == value.c_str() + value.size() && errno != ERANGE;
+        if (parsed && std::isfinite(v) && v >= min && v <= max) return "";
+        const std::string range = max == DBL_MAX ? ">= " + CLI::detail::to_string(min)
+                                                 : "in [" + CLI::detail::to_string(min) + ", " + CLI::detail::to_string(max) + "]";
+        return "'" + value + "' is not a finite number " + range;
+      },
+      "", "FINITE");
+}
+
+// Every option that takes a value, in every subcommand, refuses one that looks like an option.
+void refuse_options_as_values(CLI::App* app) {
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* opt : sub->get_options()) {
+      // transform(), not check(): it runs first, before a Range could call "--top" out of range.
+      if (opt->nonpositional() && opt->get_type_size_max() > 0) opt->transform(not_an_option(opt->get_type_name() == "TEXT"));
+    }
+  }
+}
+
+// What a subcommand throws past its own Status handling is a bug, not a message for the user:
+// said in words (no C++ type names), with exit status 1 like every other error.
+template <typename Command>
+int guarded(const char* name, Command command) {
+  try {
+    return command();
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: winfer " << name << ": out of memory (an allocation the memory checks did not foresee)\n";
+  } catch (const std::length_error&) {
+    std::cerr << "error: winfer " << name << ": out of memory (a buffer larger than this machine can address)\n";
+  } catch (...) {
+    std::cerr << "error: winfer " << name << ": unexpected internal failure; please report it with the command line\n";
+  }
+  return 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"winfer: a CNN inference engine (im2win, indirect, im2col, direct and Winograd convolution)"};
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(a, e); });
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("winfer ") + winfer::cli::version());
 
@@ -26,16 +105,21 @@ int main(int argc, char** argv) {
   winfer::cli::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "Run a model on an input tensor and print the top classes and the time");
   run_cmd->add_option("model", run.model, "Model YAML file")->required();
-  run_cmd->add_option("--weights", run.weights, "Weights (.safetensors), overrides the YAML's");
-  run_cmd->add_option("--random-weights", run.random_weights_seed, "Fill the weights deterministically from SEED");
-  run_cmd->add_option("--input", run.input, "Input .npy (float32, NCHW); default: seeded random input");
-  run_cmd->add_option("--seed", run.input_seed, "Seed of the random input")->capture_default_str();
+  CLI::Option* run_weights = run_cmd->add_option("--weights", run.weights, "Weights (.safetensors), overrides the YAML's");
+  run_cmd->add_option("--random-weights", run.random_weights_seed, "Fill the weights deterministically from SEED")
+      ->check(seed_value)
+      ->excludes(run_weights);
+  CLI::Option* run_input = run_cmd->add_option("--input", run.input, "Input .npy (float32, NCHW); default: seeded random input");
+  run_cmd->add_option("--seed", run.input_seed, "Seed of the random input")->capture_default_str()->check(seed_value)->excludes(run_input);
   run_cmd->add_option("--output", run.output, "Write the output tensor to this .npy file");
   run_cmd->add_option("--conv", run.conv, "Convolution algorithm: im2win (default), indirect, im2col, direct, winograd (3x3 stride-1 layers; im2win for the rest)")->capture_default_str();
   run_cmd->add_option("--device", run.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")->capture_default_str();
   run_cmd->add_flag("--tf32", run.tf32, "CUDA: let cuBLAS/cuDNN use TF32 tensor cores (faster, ~1e-3 relative error)");
-  run_cmd->add_option("--expect", run.expect, "Compare the output with this .npy: max |diff| / max |expected|, exit 1 above --tolerance");
-  run_cmd->add_option("--tolerance", run.tolerance, "Relative tolerance of --expect")->capture_default_str();
+  CLI::Option* run_expect = run_cmd->add_option("--expect", run.expect, "Compare the output with this .npy: max |diff| / max |expected|, exit 1 above --tolerance");
+  run_cmd->add_option("--tolerance", run.tolerance, "Relative tolerance of --expect")
+      ->capture_default_str()
+      ->check(finite_number(0, DBL_MAX))
+      ->needs(run_expect);
   run_cmd->add_flag("--check-numerics", run.check_numerics, "Fail at the first NaN/Inf, naming the input or the layer that produced it");
   run_cmd->add_option("--threads", run.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")->check(CLI::Range(1, 1 << 20));
@@ -47,9 +131,11 @@ int main(int argc, char** argv) {
   winfer::cli::PlanArgs plan;
   CLI::App* plan_cmd = app.add_subcommand("plan", "Memory per convolution algorithm: weights, planned arena, lower bound, measured peak");
   plan_cmd->add_option("model", plan.model, "Model YAML file")->required();
-  plan_cmd->add_option("--weights", plan.weights, "Weights (.safetensors), overrides the YAML's");
+  CLI::Option* plan_weights = plan_cmd->add_option("--weights", plan.weights, "Weights (.safetensors), overrides the YAML's");
   plan_cmd->add_option("--random-weights", plan.random_weights_seed,
-                       "Fill the weights deterministically from SEED (default for a model without weights: 1)");
+                       "Fill the weights deterministically from SEED (default for a model without weights: 1)")
+      ->check(seed_value)
+      ->excludes(plan_weights);
   plan_cmd->add_option("--conv", plan.conv, "Algorithms to compare, comma-separated, or 'all' (default: the default algorithm vs im2col)");
   plan_cmd->add_option("--batch", plan.batch, "Batch size (default: the model's)")->check(CLI::Range(1, 1 << 20));
   plan_cmd->add_option("--threads", plan.threads, "Threads of the measured run")->capture_default_str()->check(CLI::Range(1, 1024));
@@ -69,8 +155,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--threads", bench.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   bench_cmd->add_option("--batch", bench.batch, "Batch size (default: the layer set's)")->check(CLI::Range(1, 1 << 20));
   bench_cmd->add_option("--runs", bench.runs, "Timed runs per layer and implementation (more for tiny layers)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  bench_cmd->add_option("--min-time", bench.min_time, "Seconds of timed runs at least per layer and implementation")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
-  bench_cmd->add_option("--seed", bench.seed, "Seed of the random inputs and weights")->capture_default_str();
+  bench_cmd->add_option("--min-time", bench.min_time, "Seconds of timed runs at least per layer and implementation")->capture_default_str()->check(finite_number(0, 3600));
+  bench_cmd->add_option("--seed", bench.seed, "Seed of the random inputs and weights")->capture_default_str()->check(seed_value);
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of the table");
   bench_cmd->add_flag("--list", bench.list, "List the layers of the set and exit");
   bench_cmd->add_flag("!--no-verify", bench.verify, "Skip checking every output against the direct convolution");
@@ -102,12 +188,20 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--batch", eval.batch, "Images per batch (default: 100)")->check(CLI::Range(1, 1 << 16));
   eval_cmd->add_option("--predictions", eval.predictions, "Write each image's predicted class to this file (one byte each)");
 
-  CLI11_PARSE(app, argc, argv);
-  if (info_cmd->parsed()) return winfer::cli::run_info(info);
-  if (run_cmd->parsed()) return winfer::cli::run_run(run);
-  if (plan_cmd->parsed()) return winfer::cli::run_plan(plan);
-  if (bench_cmd->parsed()) return winfer::cli::run_bench(bench);
-  if (classify_cmd->parsed()) return winfer::cli::run_classify(classify);
-  if (eval_cmd->parsed()) return winfer::cli::run_eval(eval);
-  return 2;
+  refuse_options_as_values(&app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version print and exit 0; a usage error prints CLI11's message and exits 1,
+    // as every other error does (CLI11's own codes, 105-114, would tell scripts nothing more).
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  using namespace winfer::cli;
+  if (info_cmd->parsed()) return guarded("info", [&] { return run_info(info); });
+  if (run_cmd->parsed()) return guarded("run", [&] { return run_run(run); });
+  if (plan_cmd->parsed()) return guarded("plan", [&] { return run_plan(plan); });
+  if (bench_cmd->parsed()) return guarded("bench", [&] { return run_bench(bench); });
+  if (classify_cmd->parsed()) return guarded("classify", [&] { return run_classify(classify); });
+  if (eval_cmd->parsed()) return guarded("eval", [&] { return run_eval(eval); });
+  return 1;
 }

@@ -125,14 +125,23 @@ HostMemoryRoom host_memory_room() {
           " or raise ulimit -v"};
 }
 
+namespace {
+std::string mib(size_t bytes) { return std::to_string((bytes + (size_t(1) << 20) - 1) >> 20) + " MiB"; }
+}  // namespace
+
 Status check_host_memory(const Model& model, const MemoryReport& report, size_t needed, int64_t batch) {
   const HostMemoryRoom room = host_memory_room();
   if (!room.known || needed <= room.bytes) return Status::Ok();
-  auto mib = [](size_t b) { return std::to_string((b + (size_t(1) << 20) - 1) >> 20) + " MiB"; };
   return out_of_memory(model.path() + ": a session with batch " + std::to_string(batch) + " needs " + mib(needed) +
                        " (activation arena " + mib(report.arena_bytes) + ", packed weights " +
                        mib(report.session_weights_bytes) + "), more than " + room.what + "; use a smaller batch" +
                        room.hint);
+}
+
+Status check_host_memory_for(const std::string& what, size_t bytes) {
+  const HostMemoryRoom room = host_memory_room();
+  if (!room.known || bytes <= room.bytes) return Status::Ok();
+  return out_of_memory(what + " needs " + mib(bytes) + ", more than " + room.what + "; use a smaller batch" + room.hint);
 }
 
 Status check_common_options(const SessionOptions& options) {

@@ -174,3 +174,13 @@ TEST_CASE("classify: requests it cannot serve fail with a clear message") {
   CHECK(r.exit_code == 1);
   CHECK(contains(r.stderr_text, "no image files"));
 }
+
+TEST_CASE("classify: --batch larger than the images sizes the session for the images there are") {
+  // Once: a session (and an input) of 65536 slots for one image, gigabytes for nothing.
+  const CommandResult r = run_cli("classify " + repo_path("models/fashion/fashion_resnet.yaml") + " " +
+                                  repo_path("models/fashion/examples/sneaker.png") + " --batch 65536 --top 1");
+  INFO(r.stderr_text);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.stdout_text, "Sneaker"));
+  CHECK(contains(r.stderr_text, "batch 1;"));
+}

@@ -100,3 +100,24 @@ TEST_CASE("eval: missing or broken dataset folders and unknown datasets are clea
   CHECK(r.exit_code == 1);
   CHECK(contains(r.stderr_text, "unknown dataset"));
 }
+
+TEST_CASE("eval: a model of many classes costs memory by the images, not by the classes squared") {
+  // The confusion matrix was classes x classes of int64: 2^16 classes (a flattened 256x256
+  // input) made it 32 GiB. Now it holds the classes the images were predicted as.
+  TempDir dir;
+  const auto be32 = [](uint32_t v) {
+    return std::string{char(v >> 24), char((v >> 16) & 0xFF), char((v >> 8) & 0xFF), char(v & 0xFF)};
+  };
+  std::string pixels(2 * 28 * 28, '\0');
+  pixels[5] = char(200);  // image 0 (label 3): brightest near pixel 5; image 1 (label 9) all zero: argmax 0
+  write_bytes(dir.file("t10k-images-idx3-ubyte"), be32(0x803) + be32(2) + be32(28) + be32(28) + pixels);
+  write_bytes(dir.file("t10k-labels-idx1-ubyte"), be32(0x801) + be32(2) + std::string("\x03\x09", 2));
+  write_bytes(dir.file("flat.yaml"), "format: winfer/1\ninput: {name: input, shape: [1, 1, 256, 256]}\n"
+                                     "preprocess: {resize: 256, channel_order: GRAY}\nlayers:\n  - {name: flat, op: flatten}\n");
+  const CommandResult r = run_cli("eval " + dir.file("flat.yaml") + " --data " + dir.path() + " --batch 2");
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.stdout_text, ": 2 images"));
+  CHECK(contains(r.stdout_text, "accuracy 0.00% (0/2)"));
+  CHECK(contains(r.stdout_text, "most confused (true -> predicted):"));
+}

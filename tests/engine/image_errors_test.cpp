@@ -4,6 +4,7 @@
 
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "engine/model_test_util.h"
 #include "winfer/idx_dataset.h"
@@ -104,6 +105,21 @@ TEST_CASE("image errors: a header claiming 10000x10000 pixels is refused before 
   expect_image_error(dir, "wide.pgm", "P5\n40000 1\n255\n", "limit");
   // Under the limit per side but over it in pixels.
   expect_image_error(dir, "long.png", png_header(20000, 5000), "refused before decoding");
+}
+
+TEST_CASE("image errors: an image of 0 pixels says so, not that it is over the limit") {
+  TempDir dir;
+  for (const auto& [name, header, size] : {std::make_tuple("empty.pgm", "P5\n0 0\n255\n", "0x0"),
+                                           std::make_tuple("flat.ppm", "P6\n0 7\n255\n", "0x7")}) {
+    const std::string path = dir.file(name);
+    write_bytes(path, header);
+    auto image = winfer::read_image(path, winfer::ColorMode::kRgb);
+    REQUIRE_FALSE(image.ok());
+    const std::string& message = image.status().message();
+    INFO("message: " << message);
+    CHECK(contains(message, path + ": the image is " + size + " pixels: it has no pixels to classify"));
+    CHECK_FALSE(contains(message, "limit"));  // once: "0x0 pixels, more than winfer's limit"
+  }
 }
 
 TEST_CASE("image: a 1x1 image is preprocessed like any other") {

@@ -136,6 +136,14 @@ struct MemoryReport {
 // ("cuda": empty in a build without it).
 std::vector<std::string> conv_algorithm_names(const std::string& device = "cpu");
 
+// kOutOfMemory "WHAT needs X MiB, more than the M MiB this machine has available
+// (MemAvailable); use a smaller batch" when `bytes` of host memory are more than the machine has
+// available now (or than is left under ulimit -v), the figure Session::create checks its own
+// memory against; Ok when that is unknown. For buffers sized from what a user gave (a batch of inputs, a random input): checked
+// before allocating, because the allocator may overcommit and fail only when the pages are
+// touched (the OOM killer), or throw std::bad_alloc.
+Status check_host_memory_for(const std::string& what, size_t bytes);
+
 class SessionImpl;
 
 class Session {
