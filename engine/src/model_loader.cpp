@@ -1,9 +1,12 @@
 // Model loading: YAML -> Graph (validated) -> shapes -> parameters -> fusion.
 // Every error is prefixed with the file and, where it applies, the line and the layer.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #if defined(__GLIBC__)  // defined by the standard headers above
 #include <malloc.h>
@@ -41,6 +44,32 @@ std::string join(const std::vector<std::string>& items) {
   return s;
 }
 
+// `text` with its control characters (a NUL, a newline, ...) written as \xNN, for messages.
+std::string escaped(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+// The first control character of `text`, or npos. A NUL would end the name wherever it goes
+// through a C string (a file path, strtoll) and hide the rest; none belongs in a name.
+size_t first_control_character(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) return i;
+  }
+  return std::string::npos;
+}
+
 // Reads YAML with typed errors: "model.yaml:7: 'input.shape' must be a list of integers".
 class YamlReader {
  public:
@@ -55,9 +84,36 @@ class YamlReader {
     return file_ + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": ";
   }
 
+  // Every string the loader reads is a name, a path or a keyword: printable text only.
   Status string(const YAML::Node& node, const std::string& what, std::string* out) const {
     if (!node.IsScalar()) return error(node, "'" + what + "' must be a string");
+    WINFER_RETURN_IF_ERROR(printable(node, node.Scalar(), "'" + what + "'"));
     *out = node.Scalar();
+    return Status::Ok();
+  }
+
+  Status printable(const YAML::Node& node, const std::string& text, const std::string& what) const {
+    const size_t at = first_control_character(text);
+    if (at == std::string::npos) return Status::Ok();
+    return error(node, what + " is '" + escaped(text) + "', with a control character at byte " + std::to_string(at) +
+                           "; names, keys and values must be printable text");
+  }
+
+  // The keys of a mapping: plain printable names, each given once. yaml-cpp keeps both entries
+  // of a repeated key and node["key"] finds the first, so a duplicate would silently lose one
+  // of its values; every mapping the loader reads is checked here first.
+  Status keys(const YAML::Node& map, const std::string& what) const {
+    std::map<std::string, int> first_line;
+    for (const auto& kv : map) {
+      if (!kv.first.IsScalar()) return error(kv.first, "a key of " + what + " must be a name, not a list or a mapping");
+      const std::string& key = kv.first.Scalar();
+      WINFER_RETURN_IF_ERROR(printable(kv.first, key, "key of " + what));
+      const auto [it, added] = first_line.emplace(key, line_of(kv.first));
+      if (!added) {
+        return error(kv.first, "duplicate key '" + key + "' in " + what + " (first at line " + std::to_string(it->second) +
+                                   "); give each key once");
+      }
+    }
     return Status::Ok();
   }
 
@@ -68,7 +124,7 @@ class YamlReader {
       int64_t v = 0;
       if (!item.IsScalar() || !YAML::convert<int64_t>::decode(item, v)) {
         return error(item, "'" + what + "' must be a list of integers, got '" +
-                               (item.IsScalar() ? item.Scalar() : std::string("a nested value")) + "'");
+                               (item.IsScalar() ? escaped(item.Scalar()) : std::string("a nested value")) + "'");
       }
       out->push_back(v);
     }
@@ -190,6 +246,11 @@ class ModelLoader {
   Status parse_yaml(LoadYaml load, YAML::Node* root) {
     try {
       *root = load();
+    } catch (const YAML::DeepRecursion& e) {
+      // yaml-cpp's guard against overflowing the stack, whose own message is "bad file".
+      const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
+      return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": YAML nesting deeper than " +
+                         std::to_string(e.depth() - 1) + " levels (yaml-cpp's limit; a model file nests 4)");
     } catch (const YAML::Exception& e) {
       const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
       return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) +
@@ -202,6 +263,7 @@ class ModelLoader {
   }
 
   Status read_header(const YAML::Node& root) {
+    WINFER_RETURN_IF_ERROR(yaml_.keys(root, "the model's top level"));
     for (const auto& kv : root) {
       const std::string key = kv.first.Scalar();
       if (!kTopLevelKeys.count(key)) {
@@ -235,6 +297,7 @@ class ModelLoader {
   Status read_input(const YAML::Node& node) {
     if (!node) return invalid_argument(path_ + ": missing 'input: {name: input, shape: [N, C, H, W]}'");
     if (!node.IsMap()) return yaml_.error(node, "'input' must be a mapping with 'shape' (and 'name')");
+    WINFER_RETURN_IF_ERROR(yaml_.keys(node, "'input'"));
     for (const auto& kv : node) {
       const std::string key = kv.first.Scalar();
       if (key != "name" && key != "shape") return yaml_.error(kv.first, "unknown key 'input." + key + "'");
@@ -271,6 +334,7 @@ class ModelLoader {
 
   Status read_preprocess(const YAML::Node& node) {
     if (!node.IsMap()) return yaml_.error(node, "'preprocess' must be a mapping");
+    WINFER_RETURN_IF_ERROR(yaml_.keys(node, "'preprocess'"));
     Preprocess& p = model_->preprocess_;
     p.present = true;
     for (const auto& kv : node) {
@@ -303,6 +367,7 @@ class ModelLoader {
   // One layer: structural keys, then everything else becomes an attribute of the op.
   Status read_layer(const YAML::Node& node, size_t index, std::string* previous_output) {
     if (!node.IsMap()) return yaml_.error(node, "layer " + std::to_string(index) + " must be a mapping");
+    WINFER_RETURN_IF_ERROR(yaml_.keys(node, "layer " + std::to_string(index)));
     GraphNode g;
     g.line = line_of(node);
     if (!node["name"]) return yaml_.error(node, "layer " + std::to_string(index) + " has no 'name'");
@@ -324,12 +389,15 @@ class ModelLoader {
     for (const auto& kv : node) {
       const std::string key = kv.first.Scalar();
       if (kLayerKeys.count(key)) continue;
+      // Attribute values reach strtoll and friends as C strings: a NUL would cut "3\0junk" to 3.
       if (kv.second.IsScalar()) {
+        WINFER_RETURN_IF_ERROR(yaml_.printable(kv.second, kv.second.Scalar(), "attribute '" + key + "'"));
         attrs.set(key, AttrValue::scalar(kv.second.Scalar(), line_of(kv.second)));
       } else if (kv.second.IsSequence()) {
         std::vector<std::string> items;
         for (const YAML::Node& item : kv.second) {
           if (!item.IsScalar()) return invalid_argument(context + ": attribute '" + key + "' must be a flat list");
+          WINFER_RETURN_IF_ERROR(yaml_.printable(item, item.Scalar(), "attribute '" + key + "'"));
           items.push_back(item.Scalar());
         }
         attrs.set(key, AttrValue::list(std::move(items), line_of(kv.second)));
@@ -427,7 +495,9 @@ class ModelLoader {
     }
     std::vector<std::string> names;
     if (node.IsScalar()) {
-      names.push_back(node.Scalar());
+      std::string name;
+      WINFER_RETURN_IF_ERROR(yaml_.string(node, "outputs", &name));
+      names.push_back(name);
     } else if (node.IsSequence() && node.size() > 0) {
       for (const YAML::Node& item : node) {
         std::string name;
@@ -447,11 +517,13 @@ class ModelLoader {
 
   Status read_inline_tensors(const YAML::Node& node, std::map<std::string, InlineTensor>* out) {
     if (!node.IsMap()) return yaml_.error(node, "'tensors' must map parameter names to {shape, data}");
+    WINFER_RETURN_IF_ERROR(yaml_.keys(node, "'tensors'"));
     for (const auto& kv : node) {
       const std::string name = kv.first.Scalar();
       const YAML::Node& t = kv.second;
       const std::string what = "tensors." + name;
       if (!t.IsMap() || !t["shape"] || !t["data"]) return yaml_.error(t, "'" + what + "' needs 'shape' and 'data'");
+      WINFER_RETURN_IF_ERROR(yaml_.keys(t, "'" + what + "'"));
       InlineTensor tensor;
       tensor.line = line_of(t);
       std::vector<int64_t> dims;

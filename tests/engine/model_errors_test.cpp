@@ -1,5 +1,6 @@
 // Bad model files get a clear error naming the file, line, layer or tensor — never a crash.
 #include "engine/model_test_util.h"
+#include "engine/src/session_impl.h"
 
 using namespace winfer_test;
 
@@ -202,4 +203,88 @@ TEST_CASE("model error: absurd padding or stride") {
   expect_load_error(model_header() + "layers:\n  - {name: conv, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: 3, "
                                      "stride: [1, 99999999999]}\n",
                     {"layer 'conv' (conv2d)", "<= 2^24"});
+}
+
+TEST_CASE("model error: a key given twice in any mapping is refused with both lines") {
+  // yaml-cpp keeps both entries and node["key"] finds one of them: the other value was lost.
+  expect_load_error(model_header() + "input: {name: x, shape: [1, 3, 8, 8]}\nlayers:\n" + kConvLayer,
+                    {"model.yaml:3: duplicate key 'input' in the model's top level (first at line 2)"});
+  expect_load_error("format: winfer/1\ninput: {name: input, shape: [1, 3, 8, 8], name: other}\nlayers:\n" + kConvLayer,
+                    {"model.yaml:2: duplicate key 'name' in 'input'"});
+  expect_load_error(model_header() + "preprocess:\n  resize: 8\n  resize: 9\nlayers:\n" + kConvLayer,
+                    {"model.yaml:5: duplicate key 'resize' in 'preprocess' (first at line 4)"});
+  expect_load_error(model_header() + "layers:\n  - name: r\n    op: relu\n    name: s\n",
+                    {"model.yaml:6: duplicate key 'name' in layer 0 (first at line 4)"});
+  expect_load_error(model_header() + "layers:\n  - {name: conv, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: 3, "
+                                     "kernel_size: 1}\n",
+                    {"duplicate key 'kernel_size' in layer 0"});
+  const std::string conv1x1 = model_header(1, 4, 4) +
+                              "layers:\n  - {name: conv, op: conv2d, in_channels: 1, out_channels: 1, kernel_size: 1}\n";
+  expect_load_error(conv1x1 + "tensors:\n  conv.bias: {shape: [1], data: [0]}\n  conv.bias: {shape: [1], data: [1]}\n",
+                    {"duplicate key 'conv.bias' in 'tensors'"});
+  expect_load_error(conv1x1 + "tensors:\n  conv.bias: {shape: [1], data: [0], data: [1]}\n",
+                    {"duplicate key 'data' in 'tensors.conv.bias'"});
+  // A key that is not a name (a list) is refused rather than read as "".
+  expect_load_error(model_header() + "? [a, b]\n: 1\nlayers:\n" + kConvLayer, {"must be a name, not a list or a mapping"});
+}
+
+TEST_CASE("model error: NUL and other control characters are refused in every name, key and value") {
+  // A NUL would end the name wherever it becomes a C string: "3\0junk" read as 3 by strtoll,
+  // a weights path cut short, a layer name printed as half of itself.
+  const std::string relu = "layers:\n  - {name: r, op: relu}\n";
+  expect_load_error(model_header() + "layers:\n  - {name: \"r\\0evil\", op: relu}\n",
+                    {"model.yaml:4: 'name' is 'r\\x00evil', with a control character at byte 1"});
+  expect_load_error("format: winfer/1\ninput: {name: \"in\\x01\", shape: [1, 3, 8, 8]}\n" + relu,
+                    {"'input.name' is 'in\\x01'"});
+  expect_load_error(model_header() + "layers:\n  - {name: r, op: relu, input: \"input\\0\"}\n", {"'input' is 'input\\x00'"});
+  expect_load_error(model_header() + "layers:\n  - {name: r, op: relu, inputs: [\"in\\tput\"]}\n", {"'inputs' is 'in\\x09put'"});
+  expect_load_error(model_header() + "layers:\n  - {name: c, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: 3, "
+                                     "params: \"c\\0x\"}\n",
+                    {"'params' is 'c\\x00x'"});
+  expect_load_error(model_header() + relu + "outputs: \"r\\0\"\n", {"'outputs' is 'r\\x00'"});
+  expect_load_error(model_header() + "weights: \"w.safetensors\\0.txt\"\n" + relu, {"'weights' is 'w.safetensors\\x00.txt'"});
+  expect_load_error(model_header() + "labels: \"l\\nx\"\n" + relu, {"'labels' is 'l\\x0ax'"});
+  expect_load_error("format: winfer/1\nname: \"m\\0\"\ninput: {shape: [1, 3, 8, 8]}\n" + relu, {"'name' is 'm\\x00'"});
+  // Attribute values and keys, and inline tensor names.
+  expect_load_error(model_header() + "layers:\n  - {name: c, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: \"3\\0junk\"}\n",
+                    {"attribute 'kernel_size' is '3\\x00junk'"});
+  expect_load_error(model_header() + "layers:\n  - {name: c, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: [3, \"3\\0\"]}\n",
+                    {"attribute 'kernel_size' is '3\\x00'"});
+  expect_load_error(model_header() + "layers:\n  - {name: r, op: relu, \"x\\0\": 1}\n", {"key of layer 0 is 'x\\x00'"});
+  expect_load_error(model_header(1, 4, 4) + "layers:\n  - {name: conv, op: conv2d, in_channels: 1, out_channels: 1, kernel_size: 1}\n"
+                                            "tensors:\n  \"conv.bias\\0\": {shape: [1], data: [0]}\n",
+                    {"key of 'tensors' is 'conv.bias\\x00'"});
+}
+
+TEST_CASE("model error: YAML nested past yaml-cpp's depth limit says so, with the line") {
+  // yaml-cpp's own message for this is "bad file".
+  for (const std::string& nesting : {std::string(3000, '[') + std::string(3000, ']'), [] {
+         std::string s;
+         for (int i = 0; i < 3000; ++i) s += "{a: ";
+         return s + std::string(3000, '}');
+       }()}) {
+    TempDir dir;
+    auto model = load_text(dir, "format: winfer/1\nx: " + nesting + "\n");
+    REQUIRE_FALSE(model.ok());
+    const std::string& message = model.status().message();
+    INFO("message: " << message);
+    CHECK(model.status().code() == winfer::ErrorCode::kParseError);
+    CHECK(contains(message, "model.yaml:2: YAML nesting deeper than"));
+    CHECK(contains(message, "levels (yaml-cpp's limit; a model file nests 4)"));
+    CHECK_FALSE(contains(message, "bad file"));
+  }
+}
+
+TEST_CASE("session error: check_host_memory_for refuses more than the machine has, with the numbers") {
+  CHECK(winfer::check_host_memory_for("a small buffer", 4096).ok());
+  const winfer::Status s = winfer::check_host_memory_for("the random input [1048576,3,224,224]", size_t(1) << 60);
+  if (winfer::available_host_memory() == 0) {
+    MESSAGE("no MemAvailable here: nothing to check against");
+    CHECK(s.ok());
+    return;
+  }
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.code() == winfer::ErrorCode::kOutOfMemory);
+  CHECK(contains(s.message(), "the random input [1048576,3,224,224] needs 1099511627776 MiB, more than the"));
+  CHECK(contains(s.message(), "MiB this machine has available (MemAvailable); use a smaller batch"));
 }
