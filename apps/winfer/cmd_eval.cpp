@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <map>
 
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
+#include "engine/src/core/file_io.h"
 #include "winfer/idx_dataset.h"
 #include "winfer/image.h"
 #include "winfer/model.h"
@@ -89,12 +89,13 @@ void print_summary(const Confusion& confusion, const std::vector<std::string>& l
   }
 }
 
-Status write_predictions(const std::string& path, const std::vector<uint8_t>& predictions) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(predictions.data()), static_cast<std::streamsize>(predictions.size()));
-  out.close();
-  if (!out) return io_error(path + ": cannot write the predictions");
-  return Status::Ok();
+// A predictions file replaces only a predictions file: bytes that are all class indices of this
+// model (or an empty file), so that a mistyped --predictions never destroys another file.
+detail::OutputKind predictions_kind(int64_t classes) {
+  return {"predictions file", "a predictions file (one class index per byte)",
+          [classes](const std::string& head, uint64_t) {
+            return std::all_of(head.begin(), head.end(), [&](char c) { return int64_t(uint8_t(c)) < classes; });
+          }};
 }
 
 }  // namespace
@@ -138,6 +139,11 @@ int run_eval(const EvalArgs& args) {
     return fail(invalid_argument("--predictions writes one byte per image: at most 256 classes, the model has " +
                                  std::to_string(classes)));
   }
+  // A path that cannot be written is refused now, not after the whole split has run.
+  if (!args.predictions.empty()) {
+    Status writable = detail::check_output_path(args.predictions, predictions_kind(classes));
+    if (!writable.ok()) return fail(writable);
+  }
 
   Confusion confusion(static_cast<size_t>(max_label) + 1);
   std::vector<uint8_t> predictions;
@@ -171,7 +177,8 @@ int run_eval(const EvalArgs& args) {
               static_cast<long long>(total));
   print_summary(confusion, model_labels(*model, classes), total);
   if (!args.predictions.empty()) {
-    Status written = write_predictions(args.predictions, predictions);
+    Status written =
+        detail::write_output_file(args.predictions, predictions_kind(classes), predictions.data(), predictions.size());
     if (!written.ok()) return fail(written);
   }
   const double seconds = preprocess_seconds + inference_seconds;

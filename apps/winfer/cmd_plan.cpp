@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -17,6 +16,7 @@
 #include "apps/winfer/format.h"
 #include "apps/winfer/plan_report.h"
 #include "apps/winfer/process_memory.h"
+#include "engine/src/core/file_io.h"
 #include "winfer/model.h"
 #include "winfer/session.h"
 
@@ -167,7 +167,6 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
   }
   std::vector<Tensor> outputs;
   const Status run = session.value()->run_into(input.value(), &outputs);
-
   const std::optional<size_t> peak = peak_resident_bytes();
   if (!run.ok()) {
     column.measure_note = "the run failed: " + run.message();
@@ -468,7 +467,18 @@ void print_json(const PlanArgs& args, const ModelFacts& facts, const std::vector
 
 }  // namespace
 
+// --svg replaces only an SVG (an XML or <svg> start), so that a mistyped path destroys nothing.
+const detail::OutputKind kSvgOutput{"SVG file", "an SVG file", [](const std::string& head, uint64_t) {
+                                      const size_t start = head.find_first_not_of(" \t\r\n");
+                                      return start != std::string::npos &&
+                                             (head.compare(start, 5, "<?xml") == 0 || head.compare(start, 4, "<svg") == 0);
+                                    }};
+
 int run_plan(const PlanArgs& args) {
+  if (!args.svg.empty()) {  // refused before the measured runs, not after
+    Status writable = detail::check_output_path(args.svg, kSvgOutput);
+    if (!writable.ok()) return fail(writable);
+  }
   auto algorithms = algorithm_list(args.conv);
   if (!algorithms.ok()) return fail(algorithms.status());
   ModelFacts facts;
@@ -488,9 +498,9 @@ int run_plan(const PlanArgs& args) {
     print_table(args, facts, columns);
   }
   if (!args.svg.empty()) {
-    std::ofstream svg(args.svg);
-    svg << plan_svg(facts.name, facts.batch, columns);
-    if (!svg) return fail(io_error("cannot write '" + args.svg + "'"));
+    const std::string svg = plan_svg(facts.name, facts.batch, columns);
+    Status written = detail::write_output_file(args.svg, kSvgOutput, svg.data(), svg.size());
+    if (!written.ok()) return fail(written);
     std::fprintf(stderr, "wrote %s\n", args.svg.c_str());
   }
   return 0;

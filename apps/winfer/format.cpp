@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <new>
 #include <numeric>
@@ -37,20 +36,6 @@ std::string human_bytes(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
   return buf;
-}
-
-std::vector<std::string> read_labels(const std::string& path, std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "cannot read labels file '" + path + "'";
-    return {};
-  }
-  std::vector<std::string> labels;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    labels.push_back(line);
-  }
-  return labels;
 }
 
 int fail(const Status& status) {
@@ -109,12 +94,12 @@ std::string json_quote(const std::string& text) {
 
 std::vector<std::string> model_labels(const Model& model, int64_t classes) {
   if (model.labels_path().empty()) return {};
-  std::string error;
-  std::vector<std::string> labels = read_labels(model.labels_path(), &error);
-  if (!error.empty()) {
-    std::cerr << "warning: " << error << "; printing class indices\n";
+  auto read = model.labels();
+  if (!read.ok()) {
+    std::cerr << "warning: " << read.status().message() << "; printing class indices\n";
     return {};
   }
+  std::vector<std::string> labels = std::move(read).value();
   if (static_cast<int64_t>(labels.size()) != classes) {
     std::cerr << "warning: " << model.labels_path() << " has " << labels.size() << " labels for " << classes
               << " classes; printing class indices\n";

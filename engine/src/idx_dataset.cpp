@@ -133,6 +133,7 @@ Image ImageDataset::image(int64_t index) const {
 Result<ImageDataset> load_mnist_split(const std::string& dir, const std::string& split) {
   if (split != "train" && split != "test") return invalid_argument("unknown split '" + split + "' (train or test)");
   const std::string prefix = split == "train" ? "train" : "t10k";
+  WINFER_RETURN_IF_ERROR(detail::check_input_folder(dir, "dataset folder"));
   WINFER_ASSIGN_OR_RETURN(IdxArray images, read_split_file(dir, prefix + "-images-idx3-ubyte"));
   WINFER_ASSIGN_OR_RETURN(IdxArray labels, read_split_file(dir, prefix + "-labels-idx1-ubyte"));
   if (images.dims.size() != 3) {

@@ -5,17 +5,18 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #if defined(__GLIBC__)  // defined by the standard headers above
 #include <malloc.h>
 #endif
 
+#include "engine/src/core/file_io.h"
 #include "engine/src/fusion.h"
 #include "engine/src/graph.h"
 #include "engine/src/op_registry.h"
 #include "engine/src/param_sources.h"
+#include "engine/src/yaml_node_limit.h"
 #include "kernels/cpu/conv_algorithm.h"
 #include "winfer/model.h"
 
@@ -32,8 +33,10 @@ const std::set<std::string> kLayerKeys = {"name", "op", "input", "inputs", "para
 // Sanity bounds (docs/ERRORS.md, "Limits"). A model description is text: the largest zoo
 // model (resnet152.yaml) is 39 KB with ~500 layers, so anything past these is corrupt or hostile,
 // and refusing it early keeps the parser's memory and time bounded.
-constexpr uintmax_t kMaxModelFileBytes = uintmax_t(64) << 20;  // 64 MiB (inline tensors included)
-constexpr size_t kMaxLayers = 100000;
+// The file's bytes are bounded, and so are its YAML nodes (kMaxYamlNodes, yaml_node_limit.h):
+// the node count is what bounds the memory of loading.
+constexpr detail::InputKind kModelFile{"model file", kMaxModelTextBytes};
+constexpr size_t kMaxLayers = 10000;  // 20x resnet152's; within kMaxYamlNodes at 5 nodes a layer
 constexpr int64_t kMaxInputDim = int64_t(1) << 24;  // per dimension of input.shape, as for attributes
 
 int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 0; }
@@ -222,30 +225,36 @@ class ModelLoader {
   }
 
   Status read_file(YAML::Node* root) {
-    if (yaml_text_ != nullptr) return read_text(root);
-    std::error_code ec;
-    if (!fs::exists(path_, ec)) return not_found("model file '" + path_ + "' does not exist");
-    if (fs::is_directory(path_, ec)) return invalid_argument("model file '" + path_ + "' is a directory");
-    std::ifstream probe(path_);
-    if (!probe) return io_error("cannot read model file '" + path_ + "'");
-    const uintmax_t bytes = fs::file_size(path_, ec);
-    if (!ec && bytes > kMaxModelFileBytes) {
-      return invalid_argument("model file '" + path_ + "' is " + std::to_string(bytes) + " bytes, more than the limit of " +
-                              std::to_string(kMaxModelFileBytes) + " (64 MiB); put large weights in a safetensors file");
+    if (yaml_text_ != nullptr) return parse_yaml(*yaml_text_, root);
+    WINFER_ASSIGN_OR_RETURN(std::string text, detail::read_input_file(path_, kModelFile));
+    return parse_yaml(text, root);
+  }
+
+  // Parses the model's YAML (from the file or from memory) into *root, after counting its nodes
+  // (kMaxYamlNodes); a syntax error names path_ and the line.
+  Status parse_yaml(const std::string& text, YAML::Node* root) {
+    if (text.size() > kModelFile.max_bytes) {
+      return invalid_argument(path_ + ": the model text is " + std::to_string(text.size()) +
+                              " bytes, more than the limit of " + std::to_string(kModelFile.max_bytes) + " bytes");
     }
-    return parse_yaml([&] { return YAML::LoadFile(path_); }, root);
+    return parse_yaml_tree(
+        [&] {
+          count_yaml_nodes(text);
+          return YAML::Load(text);
+        },
+        root);
   }
 
-  Status read_text(YAML::Node* root) {
-    return parse_yaml([&] { return YAML::Load(*yaml_text_); }, root);
-  }
-
-  // Parses the model's YAML (from the file or from memory) into *root; a syntax error names
-  // path_ and the line.
+  // Runs `load` (the parse); a syntax error names path_ and the line.
   template <typename LoadYaml>
-  Status parse_yaml(LoadYaml load, YAML::Node* root) {
+  Status parse_yaml_tree(LoadYaml load, YAML::Node* root) {
     try {
       *root = load();
+    } catch (const TooManyYamlNodes& e) {
+      return invalid_argument(path_ + ":" + std::to_string(e.line) + ": the model has more than " +
+                              std::to_string(kMaxYamlNodes) +
+                              " YAML values (numbers, strings, lists, mappings); put large tensors in a "
+                              "safetensors file (docs/ERRORS.md, \"Limits\")");
     } catch (const YAML::DeepRecursion& e) {
       // yaml-cpp's guard against overflowing the stack, whose own message is "bad file".
       const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
@@ -283,7 +292,7 @@ class ModelLoader {
     if (root["labels"]) {
       std::string labels;
       WINFER_RETURN_IF_ERROR(yaml_.string(root["labels"], "labels", &labels));
-      model_->labels_path_ = relative_to_model(labels);
+      WINFER_ASSIGN_OR_RETURN(model_->labels_path_, side_file(root["labels"], "labels", labels));
     }
     if (root["preprocess"]) WINFER_RETURN_IF_ERROR(read_preprocess(root["preprocess"]));
     return Status::Ok();
@@ -292,6 +301,30 @@ class ModelLoader {
   std::string relative_to_model(const std::string& file) const {
     const fs::path p(file);
     return p.is_absolute() ? file : (fs::path(path_).parent_path() / p).lexically_normal().string();
+  }
+
+  // A file the model names (`key: file`), relative to the model's folder; with
+  // LoadOptions::confine_to, refused unless it resolves inside that folder.
+  Result<std::string> side_file(const YAML::Node& node, const std::string& key, const std::string& file) const {
+    const std::string path = relative_to_model(file);
+    if (options_.confine_to.empty()) return path;
+    std::error_code root_error, path_error;
+    const fs::path root = fs::weakly_canonical(options_.confine_to, root_error);
+    const fs::path resolved = fs::weakly_canonical(path, path_error);
+    if (root_error) {
+      return invalid_argument("LoadOptions::confine_to '" + options_.confine_to + "' cannot be resolved: " +
+                              root_error.message());
+    }
+    const bool inside = !path_error && std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end()).first ==
+                                           root.end();
+    if (!inside) {
+      return yaml_.error(node, "'" + key + ": " + file + "' " +
+                                   (path_error ? "cannot be resolved (" + path_error.message() + ")"
+                                               : "resolves to '" + resolved.string() + "'") +
+                                   ", outside the folder '" + root.string() +
+                                   "' that model files may name (LoadOptions::confine_to)");
+    }
+    return path;
   }
 
   Status read_input(const YAML::Node& node) {
@@ -553,7 +586,7 @@ class ModelLoader {
     spec->weights = options_.weights_path;
     if (spec->weights.empty() && root["weights"]) {
       WINFER_RETURN_IF_ERROR(yaml_.string(root["weights"], "weights", &spec->weights));
-      spec->weights = relative_to_model(spec->weights);
+      WINFER_ASSIGN_OR_RETURN(spec->weights, side_file(root["weights"], "weights", spec->weights));
     }
     return Status::Ok();
   }

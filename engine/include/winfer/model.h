@@ -40,6 +40,12 @@ struct LoadOptions {
   // the OIHW weights and let every session pack its own copy (twice the weights' memory with
   // one session).
   std::string pack_for = "im2win";
+  // A model file is trusted like a script: its `weights:` and `labels:` may name any file the
+  // process can read (absolute paths and `..` included), and a label file's lines are printed.
+  // To load model files from elsewhere, set this to a folder: every file the model names must
+  // then lie inside it (after `..` and symlinks are resolved), or loading fails naming the path.
+  // Files the caller gives (weights_path) are not checked. Empty: no confinement.
+  std::string confine_to;
 };
 
 // Image preprocessing declared by the model (used by `winfer classify`).

@@ -98,6 +98,17 @@ Result<InputFile> open_input_file(const std::string& path, const InputKind& kind
   return file;
 }
 
+Status check_input_folder(const std::string& path, const char* what) {
+  const std::string who = subject(what, path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return access_error(who, errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return invalid_argument(who + " is " + (S_ISREG(st.st_mode) ? "a file" : file_type_phrase(st.st_mode)) +
+                            ", not a folder");
+  }
+  return Status::Ok();
+}
+
 Result<std::string> read_input_file(const std::string& path, const InputKind& kind) {
   WINFER_ASSIGN_OR_RETURN(InputFile file, open_input_file(path, kind));
   const std::string who = subject(kind.what, path);

@@ -68,6 +68,10 @@ struct InputFile {
 // Messages read "model file 'x.yaml' is a FIFO (named pipe), not a regular file; ...".
 Result<InputFile> open_input_file(const std::string& path, const InputKind& kind);
 
+// Checks that `path` is a folder (after symlinks), with the same words as open_input_file for
+// what it is instead: "dataset folder 'x' is a FIFO (named pipe), not a folder".
+Status check_input_folder(const std::string& path, const char* what);
+
 // The whole file as bytes, through open_input_file. At most kind.max_bytes are read, whatever
 // stat said: a file that grows while it is read is refused, not followed.
 Result<std::string> read_input_file(const std::string& path, const InputKind& kind);
