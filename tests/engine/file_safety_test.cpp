@@ -118,11 +118,11 @@ TEST_CASE("files: every input path refuses a FIFO, a folder, a device and a syml
        }},
       {"layer set", [](const std::string& p) { return message_of(winfer::bench::load_layer_set(p)); }},
   };
-  for (const auto& [what, read] : readers) {
+  for (const auto& reader : readers) {
     for (const SpecialFile& special : kSpecials) {
       const std::string path = dir.file(special.name);
-      INFO(what << " <- " << special.name);
-      const std::string message = within_deadline(fifo, [&, &read = read] { return read(path); });
+      INFO(reader.first << " <- " << special.name);
+      const std::string message = within_deadline(fifo, [&] { return reader.second(path); });
       CHECK_FALSE(message.empty());
       CHECK(contains(message, path));
       CHECK(contains(message, special.expected));
@@ -236,17 +236,17 @@ TEST_CASE("files: a writer replaces only a file of its own kind, through a tempo
     fs::create_directories(dir.file("folder"));
     fs::create_symlink("loop", dir.file("loop"));
     fs::create_symlink("missing.npy", dir.file("dangling"));
-    for (const auto& [name, expected] : std::vector<std::pair<std::string, std::string>>{
+    for (const SpecialFile& target : std::vector<SpecialFile>{
              {"fifo", "is a FIFO (named pipe); winfer writes only regular files"},
              {"folder", "is a directory"},
              {"loop", "symbolic link loop"},
              {"dangling", "symbolic link to a file that does not exist"}}) {
-      INFO(name);
-      const std::string message = within_deadline(dir.file("fifo"), [&, &name = name] {
-        return winfer::write_npy(dir.file(name), tensor).message();
+      INFO(target.name);
+      const std::string message = within_deadline(dir.file("fifo"), [&] {
+        return winfer::write_npy(dir.file(target.name), tensor).message();
       });
-      CHECK(contains(message, dir.file(name)));
-      CHECK(contains(message, expected));
+      CHECK(contains(message, dir.file(target.name)));
+      CHECK(contains(message, target.expected));
     }
     CHECK(fs::is_fifo(dir.file("fifo")));
   }
@@ -357,6 +357,19 @@ class FifoWatchdog {
   std::thread thread_;
 };
 
+// Runs the CLI with `command`'s X replaced by `path`, under a FifoWatchdog on `fifo` (a run
+// that blocked on it fails the check); the command line and stderr go into the test's log.
+winfer_test::CommandResult run_cli_with(const std::string& command, const std::string& path, const std::string& fifo) {
+  std::string line = command;
+  line.replace(line.find('X'), 1, path);
+  INFO("winfer " << line);
+  FifoWatchdog watchdog(fifo, 60);
+  auto r = winfer_test::run_cli(line);
+  watchdog.stop();
+  CHECK_FALSE(watchdog.fired());
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("files: every CLI file flag refuses a FIFO, a folder, a device and a symlink loop, naming it") {
@@ -384,16 +397,10 @@ TEST_CASE("files: every CLI file flag refuses a FIFO, a folder, a device and a s
   };
   for (const std::string& command : commands) {
     for (const SpecialFile& special : kSpecials) {
-      std::string line = command;
       const std::string path = dir.file(special.name);
-      line.replace(line.find('X'), 1, path);
-      INFO("winfer " << line);
-      FifoWatchdog watchdog(dir.file("fifo"), 60);
-      auto r = winfer_test::run_cli(line);
-      watchdog.stop();
-      CHECK_FALSE(watchdog.fired());
+      const auto r = run_cli_with(command, path, dir.file("fifo"));
+      INFO(command << " (X = " << path << "): " << r.stderr_text);
       CHECK(r.exit_code == 1);
-      INFO(r.stderr_text);
       CHECK(contains(r.stderr_text, path));
       // A folder given where a folder is expected (classify's images, eval's --data) is read
       // as one; the others say what the file is.
@@ -420,15 +427,9 @@ TEST_CASE("files: every CLI output flag refuses a FIFO, a folder, a symlink loop
       {"fifo", "FIFO"}, {"folder", "directory"}, {"loop", "symbolic link loop"}, {"notes.txt", "exists and is not"}};
   for (const std::string& command : commands) {
     for (const SpecialFile& target : targets) {
-      std::string line = command;
       const std::string path = dir.file(target.name);
-      line.replace(line.find('X'), 1, path);
-      INFO("winfer " << line);
-      FifoWatchdog watchdog(dir.file("fifo"), 60);
-      auto r = winfer_test::run_cli(line);
-      watchdog.stop();
-      CHECK_FALSE(watchdog.fired());
-      INFO(r.stderr_text);
+      const auto r = run_cli_with(command, path, dir.file("fifo"));
+      INFO(command << " (X = " << path << "): " << r.stderr_text);
       CHECK(r.exit_code == 1);
       CHECK(contains(r.stderr_text, path));
       CHECK(contains(r.stderr_text, target.expected));
