@@ -13,9 +13,11 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <new>
 #include <stdexcept>
+#include <vector>
 
 #include "apps/winfer/commands.h"
 
@@ -75,10 +77,10 @@ void refuse_options_as_values(CLI::App* app) {
 
 // What a subcommand throws past its own Status handling is a bug, not a message for the user:
 // said in words (no C++ type names), with exit status 1 like every other error.
-template <typename Command>
-int guarded(const char* name, Command command) {
+template <typename Run>
+int guarded(const char* name, const Run& run) {
   try {
-    return command();
+    return run();
   } catch (const std::bad_alloc&) {
     std::cerr << "error: winfer " << name << ": out of memory (an allocation the memory checks did not foresee)\n";
   } catch (const std::length_error&) {
@@ -89,21 +91,23 @@ int guarded(const char* name, Command command) {
   return 1;
 }
 
-}  // namespace
+// A subcommand: its CLI11 app (options bound to its Args) and the function that runs it.
+struct Command {
+  const char* name;
+  CLI::App* app;
+  std::function<int()> run;
+};
 
-int main(int argc, char** argv) {
-  CLI::App app{"winfer: a CNN inference engine (im2win, indirect, im2col, direct and Winograd convolution)"};
-  app.failure_message([](const CLI::App* a, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(a, e); });
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("winfer ") + winfer::cli::version());
-
-  winfer::cli::InfoArgs info;
-  CLI::App* info_cmd = app.add_subcommand("info", "Show a model's layers, shapes, parameters and FLOPs");
+// One function per subcommand, each declaring that subcommand's options.
+Command add_info(CLI::App* app, winfer::cli::InfoArgs& info) {
+  CLI::App* info_cmd = app->add_subcommand("info", "Show a model's layers, shapes, parameters and FLOPs");
   info_cmd->add_option("model", info.model, "Model YAML file")->required();
   info_cmd->add_option("--weights", info.weights, "Weights (.safetensors), overrides the YAML's");
+  return {"info", info_cmd, [&info] { return winfer::cli::run_info(info); }};
+}
 
-  winfer::cli::RunArgs run;
-  CLI::App* run_cmd = app.add_subcommand("run", "Run a model on an input tensor and print the top classes and the time");
+Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
+  CLI::App* run_cmd = app->add_subcommand("run", "Run a model on an input tensor and print the top classes and the time");
   run_cmd->add_option("model", run.model, "Model YAML file")->required();
   CLI::Option* run_weights = run_cmd->add_option("--weights", run.weights, "Weights (.safetensors), overrides the YAML's");
   run_cmd->add_option("--random-weights", run.random_weights_seed, "Fill the weights deterministically from SEED")
@@ -127,9 +131,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--repeat", run.repeat, "Timed runs after one warm-up run (0: just one cold run)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   run_cmd->add_flag("--profile", run.profile, "Print per-layer times of the last run");
   run_cmd->add_flag("!--no-fuse", run.fuse, "Keep batch norm, activations and residual adds as layers of their own (no folding or fusion)");
+  return {"run", run_cmd, [&run] { return winfer::cli::run_run(run); }};
+}
 
-  winfer::cli::PlanArgs plan;
-  CLI::App* plan_cmd = app.add_subcommand("plan", "Memory per convolution algorithm: weights, planned arena, lower bound, measured peak");
+Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
+  CLI::App* plan_cmd = app->add_subcommand("plan", "Memory per convolution algorithm: weights, planned arena, lower bound, measured peak");
   plan_cmd->add_option("model", plan.model, "Model YAML file")->required();
   CLI::Option* plan_weights = plan_cmd->add_option("--weights", plan.weights, "Weights (.safetensors), overrides the YAML's");
   plan_cmd->add_option("--random-weights", plan.random_weights_seed,
@@ -142,9 +148,11 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("--json", plan.json, "Print one JSON object instead of the table");
   plan_cmd->add_option("--svg", plan.svg, "Draw the arenas into this SVG file");
   plan_cmd->add_flag("!--no-measure", plan.measure, "Plan only; skip the measured run");
+  return {"plan", plan_cmd, [&plan] { return winfer::cli::run_plan(plan); }};
+}
 
-  winfer::cli::BenchArgs bench;
-  CLI::App* bench_cmd = app.add_subcommand("bench", "Time whole networks (MODEL..., --zoo) or convolution layers (--layers) per algorithm and peer library");
+Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
+  CLI::App* bench_cmd = app->add_subcommand("bench", "Time whole networks (MODEL..., --zoo) or convolution layers (--layers) per algorithm and peer library");
   bench_cmd->add_option("models", bench.models, "Model files or zoo names (resnet18 = models/zoo/resnet18.yaml): whole networks");
   bench_cmd->add_flag("--zoo", bench.zoo, "Whole networks: resnet18, resnet50, vgg16, shufflenet_v2_x1_0");
   bench_cmd->add_option("--device", bench.device, "Device: cpu, cuda, cuda:N, auto (whole networks); cpu, cuda, cuda:N (--layers: the CUDA algorithms timed on the device)")->capture_default_str();
@@ -161,9 +169,11 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--list", bench.list, "List the layers of the set and exit");
   bench_cmd->add_flag("!--no-verify", bench.verify, "Skip checking every output against the direct convolution");
   bench_cmd->add_flag("!--no-peak", bench.peak, "Skip the FMA peak probe (no % of peak)");
+  return {"bench", bench_cmd, [&bench] { return winfer::cli::run_bench(bench); }};
+}
 
-  winfer::cli::ClassifyArgs classify;
-  CLI::App* classify_cmd = app.add_subcommand("classify", "Classify image files (JPEG, PNG, BMP, GIF, PGM/PPM, ...) or folders of them");
+Command add_classify(CLI::App* app, winfer::cli::ClassifyArgs& classify) {
+  CLI::App* classify_cmd = app->add_subcommand("classify", "Classify image files (JPEG, PNG, BMP, GIF, PGM/PPM, ...) or folders of them");
   classify_cmd->add_option("model", classify.model, "Model YAML file")->required();
   classify_cmd->add_option("images", classify.images, "Image files or folders")->required();
   classify_cmd->add_option("--weights", classify.weights, "Weights (.safetensors), overrides the YAML's");
@@ -173,9 +183,11 @@ int main(int argc, char** argv) {
   classify_cmd->add_option("--threads", classify.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")->check(CLI::Range(1, 1 << 16));
   classify_cmd->add_flag("--json", classify.json, "Print one JSON object instead of text");
+  return {"classify", classify_cmd, [&classify] { return winfer::cli::run_classify(classify); }};
+}
 
-  winfer::cli::EvalArgs eval;
-  CLI::App* eval_cmd = app.add_subcommand("eval", "Accuracy, per-class accuracy and confusions on a labelled dataset");
+Command add_eval(CLI::App* app, winfer::cli::EvalArgs& eval) {
+  CLI::App* eval_cmd = app->add_subcommand("eval", "Accuracy, per-class accuracy and confusions on a labelled dataset");
   eval_cmd->add_option("model", eval.model, "Model YAML file")->required();
   eval_cmd->add_option("--weights", eval.weights, "Weights (.safetensors), overrides the YAML's");
   eval_cmd->add_option("--dataset", eval.dataset, "Dataset (fashion-mnist)")->capture_default_str();
@@ -187,6 +199,25 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--threads", eval.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   eval_cmd->add_option("--batch", eval.batch, "Images per batch (default: 100)")->check(CLI::Range(1, 1 << 16));
   eval_cmd->add_option("--predictions", eval.predictions, "Write each image's predicted class to this file (one byte each)");
+  return {"eval", eval_cmd, [&eval] { return winfer::cli::run_eval(eval); }};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"winfer: a CNN inference engine (im2win, indirect, im2col, direct and Winograd convolution)"};
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(a, e); });
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("winfer ") + winfer::cli::version());
+
+  winfer::cli::InfoArgs info;
+  winfer::cli::RunArgs run;
+  winfer::cli::PlanArgs plan;
+  winfer::cli::BenchArgs bench;
+  winfer::cli::ClassifyArgs classify;
+  winfer::cli::EvalArgs eval;
+  const std::vector<Command> commands = {add_info(&app, info),   add_run(&app, run),           add_plan(&app, plan),
+                                         add_bench(&app, bench), add_classify(&app, classify), add_eval(&app, eval)};
 
   refuse_options_as_values(&app);
   try {
@@ -196,12 +227,8 @@ int main(int argc, char** argv) {
     // as every other error does (CLI11's own codes, 105-114, would tell scripts nothing more).
     return app.exit(e) == 0 ? 0 : 1;
   }
-  using namespace winfer::cli;
-  if (info_cmd->parsed()) return guarded("info", [&] { return run_info(info); });
-  if (run_cmd->parsed()) return guarded("run", [&] { return run_run(run); });
-  if (plan_cmd->parsed()) return guarded("plan", [&] { return run_plan(plan); });
-  if (bench_cmd->parsed()) return guarded("bench", [&] { return run_bench(bench); });
-  if (classify_cmd->parsed()) return guarded("classify", [&] { return run_classify(classify); });
-  if (eval_cmd->parsed()) return guarded("eval", [&] { return run_eval(eval); });
+  for (const Command& command : commands) {
+    if (command.app->parsed()) return guarded(command.name, command.run);
+  }
   return 1;
 }
