@@ -79,6 +79,7 @@ std::vector<std::string> collect_images(const std::vector<std::string>& argument
 Result<std::shared_ptr<const Model>> load_classifier(const ClassifyArgs& args) {
   LoadOptions options;
   options.weights_path = args.weights;
+  options.confine_to = args.confine_to;
   options.pack_for = pack_for(args.device, args.conv.empty() ? SessionOptions().conv_algorithm : args.conv);
   WINFER_ASSIGN_OR_RETURN(auto model, Model::load(args.model, options));
   Status fits = check_preprocess(model_preprocess(*model), model->input_shape());

@@ -103,6 +103,7 @@ detail::OutputKind predictions_kind(int64_t classes) {
 int run_eval(const EvalArgs& args) {
   LoadOptions load_options;
   load_options.weights_path = args.weights;
+  load_options.confine_to = args.confine_to;
   load_options.pack_for = pack_for(args.device, args.conv.empty() ? SessionOptions().conv_algorithm : args.conv);
   auto loaded = Model::load(args.model, load_options);
   if (!loaded.ok()) return fail(loaded.status());

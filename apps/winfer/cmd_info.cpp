@@ -13,6 +13,7 @@ const char* version() { return "0.1.0"; }
 int run_info(const InfoArgs& args) {
   LoadOptions options;
   options.weights_path = args.weights;
+  options.confine_to = args.confine_to;
   options.allow_missing_weights = true;
   auto model = Model::load(args.model, options);
   if (!model.ok()) return fail(model.status());

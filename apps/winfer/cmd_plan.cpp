@@ -74,6 +74,7 @@ Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, const std:
   LoadOptions options;
   options.pack_for = pack_for("cpu", conv);
   options.weights_path = args.weights;
+  options.confine_to = args.confine_to;
   options.random_weights_seed = args.random_weights_seed;
   // Without weights on the command line, a model that names none (the zoo) gets seeded random
   // weights: the plan does not depend on their values, and the measured run needs some.

@@ -82,6 +82,7 @@ int run_run(const RunArgs& args) {
   }
   LoadOptions load_options;
   load_options.weights_path = args.weights;
+  load_options.confine_to = args.confine_to;
   load_options.random_weights_seed = args.random_weights_seed;
   load_options.fuse = args.fuse;
   load_options.pack_for = pack_for(args.device, args.conv);

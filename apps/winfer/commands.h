@@ -11,11 +11,13 @@ namespace winfer::cli {
 const char* version();
 
 struct InfoArgs {
+  std::string confine_to;  // --confine-to: LoadOptions::confine_to
   std::string model, weights;
 };
 int run_info(const InfoArgs& args);
 
 struct RunArgs {
+  std::string confine_to;  // --confine-to: LoadOptions::confine_to
   std::string model, weights, input, output;
   std::optional<uint64_t> random_weights_seed;
   uint64_t input_seed = 0;
@@ -35,6 +37,7 @@ struct RunArgs {
 int run_run(const RunArgs& args);
 
 struct PlanArgs {
+  std::string confine_to;  // --confine-to: LoadOptions::confine_to
   std::string model, weights;
   std::optional<uint64_t> random_weights_seed;
   std::string conv;  // comma-separated, or "all"; empty: the default algorithm vs im2col
@@ -66,6 +69,7 @@ struct BenchArgs {
 int run_bench(const BenchArgs& args);
 
 struct ClassifyArgs {
+  std::string confine_to;  // --confine-to: LoadOptions::confine_to
   std::string model, weights;
   std::vector<std::string> images;  // files or folders
   int top = 5;
@@ -78,6 +82,7 @@ struct ClassifyArgs {
 int run_classify(const ClassifyArgs& args);
 
 struct EvalArgs {
+  std::string confine_to;  // --confine-to: LoadOptions::confine_to
   std::string model, weights;
   std::string dataset = "fashion-mnist";
   std::string split = "test";

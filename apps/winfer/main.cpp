@@ -98,11 +98,18 @@ struct Command {
   std::function<int()> run;
 };
 
+// --confine-to DIR, for every command that loads a model file.
+void add_confine_to(CLI::App* command, std::string& confine_to) {
+  command->add_option("--confine-to", confine_to,
+                      "Refuse files the model names (weights:, labels:) outside this folder: for model files from elsewhere");
+}
+
 // One function per subcommand, each declaring that subcommand's options.
 Command add_info(CLI::App* app, winfer::cli::InfoArgs& info) {
   CLI::App* info_cmd = app->add_subcommand("info", "Show a model's layers, shapes, parameters and FLOPs");
   info_cmd->add_option("model", info.model, "Model YAML file")->required();
   info_cmd->add_option("--weights", info.weights, "Weights (.safetensors), overrides the YAML's");
+  add_confine_to(info_cmd, info.confine_to);
   return {"info", info_cmd, [&info] { return winfer::cli::run_info(info); }};
 }
 
@@ -131,6 +138,7 @@ Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
   run_cmd->add_option("--repeat", run.repeat, "Timed runs after one warm-up run (0: just one cold run)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   run_cmd->add_flag("--profile", run.profile, "Print per-layer times of the last run");
   run_cmd->add_flag("!--no-fuse", run.fuse, "Keep batch norm, activations and residual adds as layers of their own (no folding or fusion)");
+  add_confine_to(run_cmd, run.confine_to);
   return {"run", run_cmd, [&run] { return winfer::cli::run_run(run); }};
 }
 
@@ -148,6 +156,7 @@ Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
   plan_cmd->add_flag("--json", plan.json, "Print one JSON object instead of the table");
   plan_cmd->add_option("--svg", plan.svg, "Draw the arenas into this SVG file");
   plan_cmd->add_flag("!--no-measure", plan.measure, "Plan only; skip the measured run");
+  add_confine_to(plan_cmd, plan.confine_to);
   return {"plan", plan_cmd, [&plan] { return winfer::cli::run_plan(plan); }};
 }
 
@@ -183,6 +192,7 @@ Command add_classify(CLI::App* app, winfer::cli::ClassifyArgs& classify) {
   classify_cmd->add_option("--threads", classify.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")->check(CLI::Range(1, 1 << 16));
   classify_cmd->add_flag("--json", classify.json, "Print one JSON object instead of text");
+  add_confine_to(classify_cmd, classify.confine_to);
   return {"classify", classify_cmd, [&classify] { return winfer::cli::run_classify(classify); }};
 }
 
@@ -199,6 +209,7 @@ Command add_eval(CLI::App* app, winfer::cli::EvalArgs& eval) {
   eval_cmd->add_option("--threads", eval.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   eval_cmd->add_option("--batch", eval.batch, "Images per batch (default: 100)")->check(CLI::Range(1, 1 << 16));
   eval_cmd->add_option("--predictions", eval.predictions, "Write each image's predicted class to this file (one byte each)");
+  add_confine_to(eval_cmd, eval.confine_to);
   return {"eval", eval_cmd, [&eval] { return winfer::cli::run_eval(eval); }};
 }
 

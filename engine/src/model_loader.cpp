@@ -207,10 +207,10 @@ class ModelLoader {
   Status pack_weights(Graph& graph) {
     if (options_.pack_for.empty() || model_->structure_only_) return Status::Ok();
     const ConvAlgorithm* conv = find_conv_algorithm(options_.pack_for);
-    if (conv == nullptr || std::string(conv->name()) == "depthwise") {
+    if (conv == nullptr || !conv->user_selectable()) {
       std::string known;
-      for (const ConvAlgorithm* a : conv_algorithms()) {
-        if (std::string(a->name()) != "depthwise") known += (known.empty() ? "" : ", ") + std::string(a->name());
+      for (const ConvAlgorithm* a : selectable_conv_algorithms()) {
+        known += (known.empty() ? "" : ", ") + std::string(a->name());
       }
       return invalid_argument(path_ + ": LoadOptions::pack_for names no CPU convolution algorithm: '" +
                               options_.pack_for + "' (known: " + known + "; empty for none)");
@@ -322,7 +322,7 @@ class ModelLoader {
                                    (path_error ? "cannot be resolved (" + path_error.message() + ")"
                                                : "resolves to '" + resolved.string() + "'") +
                                    ", outside the folder '" + root.string() +
-                                   "' that model files may name (LoadOptions::confine_to)");
+                                   "' that model files may name (--confine-to, LoadOptions::confine_to)");
     }
     return path;
   }

@@ -478,3 +478,25 @@ TEST_CASE("files: LoadOptions::confine_to keeps the files a model names inside o
   winfer_test::write_bytes(inside + "/sub/model.yaml", text);
   CHECK(winfer::Model::load(inside + "/sub/model.yaml").ok());
 }
+
+TEST_CASE("files: --confine-to refuses a model naming files outside the folder, in every command that loads one") {
+  TempDir dir;
+  const std::string folder = dir.file("downloaded");
+  fs::create_directories(folder);
+  fs::copy_file(repo_path("models/examples/tiny_net.safetensors"), folder + "/tiny_net.safetensors");
+  std::string yaml = winfer_test::read_bytes(repo_path("models/examples/tiny_net.yaml"));
+  const std::string outside = repo_path("models/examples/tiny_net.labels.txt");
+  yaml.replace(yaml.find("labels: tiny_net.labels.txt"), 27, "labels: " + outside);
+  winfer_test::write_bytes(folder + "/model.yaml", yaml);
+  const std::string model = folder + "/model.yaml";
+  const std::string image = repo_path("models/fashion/examples/sneaker.png");
+  for (const std::string& command : {"info " + model, "run " + model + " --repeat 0", "plan " + model + " --no-measure",
+                                     "classify " + model + " " + image, "eval " + model + " --limit 1"}) {
+    INFO(command);
+    auto refused = winfer_test::run_cli(command + " --confine-to " + folder);
+    CHECK(refused.exit_code == 1);
+    CHECK(contains(refused.stderr_text, "'labels: " + outside + "' resolves to"));
+    CHECK(contains(refused.stderr_text, "outside the folder '" + folder + "'"));
+  }
+  CHECK(winfer_test::run_cli("run " + model + " --repeat 0 --confine-to " + repo_path("models/..")).exit_code == 0);
+}
