@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -337,12 +338,17 @@ void winfer_set_log_callback(winfer_log_callback callback, void* user_data) {
 }
 
 void winfer_set_log_level(winfer_log_level level) {
-  if (level < WINFER_LOG_DEBUG || level > WINFER_LOG_OFF) {
+  // A C caller may pass any int; reading it as the enum would be undefined behaviour in C++
+  // (UBSan: "not a valid value for type"), so its bytes are read as the int they are.
+  static_assert(sizeof(winfer_log_level) == sizeof(int), "winfer_log_level is an int-sized enum");
+  int value = 0;
+  std::memcpy(&value, &level, sizeof value);
+  if (value < WINFER_LOG_DEBUG || value > WINFER_LOG_OFF) {
     fail(__func__, WINFER_INVALID_ARGUMENT,
-         "level " + std::to_string(static_cast<int>(level)) + " is not a winfer_log_level (0 .. 4); ignored");
+         "level " + std::to_string(value) + " is not a winfer_log_level (0 .. 4); ignored");
     return;
   }
-  winfer::set_log_level(static_cast<winfer::LogLevel>(level));
+  winfer::set_log_level(static_cast<winfer::LogLevel>(value));
 }
 
 void winfer_load_options_init(winfer_load_options* options) {
