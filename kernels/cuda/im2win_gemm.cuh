@@ -31,6 +31,7 @@
 
 #include "kernels/cuda/conv_shape.cuh"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/runtime.h"
 
 namespace winfer {
@@ -39,32 +40,6 @@ namespace im2win_detail {
 
 constexpr int kBK = 8;
 constexpr int kTileThreads = 256;
-
-// 16-byte asynchronous copy global -> shared (cp.async.cg, sm_80+); `valid == false` writes 16
-// zero bytes and reads nothing (the source must still be a valid address).
-__device__ __forceinline__ void copy_async_16(float* dst_shared, const float* src_global, bool valid) {
-#if defined(WINFER_CUDA_EMULATED)
-  __pipeline_memcpy_async(dst_shared, src_global, 16, valid ? 0 : 16);
-#else
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(dst_shared));
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src_global), "r"(src_bytes));
-#endif
-}
-__device__ __forceinline__ void copy_async_commit() {
-#if defined(WINFER_CUDA_EMULATED)
-  __pipeline_commit();
-#else
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-__device__ __forceinline__ void copy_async_wait_all() {
-#if defined(WINFER_CUDA_EMULATED)
-  __pipeline_wait_prior(0);
-#else
-  asm volatile("cp.async.wait_group 0;\n" ::);
-#endif
-}
 
 // Window offset of pixel m's first element (group 0).
 __device__ __forceinline__ int64_t row_offset_of(const ConvShape& s, int64_t m) {

@@ -158,6 +158,70 @@ TEST_CASE("emulator: runtime API checks copies against allocations") {
   CHECK(probe.name.find("emulator") != std::string::npos);
 }
 
+TEST_CASE("emulator: events measure the work between them, in order") {
+  cudaEvent_t start = nullptr, middle = nullptr, end = nullptr;
+  REQUIRE(cudaEventCreate(&start) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&middle) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&end) == cudaSuccess);
+  float ms = -1;
+  CHECK(cudaEventElapsedTime(&ms, start, end) == cudaErrorInvalidResourceHandle);  // never recorded
+  CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
+
+  const std::vector<float> input = test::random_floats(256 * 8, 3);
+  DeviceArray in(input), out(input.size());
+  REQUIRE(cudaEventRecord(start, nullptr) == cudaSuccess);
+  REQUIRE_CUDA_OK(cuda::launch("reverse", config(dim3(8), dim3(256)), nullptr, reverse_through_shared, in.data(), out.data()));
+  REQUIRE(cudaEventRecord(middle, nullptr) == cudaSuccess);
+  REQUIRE_CUDA_OK(cuda::launch("reverse", config(dim3(8), dim3(256)), nullptr, reverse_through_shared, out.data(), in.data()));
+  REQUIRE(cudaEventRecord(end, nullptr) == cudaSuccess);
+  REQUIRE(cudaEventSynchronize(end) == cudaSuccess);
+
+  float first = -1, second = -1, both = -1;
+  REQUIRE(cudaEventElapsedTime(&first, start, middle) == cudaSuccess);
+  REQUIRE(cudaEventElapsedTime(&second, middle, end) == cudaSuccess);
+  REQUIRE(cudaEventElapsedTime(&both, start, end) == cudaSuccess);
+  CHECK(first > 0);  // a launch of 2048 fibers takes time on the host clock
+  CHECK(second > 0);
+  CHECK(both >= first);
+  CHECK(both >= second);
+  CHECK(both == doctest::Approx(first + second).epsilon(0.01));
+  CHECK(cudaEventElapsedTime(&ms, end, start) == cudaSuccess);
+  CHECK(ms == doctest::Approx(-both));  // reversed: negative, as natively
+
+  CHECK(cudaEventDestroy(start) == cudaSuccess);
+  CHECK(cudaEventDestroy(middle) == cudaSuccess);
+  CHECK(cudaEventDestroy(end) == cudaSuccess);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}
+
+TEST_CASE("emulator: cudaMemGetInfo counts the live allocations against the host's memory") {
+  size_t free_before = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free_before, &total) == cudaSuccess);
+  CHECK(total > 0);
+  CHECK(free_before <= total);
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  CHECK(prop.totalGlobalMem == total);
+
+  void* p = nullptr;
+  constexpr size_t kBytes = (1u << 20) + 1;  // rounded up to cudaMalloc's 256-byte alignment
+  REQUIRE(cudaMalloc(&p, kBytes) == cudaSuccess);
+  size_t free_after = 0, total_after = 0;
+  REQUIRE(cudaMemGetInfo(&free_after, &total_after) == cudaSuccess);
+  CHECK(total_after == total);
+  CHECK(free_after == free_before - ((1u << 20) + 256));
+  REQUIRE(cudaFree(p) == cudaSuccess);
+  REQUIRE(cudaMemGetInfo(&free_after, &total_after) == cudaSuccess);
+  CHECK(free_after == free_before);
+
+  // More than is free is refused before anything is allocated.
+  CHECK(cudaMalloc(&p, free_before + 1) == cudaErrorMemoryAllocation);
+  CHECK(p == nullptr);
+  CHECK(cudaGetLastError() == cudaErrorMemoryAllocation);
+  CHECK(cudaMemGetInfo(nullptr, &total) == cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+}
+
 }  // namespace
 }  // namespace winfer
 

@@ -282,6 +282,37 @@ TEST_CASE("cuda session: out of device memory at create is reported, and the nex
   CHECK(session.value()->run(random_input(session.value()->input_shape(), 2)).ok());
 }
 
+TEST_CASE("cuda session: a batch larger than the device's free memory is refused before allocating") {
+  // cudaMemGetInfo: natively the GPU's memory, under the emulator the host's less its allocations.
+  auto model = load(repo("models/examples/tiny_net.yaml"));
+  SessionOptions options;
+  options.device = "cuda";
+  options.plan_memory = false;  // every tensor on its own: the most memory a batch can ask for
+  auto one = Session::create(model, options);  // its weights are on the device before the big one
+  REQUIRE_MESSAGE(one.ok(), one.status().message());
+  const size_t per_sample = one.value()->memory_report().activations_sum_bytes;
+  // The largest batch the kernels take: the stem's 16x16 output pixels fit in an int
+  // (fits_launch_limits). The same sizes compile here as on a GPU.
+  constexpr int kBatch = 8000000;
+  size_t free_bytes = 0, total_bytes = 0;
+  REQUIRE(cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess);
+  if (per_sample * kBatch <= free_bytes) {
+    MESSAGE("skipped: " << free_bytes << " bytes free hold batch " << kBatch);
+    return;
+  }
+  options.batch = kBatch;
+  auto failed = Session::create(model, options);
+  REQUIRE_FALSE(failed.ok());
+  const std::string& message = failed.status().message();
+  CHECK_MESSAGE(failed.status().code() == winfer::ErrorCode::kOutOfMemory, message);
+  CHECK(message.find("cuda:0: ") == 0);
+  CHECK(message.find("of device memory for its activations (batch 8000000), but only") != std::string::npos);
+  CHECK(message.find("are free; use a smaller batch") != std::string::npos);
+  size_t free_after = 0;
+  REQUIRE(cudaMemGetInfo(&free_after, &total_bytes) == cudaSuccess);
+  if (kEmulated) CHECK(free_after == free_bytes);  // nothing was allocated (natively others share the GPU)
+}
+
 TEST_CASE("cuda session: a device failure in the middle of a run names the layer, and running goes on") {
   auto model = load(repo("models/fashion/fashion_shufflenet.yaml"));
   SessionOptions options;

@@ -5,7 +5,6 @@
 #if defined(WINFER_WITH_CUDA)
 
 #include <algorithm>
-#include <chrono>
 
 #include "engine/src/cuda/cuda_kernel.h"
 #include "engine/src/graph.h"
@@ -28,58 +27,40 @@ std::string algorithm_names() {
   return names;
 }
 
-// Per-layer times. Natively CUDA events recorded on the stream between layers (no
-// synchronisation inside the run); under the emulator every launch completes before it
-// returns, so the host clock measures the same thing.
+// Per-layer times: CUDA events recorded on the stream between layers (no synchronisation inside
+// the run). The emulator's events read the host clock when recorded, after the work before them
+// has finished, so they measure the same thing.
 class LayerClock {
  public:
   ~LayerClock() {
-#if !defined(WINFER_CUDA_EMULATED)
-    for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
-#endif
+    for (cudaEvent_t e : events_) {
+      if (e != nullptr) (void)cudaEventDestroy(e);
+    }
   }
   Status init(size_t layers) {
-#if defined(WINFER_CUDA_EMULATED)
-    times_.assign(layers + 1, {});
-#else
     events_.assign(layers + 1, nullptr);
     for (cudaEvent_t& e : events_) {
       const cuda::Status s = cuda::cuda_status(cudaEventCreate(&e), "cudaEventCreate");
       if (!s.ok()) return from_cuda(s);
     }
-#endif
     return Status::Ok();
   }
   // Marks the boundary before layer i (i == layers: after the last one).
   cuda::Status mark(size_t i, cudaStream_t stream) {
-#if defined(WINFER_CUDA_EMULATED)
-    (void)stream;
-    times_[i] = std::chrono::steady_clock::now();
-    return cuda::Status();
-#else
     return cuda::cuda_status(cudaEventRecord(events_[i], stream), "cudaEventRecord");
-#endif
   }
   // After the stream finished: milliseconds of layer i.
   double milliseconds(size_t i) const {
-#if defined(WINFER_CUDA_EMULATED)
-    return std::chrono::duration<double, std::milli>(times_[i + 1] - times_[i]).count();
-#else
     float ms = 0;
     if (cudaEventElapsedTime(&ms, events_[i], events_[i + 1]) != cudaSuccess) {
       (void)cudaGetLastError();
       return 0;
     }
     return ms;
-#endif
   }
 
  private:
-#if defined(WINFER_CUDA_EMULATED)
-  std::vector<std::chrono::steady_clock::time_point> times_;
-#else
   std::vector<cudaEvent_t> events_;
-#endif
 };
 
 class CudaSession : public SessionImpl {
@@ -116,11 +97,11 @@ class CudaSession : public SessionImpl {
     WINFER_RETURN_IF_ERROR(checked(cuda::cuda_status(cudaStreamCreate(&stream_), "cudaStreamCreate"), ""));
     cuda::LibrariesPtr libraries;
     const cuda::Status libs = cuda::create_libraries(stream_, options.allow_tf32, &libraries);
-#if defined(WINFER_CUDA_EMULATED)
-    (void)libs;  // no cuBLAS/cuDNN in the emulator: the algorithms that need them say so when asked
-#else
-    if (!libs.ok()) return from_cuda(libs).with_context(device + ": cuBLAS/cuDNN");
-#endif
+    // kUnsupported: a build without NVIDIA's libraries (the emulator). The session runs without
+    // them; the algorithms that need them say so when asked.
+    if (!libs.ok() && libs.code() != cuda::StatusCode::kUnsupported) {
+      return from_cuda(libs).with_context(device + ": cuBLAS/cuDNN");
+    }
     libraries_ = std::move(libraries);
     context_.stream = stream_;
     context_.libraries = libraries_.get();
@@ -243,9 +224,6 @@ class CudaSession : public SessionImpl {
   // Refuses, before allocating, a session whose activation memory exceeds what the device has
   // free (with the numbers), rather than failing somewhere in the middle of allocating.
   Status check_free_memory() {
-#if defined(WINFER_CUDA_EMULATED)
-    return Status::Ok();  // the emulator's memory is the host's
-#else
     size_t free_bytes = 0, total_bytes = 0;
     WINFER_RETURN_IF_ERROR(checked(cuda::cuda_status(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"), ""));
     const size_t needed = options.plan_memory ? report.arena_bytes : report.activations_sum_bytes;
@@ -254,7 +232,6 @@ class CudaSession : public SessionImpl {
     return out_of_memory(device + ": " + model->path() + " needs " + mib(needed) + " of device memory for its activations" +
                          " (batch " + std::to_string(shapes[model->graph().input].n()) + "), but only " + mib(free_bytes) +
                          " of " + mib(total_bytes) + " are free; use a smaller batch");
-#endif
   }
 
   Status allocate_buffer(size_t bytes, const std::string& what, cuda::DeviceBuffer* out) {

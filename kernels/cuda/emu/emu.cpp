@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -306,11 +307,21 @@ cudaError_t record(cudaError_t e) {
   return e;
 }
 
-// Live allocations (start -> size), to check that copies stay inside them.
+// Live allocations (start -> size), to check that copies stay inside them, and the bytes they
+// take (sizes rounded up to cudaMalloc's alignment), for cudaMemGetInfo.
 std::mutex allocations_mutex;
 std::map<uintptr_t, size_t>& allocations() {
   static std::map<uintptr_t, size_t> map;
   return map;
+}
+size_t allocated_bytes = 0;  // guarded by allocations_mutex
+constexpr size_t kMallocAlign = 256;  // cudaMalloc's guaranteed alignment
+size_t rounded_allocation(size_t bytes) { return (bytes + kMallocAlign - 1) / kMallocAlign * kMallocAlign; }
+
+// The emulated device's memory: the host's physical memory.
+size_t device_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
 }
 
 bool inside_allocation(const void* p, size_t bytes) {
@@ -412,6 +423,7 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     case cudaErrorNotSupported: return "cudaErrorNotSupported";
   }
@@ -426,6 +438,7 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidDevicePointer: return "invalid device pointer";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorLaunchFailure: return "unspecified launch failure (emulator: see stderr)";
     case cudaErrorNotSupported: return "operation not supported";
   }
@@ -450,6 +463,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!prop || device != 0) return record(cudaErrorInvalidValue);
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof prop->name, "winfer host emulator");
+  prop->totalGlobalMem = winfer_emu::device_memory_bytes();
   prop->multiProcessorCount = 1;
   return cudaSuccess;
 }
@@ -466,13 +480,25 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   if (!ptr) return record(cudaErrorInvalidValue);
   *ptr = nullptr;
   if (bytes == 0) return cudaSuccess;
-  constexpr size_t kAlign = 256;  // cudaMalloc's guaranteed alignment
-  void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+  size_t free_bytes = 0, total_bytes = 0;
+  (void)cudaMemGetInfo(&free_bytes, &total_bytes);
+  if (bytes > free_bytes) return record(cudaErrorMemoryAllocation);  // also keeps the rounding from overflowing
+  const size_t rounded = winfer_emu::rounded_allocation(bytes);
+  void* p = std::aligned_alloc(winfer_emu::kMallocAlign, rounded);
   if (!p) return record(cudaErrorMemoryAllocation);
   std::memset(p, 0xFF, bytes);
   std::lock_guard<std::mutex> lock(winfer_emu::allocations_mutex);
   winfer_emu::allocations()[reinterpret_cast<uintptr_t>(p)] = bytes;
+  winfer_emu::allocated_bytes += rounded;
   *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  if (!free_bytes || !total_bytes) return record(cudaErrorInvalidValue);
+  *total_bytes = winfer_emu::device_memory_bytes();
+  std::lock_guard<std::mutex> lock(winfer_emu::allocations_mutex);
+  *free_bytes = *total_bytes - std::min(*total_bytes, winfer_emu::allocated_bytes);
   return cudaSuccess;
 }
 
@@ -480,8 +506,10 @@ cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
   {
     std::lock_guard<std::mutex> lock(winfer_emu::allocations_mutex);
-    if (winfer_emu::allocations().erase(reinterpret_cast<uintptr_t>(ptr)) == 0)
-      return record(cudaErrorInvalidDevicePointer);
+    const auto it = winfer_emu::allocations().find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == winfer_emu::allocations().end()) return record(cudaErrorInvalidDevicePointer);
+    winfer_emu::allocated_bytes -= winfer_emu::rounded_allocation(it->second);
+    winfer_emu::allocations().erase(it);
   }
   std::free(ptr);
   return cudaSuccess;
@@ -526,3 +554,40 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 // anything to wait for.
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+
+struct EmuEvent {
+  bool recorded = false;
+  std::chrono::steady_clock::time_point time;
+};
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  if (!event) return record(cudaErrorInvalidValue);
+  *event = new EmuEvent;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (!event) return record(cudaErrorInvalidResourceHandle);
+  delete event;
+  return cudaSuccess;
+}
+
+// The stream's earlier work has finished (it ran synchronously): now is when the GPU would
+// reach the event.
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  if (!event) return record(cudaErrorInvalidResourceHandle);
+  event->recorded = true;
+  event->time = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return event ? cudaSuccess : record(cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms) return record(cudaErrorInvalidValue);
+  if (!start || !end || !start->recorded || !end->recorded) return record(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(end->time - start->time).count();
+  return cudaSuccess;
+}

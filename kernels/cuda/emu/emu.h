@@ -1,8 +1,9 @@
 // Host emulation of the part of CUDA that winfer's kernels use, so that the same kernel sources
 // (kernels/cuda/*.cu) compile as plain C++ and run on a machine without a GPU.
 //
-// Included through kernels/cuda/runtime.h when WINFER_CUDA_EMULATED is defined; never together
-// with <cuda_runtime.h>. What it provides:
+// Included as <cuda_runtime.h> (kernels/cuda/emu/include/cuda_runtime.h, first on the include
+// path of the emulated targets), so it replaces the real runtime header, never joins it. What it
+// provides:
 //
 //   * the CUDA keywords as macros: __global__, __device__, __host__ and __forceinline__ become
 //     ordinary (inline) functions; __shared__ becomes `static thread_local` (see below);
@@ -11,7 +12,8 @@
 //     __shfl_*_sync() warp shuffles over groups of 32 lanes, and atomicAdd;
 //   * launch(): runs every block of a grid, one after another, each thread of a block as a
 //     cooperative fiber (ucontext) with its own stack, switching at barriers and shuffles;
-//   * a small runtime API (cudaMalloc, cudaMemcpyAsync, streams, errors) over host memory.
+//   * a small runtime API over host memory: cudaMalloc and cudaMemGetInfo, copies, streams,
+//     events with elapsed times (the host clock), errors.
 //
 // Why fibers: a kernel written for the GPU relies on __syncthreads() being a barrier (all
 // threads have written the shared tile before any reads it). Running the threads of a block one
@@ -76,6 +78,7 @@ enum cudaError_t {
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorNoDevice = 100,
+  cudaErrorInvalidResourceHandle = 400,
   cudaErrorLaunchFailure = 719,
   cudaErrorNotSupported = 801,
 };
@@ -88,6 +91,8 @@ enum cudaMemcpyKind {
 };
 struct EmuStream;
 typedef EmuStream* cudaStream_t;  // every stream runs its work synchronously, in call order
+struct EmuEvent;
+typedef EmuEvent* cudaEvent_t;
 
 struct cudaDeviceProp {
   char name[256];
@@ -108,6 +113,10 @@ cudaError_t cudaGetDevice(int* device);
 // unwritten produces a visible NaN instead of a stale value.
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
 cudaError_t cudaFree(void* ptr);
+// The emulated device's memory is the host's: `total` is the host's physical memory (as
+// cudaDeviceProp::totalGlobalMem), `free` is total less the live cudaMalloc allocations (each
+// rounded up to 256 bytes). cudaMalloc refuses (cudaErrorMemoryAllocation) more than is free.
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream = nullptr);
@@ -117,6 +126,15 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaDeviceSynchronize();
+// Events hold the host clock's time at cudaEventRecord: the work issued before it on the stream
+// has finished by then (streams are synchronous), so the elapsed time between two events is the
+// time of the work between them, as on the GPU. cudaEventElapsedTime of an event never recorded
+// is cudaErrorInvalidResourceHandle, as natively.
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
 // ---- device intrinsics ------------------------------------------------------------------------
 // Barrier over every thread of the block. All threads must reach it (none may have returned):
