@@ -162,7 +162,7 @@ void bench_layer(const BenchLayer& layer, size_t index, const std::vector<const 
     if (ref.ok()) reference = std::move(ref).value();
     else if (o.log) o.log("cannot verify " + layer.name + ": " + ref.status().message());
   }
-  const std::vector<const ConvProvider*> convs = convs_for_layer(requested, default_list, layer.params);
+  const std::vector<const ConvProvider*> convs = convs_for_layer(requested, layer.params);
   for (const ConvProvider* provider : requested) {
     if (std::find(convs.begin(), convs.end(), provider) == convs.end() && !default_list) {
       report->skipped.push_back(layer.name + ": " + provider->name() + ": does not support " + layer.params.to_string());
@@ -262,13 +262,12 @@ Result<std::vector<const ConvProvider*>> resolve_convs(const std::vector<std::st
 }
 
 std::vector<const ConvProvider*> convs_for_layer(const std::vector<const ConvProvider*>& requested,
-                                                 bool default_list, const ConvParams& p) {
+                                                 const ConvParams& p) {
   std::vector<const ConvProvider*> out;
   for (const ConvProvider* c : requested) {
+    // The engine's depthwise kernel supports depthwise layers only, so it is listed on those
+    // alone (its supports(), not its name, says so).
     if (!c->supports(p)) continue;
-    // "depthwise" is the engine's kernel for depthwise layers only: by default it is not
-    // listed on other layers (where it would not run anyway, or be a grouped fallback).
-    if (default_list && c->name() == "depthwise" && !p.is_depthwise()) continue;
     out.push_back(c);
   }
   return out;

@@ -98,11 +98,10 @@ struct BenchReport {
 // known ones (and saying which peers exist but are not built).
 Result<std::vector<const ConvProvider*>> resolve_convs(const std::vector<std::string>& names);
 
-// The implementations that run on one layer: for the default list, the engine's algorithms that
-// support it (not "depthwise" on a non-depthwise layer) and the peers; for an explicit list,
-// those of it that support the layer.
+// The implementations of `requested` (the default list or the user's) that support one layer:
+// the engine's depthwise kernel only on depthwise layers, as its supports() says.
 std::vector<const ConvProvider*> convs_for_layer(const std::vector<const ConvProvider*>& requested,
-                                                 bool default_list, const ConvParams& p);
+                                                 const ConvParams& p);
 
 Result<BenchReport> run_bench(LayerSet set, const BenchOptions& options);
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "engine/src/conv_capability.h"
 #include "engine/src/op.h"
 #include "layers/layer_util.h"
 #include "layers/pool2d_common.h"
@@ -26,7 +27,7 @@ struct Conv2dAttrs {
   bool bias = true;
 };
 
-class Conv2dOp : public Op {
+class Conv2dOp : public Op, public ConvCapability {
  public:
   explicit Conv2dOp(const Conv2dAttrs& attrs) : attrs_(attrs) {}
   const char* type() const override { return "conv2d"; }
@@ -44,33 +45,35 @@ class Conv2dOp : public Op {
   int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) const override;
   int64_t param_count() const override;
   size_t weight_bytes() const override {
-    return weight_.bytes() + packed_.bytes() + bias_.bytes() + (then_ ? then_->weight_bytes() : 0);
+    return weight_.bytes() + packed_.bytes() + bias_.bytes() + absorbed_conv_weight_bytes();
   }
   bool try_absorb(const Op& next) override;
   bool try_absorb_residual(const Op& next) override;
   void pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) override;
+  const ConvCapability* conv() const override { return this; }
 
   // The convolution for a given input shape (NCHW).
-  ConvParams params_for(const Shape& input) const;
+  ConvParams params_for(const Shape& input) const override;
   // The absorbed max pooling, if any: the op's output is the pooled convolution.
   const std::optional<Pool2dAttrs>& pool() const { return pool_; }
   // The OIHW weights (BN folded in): the op's own tensor, or unpacked from the layout they were
   // packed into at load (a new tensor, for algorithms and devices that pack their own); an
   // error naming `user` (the algorithm asking) where that layout cannot be undone.
-  Result<Tensor> weight_oihw(const std::string& user) const;
-  const Tensor& bias() const { return bias_; }      // [Co]; empty when there is none
-  Activation activation() const { return activation_; }
+  Result<Tensor> weight_oihw(const std::string& user) const override;
+  const Tensor& bias() const override { return bias_; }  // [Co]; empty when there is none
+  Activation activation() const override { return activation_; }
   // The CPU algorithm whose layout the weights were packed into at load (null: none).
-  const ConvAlgorithm* packed_for() const { return packed_for_; }
+  const ConvAlgorithm* packed_for() const override { return packed_for_; }
   // True once an add was absorbed: inputs are then (x, residual).
-  bool has_residual() const { return has_residual_; }
+  bool has_residual() const override { return has_residual_; }
   // The absorbed depthwise convolution reading this one's output, if any (its own weights,
   // batch norm and activation): the op's output is then that convolution's.
   const Conv2dOp* then() const { return then_.get(); }
+  size_t absorbed_conv_weight_bytes() const override { return then_ ? then_->weight_bytes() : 0; }
   // The bytes of workspace this op's CPU kernel needs when its convolution runs `algorithm`:
   // the algorithm's own, or the band buffer and scratch of a fused pooling or depthwise.
   size_t kernel_workspace_bytes(const ConvAlgorithm& algorithm, const std::vector<Shape>& inputs,
-                                const std::vector<Shape>& outputs) const;
+                                const std::vector<Shape>& outputs) const override;
 
  private:
   // The pooling of the convolution's output (for these conv params) into `output`, if absorbed.

@@ -13,11 +13,11 @@
 #include <random>
 #include <sstream>
 
+#include "engine/src/conv_capability.h"
 #include "engine/src/core/file_io.h"
 #include "engine/src/graph.h"
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/cpu_common.h"
-#include "layers/conv2d.h"
 #include "winfer/log.h"
 
 namespace winfer {
@@ -321,7 +321,7 @@ double wall_ms() {
 
 // One run of `algorithm` on the layer; milliseconds. With threads == 1 the thread's CPU time
 // (robust on a busy machine), else wall time (an OpenMP team's work is not on this thread's clock).
-double run_once(const ConvAlgorithm& algorithm, const ConvParams& p, const Conv2dOp& op, const float* input,
+double run_once(const ConvAlgorithm& algorithm, const ConvParams& p, const ConvCapability& op, const float* input,
                 const float* packed, float* output, void* workspace, int threads) {
   const bool cpu_clock = threads == 1;
   const double start = cpu_clock ? thread_cpu_ms() : wall_ms();
@@ -338,7 +338,7 @@ Tensor allocate_bytes(size_t bytes) {
 // once, in turn, and each keeps its best run, so that a run slowed down by another process on a
 // busy machine does not decide. From the second round on, candidates more than 8x slower than
 // the best so far (the reference loops, typically) are not run again.
-void measure_layer(const ConvParams& p, const Conv2dOp& op, const Tensor& weight,
+void measure_layer(const ConvParams& p, const ConvCapability& op, const Tensor& weight,
                    const std::vector<const ConvAlgorithm*>& algorithms,
                    const std::vector<bool>& known, std::vector<ConvCandidate>* candidates, int threads, int repeats) {
   std::vector<size_t> todo;
@@ -380,13 +380,11 @@ void measure_layer(const ConvParams& p, const Conv2dOp& op, const Tensor& weight
   for (size_t c : todo) (*candidates)[c].milliseconds = best[c];
 }
 
-const Conv2dOp* conv_of(const GraphNode& node) { return dynamic_cast<const Conv2dOp*>(node.op.get()); }
-
 }  // namespace
 
 bool is_tuned_conv(const Model& model, const std::vector<Shape>& shapes, size_t node) {
   const GraphNode& n = model.graph().nodes[node];
-  const Conv2dOp* conv = conv_of(n);
+  const ConvCapability* conv = n.op->conv();
   return conv != nullptr && !conv->params_for(shapes[n.inputs[0]]).is_depthwise();
 }
 
@@ -398,11 +396,11 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
   std::vector<ConvLayerCandidates> layers;                    // per tuned node
   std::vector<std::vector<const ConvAlgorithm*>> algorithms;  // per tuned node, per candidate
   std::vector<size_t> bias_bytes;
-  std::vector<const Conv2dOp*> ops;
+  std::vector<const ConvCapability*> ops;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!is_tuned_conv(model, shapes, n)) continue;
     const GraphNode& node = graph.nodes[n];
-    const Conv2dOp& op = *conv_of(node);
+    const ConvCapability& op = *node.op->conv();
     const ConvParams p = op.params_for(shapes[node.inputs[0]]);
     std::vector<Shape> in_shapes, out_shapes;
     for (int t : node.inputs) in_shapes.push_back(shapes[t]);
@@ -411,8 +409,8 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
     layer.layer = node.name;
     std::vector<const ConvAlgorithm*> supported;
     std::vector<bool> have;  // per candidate: time known (cache file, or a layer of the same shape)
-    for (const ConvAlgorithm* a : conv_algorithms()) {
-      if (std::string(a->name()) == "depthwise" || !a->supports(p)) continue;
+    for (const ConvAlgorithm* a : selectable_conv_algorithms()) {
+      if (!a->supports(p)) continue;
       ConvCandidate c;
       c.algorithm = a->name();
       // The kernel's: with a fused pooling's or depthwise convolution's bands.
@@ -442,7 +440,7 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
     algorithms.push_back(std::move(supported));
     // A fused depthwise convolution's weights do not depend on the choice: counted as the
     // model's.
-    bias_bytes.push_back(op.bias().bytes() + (op.then() != nullptr ? op.then()->weight_bytes() : 0));
+    bias_bytes.push_back(op.bias().bytes() + op.absorbed_conv_weight_bytes());
 
     ops.push_back(&op);
   }

@@ -47,7 +47,7 @@ class CpuSession : public SessionImpl {
     // "auto" chooses per layer below; the other nodes compile as with the default.
     const bool autotune = options.conv_algorithm == "auto";
     const ConvAlgorithm* algorithm = find_conv_algorithm(autotune ? "im2win" : options.conv_algorithm);
-    if (algorithm == nullptr || std::string(algorithm->name()) == "depthwise") {
+    if (algorithm == nullptr || !algorithm->user_selectable()) {
       return invalid_argument("unknown convolution algorithm '" + options.conv_algorithm +
                               "' for the CPU (known: " + algorithm_names() + ", auto)");
     }
@@ -256,10 +256,7 @@ Result<std::unique_ptr<SessionImpl>> create_cpu_session(std::shared_ptr<const Mo
 
 std::vector<std::string> cpu_conv_algorithm_names() {
   std::vector<std::string> names;
-  for (const ConvAlgorithm* a : conv_algorithms()) {
-    if (std::string(a->name()) == "depthwise") continue;  // chosen automatically, not by the user
-    names.push_back(a->name());
-  }
+  for (const ConvAlgorithm* a : selectable_conv_algorithms()) names.push_back(a->name());
   return names;
 }
 

@@ -25,6 +25,7 @@
 namespace winfer {
 
 class ConvAlgorithm;
+class ConvCapability;
 
 // Where weights come from (a safetensors file, inline YAML tensors, or a seeded generator).
 class ParamSource {
@@ -93,6 +94,10 @@ class Op {
   // choose for these shapes) and drop its original copy, so that the model holds one copy that
   // every session using that layout shares. weight_bytes() then counts the packed bytes.
   virtual void pack_weights_at_load(const std::vector<Shape>& /*inputs*/, const ConvAlgorithm& /*conv*/) {}
+
+  // The op's convolution, for engine code that needs its parameters and weights (the autotuner),
+  // or null when the op is not one (engine/src/conv_capability.h).
+  virtual const ConvCapability* conv() const { return nullptr; }
 
   // Multiply-adds x 2 (0 for data movement).
   virtual int64_t flops(const std::vector<Shape>& /*inputs*/, const std::vector<Shape>& /*outputs*/) const {

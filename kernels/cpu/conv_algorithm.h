@@ -25,6 +25,11 @@ class ConvAlgorithm {
   // because it would be slower there, or empty when it takes it. Only sessions ask (a layer's
   // note then says why); the algorithm itself still runs the shape when called.
   virtual std::string declines(const ConvParams& /*p*/) const { return {}; }
+  // Whether a user may choose this algorithm for a whole session (SessionOptions::conv_algorithm,
+  // LoadOptions::pack_for, `--conv`) and the autotuner times it. False for an algorithm a layer
+  // takes because of its shape (depthwise: every depthwise layer, whatever the session asks);
+  // such an algorithm is neither listed nor accepted as a choice.
+  virtual bool user_selectable() const { return true; }
   // Scratch memory run() needs (bytes), for exactly these params (batch included).
   virtual size_t workspace_bytes(const ConvParams& p) const = 0;
   // Size of the algorithm's own weight layout (bytes).
@@ -66,5 +71,7 @@ class ConvAlgorithm {
 const std::vector<const ConvAlgorithm*>& conv_algorithms();
 // nullptr when no algorithm has that name.
 const ConvAlgorithm* find_conv_algorithm(std::string_view name);
+// The user_selectable() ones, in the same order: what sessions accept and list as choices.
+const std::vector<const ConvAlgorithm*>& selectable_conv_algorithms();
 
 }  // namespace winfer

@@ -122,6 +122,8 @@ RowFn pick_row_fn() {
 class DepthwiseConv final : public ConvAlgorithm {
  public:
   const char* name() const override { return "depthwise"; }
+  // Every depthwise layer takes it (layers/conv2d.cpp), whatever the session's algorithm.
+  bool user_selectable() const override { return false; }
   bool supports(const ConvParams& p) const override { return p.is_valid() && p.is_depthwise(); }
   size_t workspace_bytes(const ConvParams&) const override { return 0; }
   size_t packed_weight_bytes(const ConvParams& p) const override {

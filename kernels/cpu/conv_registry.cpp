@@ -24,4 +24,14 @@ const ConvAlgorithm* find_conv_algorithm(std::string_view name) {
   return nullptr;
 }
 
+const std::vector<const ConvAlgorithm*>& selectable_conv_algorithms() {
+  static const std::vector<const ConvAlgorithm*> selectable = [] {
+    std::vector<const ConvAlgorithm*> out;
+    for (const ConvAlgorithm* a : conv_algorithms())
+      if (a->user_selectable()) out.push_back(a);
+    return out;
+  }();
+  return selectable;
+}
+
 }  // namespace winfer

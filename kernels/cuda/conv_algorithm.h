@@ -33,6 +33,9 @@ class ConvAlgorithm {
   virtual const char* name() const = 0;
   // Shape support only; needs no device.
   virtual bool supports(const ConvParams& p) const = 0;
+  // Whether a user may choose it for a session (SessionOptions::conv_algorithm); false for one a
+  // layer takes because of its shape (depthwise), as on the CPU.
+  virtual bool user_selectable() const { return true; }
   // Device-dependent choices for p, made once and cached (thread-safe). Default: nothing to do.
   virtual Status tune(const Context& /*ctx*/, const ConvParams& /*p*/) const { return Status(); }
   // Device scratch memory run() needs (bytes), for exactly these params (batch included). For an

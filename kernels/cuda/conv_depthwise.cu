@@ -40,6 +40,7 @@ __global__ void depthwise_conv_kernel(ConvShape s, const float* in, const float*
 class DepthwiseConv final : public ConvAlgorithm {
  public:
   const char* name() const override { return "depthwise"; }
+  bool user_selectable() const override { return false; }  // every depthwise layer takes it
   bool supports(const ConvParams& p) const override { return fits_launch_limits(p) && p.is_depthwise(); }
   size_t workspace_bytes(const ConvParams&) const override { return 0; }
   size_t packed_weight_bytes(const ConvParams& p) const override {

@@ -65,11 +65,11 @@ TEST_CASE("bench: default list skips 'depthwise' on dense layers, unknown names 
   dense.in_channels = dense.out_channels = 8;
   dense.in_h = dense.in_w = 6;
   dense.kernel_h = dense.kernel_w = 3;
-  for (const ConvProvider* c : convs_for_layer(all.value(), true, dense)) CHECK(c->name() != "depthwise");
+  for (const ConvProvider* c : convs_for_layer(all.value(), dense)) CHECK(c->name() != "depthwise");
   winfer::ConvParams dw = dense;
   dw.groups = 8;
   bool has_depthwise = false;
-  for (const ConvProvider* c : convs_for_layer(all.value(), true, dw)) has_depthwise |= c->name() == "depthwise";
+  for (const ConvProvider* c : convs_for_layer(all.value(), dw)) has_depthwise |= c->name() == "depthwise";
   CHECK(has_depthwise);
 
   auto bad = resolve_convs({"im2col", "fft"});

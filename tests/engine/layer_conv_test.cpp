@@ -1,5 +1,6 @@
 // conv2d (every algorithm, depthwise), batchnorm2d, relu/relu6 and the fusions that rewrite
 // them (BN folding, fused activations) against float64 references.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -138,6 +139,30 @@ TEST_CASE("layer conv2d matches the float64 reference with every algorithm") {
       CHECK(used.rfind(expected_algorithm, 0) == 0);
     }
   }
+}
+
+TEST_CASE("layer conv2d offers its convolution through Op::conv(), other ops none") {
+  for (const ConvCase& k : kConvCases) {
+    MapParams params;
+    std::unique_ptr<Op> conv = loaded_conv(k, params);
+    const Conv2dOp& op = dynamic_cast<const Conv2dOp&>(*conv);
+    const winfer::ConvCapability* capability = conv->conv();
+    REQUIRE(capability != nullptr);
+    const Shape input{k.n, k.c, k.h, k.w};
+    CHECK(capability->params_for(input).to_string() == op.params_for(input).to_string());
+    CHECK(&capability->bias() == &op.bias());
+    CHECK(capability->activation() == op.activation());
+    CHECK(capability->packed_for() == op.packed_for());
+    CHECK(capability->has_residual() == op.has_residual());
+    CHECK(capability->absorbed_conv_weight_bytes() == 0);
+    auto weight = capability->weight_oihw("test");
+    REQUIRE(weight.ok());
+    const std::vector<float>& loaded = params.at("conv.weight").data;
+    REQUIRE(static_cast<size_t>(weight.value().numel()) == loaded.size());
+    CHECK(std::equal(loaded.begin(), loaded.end(), weight.value().data()));
+  }
+  std::unique_ptr<Op> relu = make_op("relu", {});
+  CHECK(relu->conv() == nullptr);
 }
 
 TEST_CASE("layer conv2d flops and parameter count") {

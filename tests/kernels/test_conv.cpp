@@ -107,6 +107,16 @@ TEST_CASE("conv registry lists direct, im2col, depthwise, im2win in a fixed orde
   CHECK(find_conv_algorithm("") == nullptr);
 }
 
+TEST_CASE("conv registry: a user may select every algorithm but depthwise, which layers take by shape") {
+  std::vector<const ConvAlgorithm*> expected;
+  for (const ConvAlgorithm* a : conv_algorithms()) {
+    CHECK(a->user_selectable() == (std::string(a->name()) != "depthwise"));
+    if (a->user_selectable()) expected.push_back(a);
+  }
+  CHECK(selectable_conv_algorithms() == expected);  // the same order
+  CHECK(selectable_conv_algorithms().size() + 1 == conv_algorithms().size());
+}
+
 TEST_CASE("conv algorithms match the float64 reference and direct") {
   const ConvAlgorithm* direct = find_conv_algorithm("direct");
   REQUIRE(direct != nullptr);

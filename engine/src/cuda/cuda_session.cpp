@@ -89,7 +89,7 @@ class CudaSession : public SessionImpl {
                          algorithm_names());
     }
     const cuda::ConvAlgorithm* algorithm = cuda::find_conv_algorithm(options.conv_algorithm);
-    if (algorithm == nullptr || std::string(algorithm->name()) == "depthwise") {
+    if (algorithm == nullptr || !algorithm->user_selectable()) {
       return invalid_argument("unknown convolution algorithm '" + options.conv_algorithm +
                               "' for CUDA (known: " + algorithm_names() + ")");
     }
@@ -338,8 +338,7 @@ CudaAvailability cuda_availability() {
 std::vector<std::string> cuda_conv_algorithm_names() {
   std::vector<std::string> names;
   for (const cuda::ConvAlgorithm* a : cuda::conv_algorithms()) {
-    if (std::string(a->name()) == "depthwise") continue;  // chosen automatically, not by the user
-    names.push_back(a->name());
+    if (a->user_selectable()) names.push_back(a->name());
   }
   return names;
 }
