@@ -47,6 +47,21 @@ void check_status(winfer_status got, winfer_status expected, const char* functio
   check_named(function, fragment);
 }
 
+// The element counts of a session's input and first output, read through the C API.
+struct IoCounts {
+  size_t input = 1, output = 1;
+};
+IoCounts io_counts(winfer_session* session) {
+  int64_t dims[8];
+  int rank = 0;
+  IoCounts counts;
+  REQUIRE(winfer_session_input_shape(session, dims, 8, &rank) == WINFER_OK);
+  for (int i = 0; i < rank; ++i) counts.input *= static_cast<size_t>(dims[i]);
+  REQUIRE(winfer_session_output_shape(session, 0, dims, 8, &rank) == WINFER_OK);
+  for (int i = 0; i < rank; ++i) counts.output *= static_cast<size_t>(dims[i]);
+  return counts;
+}
+
 }  // namespace
 
 TEST_CASE("c api: errors come back as status codes with winfer_last_error()") {
@@ -205,15 +220,8 @@ TEST_CASE("c api: models load from memory and auto reports its choices") {
   const char* reason = nullptr;
   REQUIRE(winfer_session_conv_choice(session.handle, 0, &layer, &algorithm, &reason) == WINFER_OK);
   CHECK(std::string(reason).size() > 0);
-  int64_t dims[8];
-  int rank = 0;
-  REQUIRE(winfer_session_input_shape(session.handle, dims, 8, &rank) == WINFER_OK);
-  size_t in = 1;
-  for (int i = 0; i < rank; ++i) in *= static_cast<size_t>(dims[i]);
-  REQUIRE(winfer_session_output_shape(session.handle, 0, dims, 8, &rank) == WINFER_OK);
-  size_t out = 1;
-  for (int i = 0; i < rank; ++i) out *= static_cast<size_t>(dims[i]);
-  std::vector<float> x(in, 0.5f), y(out);
+  const IoCounts counts = io_counts(session.handle);
+  std::vector<float> x(counts.input, 0.5f), y(counts.output);
   CHECK(winfer_session_run(session.handle, x.data(), x.size(), y.data(), y.size()) == WINFER_OK);
 }
 
@@ -355,12 +363,8 @@ TEST_CASE("c api: every function names itself in its argument errors") {
   check_named("winfer_session_output_count", "session is not a live winfer_session");
   check_status(winfer_session_output_shape(session.handle, 3, dims, 8, &rank), kInvalid,
                "winfer_session_output_shape", "output 3 does not exist");
-  REQUIRE(winfer_session_input_shape(session.handle, dims, 8, &rank) == WINFER_OK);
-  size_t in_count = 1;
-  for (int i = 0; i < rank; ++i) in_count *= static_cast<size_t>(dims[i]);
-  REQUIRE(winfer_session_output_shape(session.handle, 0, dims, 8, &rank) == WINFER_OK);
-  size_t out_count = 1;
-  for (int i = 0; i < rank; ++i) out_count *= static_cast<size_t>(dims[i]);
+  const IoCounts io = io_counts(session.handle);
+  const size_t in_count = io.input, out_count = io.output;
   std::vector<float> in(in_count), out(out_count);
   check_status(winfer_session_run(dead_session, in.data(), in_count, out.data(), out_count), kInvalid,
                "winfer_session_run", "session is not a live winfer_session");
@@ -479,14 +483,8 @@ TEST_CASE("c api: an exception inside a call is a clear message without C++ inte
   REQUIRE(winfer_model_load(repo_path("models/examples/tiny_net.yaml").c_str(), nullptr, &model.handle) == WINFER_OK);
   CSession session;
   REQUIRE(winfer_session_create(model.handle, nullptr, &session.handle) == WINFER_OK);
-  int64_t dims[8];
-  int rank = 0;
-  REQUIRE(winfer_session_input_shape(session.handle, dims, 8, &rank) == WINFER_OK);
-  size_t in_count = 1;
-  for (int i = 0; i < rank; ++i) in_count *= static_cast<size_t>(dims[i]);
-  REQUIRE(winfer_session_output_shape(session.handle, 0, dims, 8, &rank) == WINFER_OK);
-  size_t out_count = 1;
-  for (int i = 0; i < rank; ++i) out_count *= static_cast<size_t>(dims[i]);
+  const IoCounts counts = io_counts(session.handle);
+  const size_t in_count = counts.input, out_count = counts.output;
   std::vector<float> in(in_count, 0.25f), out(out_count);
 
   struct Unhook {
