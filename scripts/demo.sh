@@ -6,7 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
-"$root/scripts/build.sh"
+"$root/scripts/build.sh" --target winfer  # the CLI only: the tests are built by scripts/test.sh
 cd "$root"
 build/bin/winfer classify models/fashion/fashion_resnet.yaml models/fashion/examples/sneaker.png --top 5 "$@"
 echo

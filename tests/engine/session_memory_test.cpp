@@ -12,17 +12,32 @@
 
 using namespace winfer_test;
 
-TEST_CASE("session memory: a batch larger than available memory is refused with the numbers, before allocating") {
-  const size_t available = winfer::available_host_memory();
-  REQUIRE(available > 0);  // Linux: /proc/meminfo has MemAvailable
+namespace {
+
+// ResNet-18 with seeded random weights: a model whose arena grows fast with the batch.
+winfer::Result<std::shared_ptr<const winfer::Model>> resnet18_random() {
   winfer::LoadOptions random;
   random.random_weights_seed = 1;
   auto model = winfer::Model::load(repo_path("models/zoo/resnet18.yaml"), random);
   REQUIRE(model.ok());
-  winfer::SessionOptions options;
-  auto one = winfer::Session::create(model.value(), options);
+  return model;
+}
+
+// The activation arena of a batch-1 session of `model`.
+size_t arena_per_image(const std::shared_ptr<const winfer::Model>& model) {
+  auto one = winfer::Session::create(model, winfer::SessionOptions());
   REQUIRE(one.ok());
-  const size_t per_image = one.value()->memory_report().arena_bytes;
+  return one.value()->memory_report().arena_bytes;
+}
+
+}  // namespace
+
+TEST_CASE("session memory: a batch larger than available memory is refused with the numbers, before allocating") {
+  const size_t available = winfer::available_host_memory();
+  REQUIRE(available > 0);  // Linux: /proc/meminfo has MemAvailable
+  const auto model = resnet18_random();
+  winfer::SessionOptions options;
+  const size_t per_image = arena_per_image(model.value());
   // Twice what is available: the arena alone cannot fit (weights and workspaces do not grow with the batch).
   options.batch = static_cast<int64_t>(2 * available / per_image + 1);
   auto huge = winfer::Session::create(model.value(), options);
@@ -75,14 +90,9 @@ TEST_CASE("session memory: under an address-space limit (ulimit -v) a session to
           "be used");
   return;
 #endif
-  winfer::LoadOptions random;
-  random.random_weights_seed = 1;
-  auto model = winfer::Model::load(repo_path("models/zoo/resnet18.yaml"), random);
-  REQUIRE(model.ok());
+  const auto model = resnet18_random();
   winfer::SessionOptions options;
-  auto one = winfer::Session::create(model.value(), options);
-  REQUIRE(one.ok());
-  const size_t per_image = one.value()->memory_report().arena_bytes;
+  const size_t per_image = arena_per_image(model.value());
   // An arena of 192 MiB against 96 MiB of headroom: within MemAvailable on a test machine, so
   // the limit is what refuses it. Before, the check read MemAvailable only and the arena's
   // allocation failed (std::bad_alloc) under the limit.
