@@ -93,122 +93,145 @@ size_t session_bytes_of(const MemoryReport& report, bool plan_memory) {
   return activations + report.session_weights_bytes;
 }
 
+namespace {
+
+// Phase 1: while the session is over budget, switch the one layer whose smaller candidate costs
+// the fewest milliseconds per byte saved; returns the session's bytes, or why no switch is left.
+Result<size_t> downgrade_to_budget(const std::vector<ConvLayerCandidates>& layers, size_t budget,
+                                   const SessionBytesFn& session_bytes, std::vector<int>* choice, size_t bytes) {
+  const size_t count = layers.size();
+  while (bytes > budget) {
+    int best_layer = -1, best_candidate = -1;
+    double best_penalty = 0;
+    size_t best_bytes = 0;
+    int fallback_layer = -1, fallback_candidate = -1;  // saves only the layer's own bytes
+    double fallback_penalty = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const std::vector<ConvCandidate>& cands = layers[i].candidates;
+      const ConvCandidate& current = cands[(*choice)[i]];
+      for (int c = 0; c < static_cast<int>(cands.size()); ++c) {
+        if (local_bytes(cands[c]) >= local_bytes(current)) continue;
+        const double lost = std::max(0.0, cands[c].milliseconds - current.milliseconds);
+        std::vector<int> trial = *choice;
+        trial[i] = c;
+        const size_t trial_bytes = session_bytes(trial);
+        if (trial_bytes < bytes) {
+          const double penalty = lost / static_cast<double>(bytes - trial_bytes);
+          if (best_layer < 0 || penalty < best_penalty || (penalty == best_penalty && trial_bytes < best_bytes)) {
+            best_layer = static_cast<int>(i), best_candidate = c, best_penalty = penalty, best_bytes = trial_bytes;
+          }
+        } else {
+          const double penalty = lost / static_cast<double>(local_bytes(current) - local_bytes(cands[c]));
+          if (fallback_layer < 0 || penalty < fallback_penalty) {
+            fallback_layer = static_cast<int>(i), fallback_candidate = c, fallback_penalty = penalty;
+          }
+        }
+      }
+    }
+    if (best_layer >= 0) {
+      (*choice)[best_layer] = best_candidate;
+      bytes = best_bytes;
+    } else if (fallback_layer >= 0) {
+      (*choice)[fallback_layer] = fallback_candidate;
+      bytes = session_bytes(*choice);
+    } else {
+      std::vector<int> smallest(count);
+      for (size_t i = 0; i < count; ++i) smallest[i] = smallest_of(layers[i].candidates);
+      const size_t minimum = std::min(bytes, session_bytes(smallest));
+      return out_of_memory("memory_budget of " + std::to_string(budget) + " bytes (" + format_bytes(budget) +
+                           ") cannot be met: the session needs at least " + std::to_string(minimum) +
+                           " bytes (" + format_bytes(minimum) +
+                           ") with the least memory-hungry algorithm of every convolution");
+    }
+  }
+  return bytes;
+}
+
+// Phase 2: the downgrade may have overshot; move layers back to faster candidates, the largest
+// gain first, wherever the budget still holds. Returns the session's bytes.
+size_t upgrade_within_budget(const std::vector<ConvLayerCandidates>& layers, const std::vector<int>& fastest,
+                             size_t budget, const SessionBytesFn& session_bytes, std::vector<int>* choice,
+                             size_t bytes) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if ((*choice)[i] != fastest[i]) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto gain = [&](size_t i) {
+      return layers[i].candidates[(*choice)[i]].milliseconds - layers[i].candidates[fastest[i]].milliseconds;
+    };
+    return gain(a) > gain(b);
+  });
+  for (size_t i : order) {
+    const std::vector<ConvCandidate>& cands = layers[i].candidates;
+    std::vector<int> faster;
+    for (int c = 0; c < static_cast<int>(cands.size()); ++c) {
+      if (cands[c].milliseconds < cands[(*choice)[i]].milliseconds) faster.push_back(c);
+    }
+    std::stable_sort(faster.begin(), faster.end(),
+                     [&](int a, int b) { return cands[a].milliseconds < cands[b].milliseconds; });
+    for (int c : faster) {
+      std::vector<int> trial = *choice;
+      trial[i] = c;
+      const size_t trial_bytes = session_bytes(trial);
+      if (trial_bytes <= budget) {
+        *choice = trial;
+        bytes = trial_bytes;
+        break;
+      }
+    }
+  }
+  return bytes;
+}
+
+// Phase 3: each layer's rule and reason for its choice, as the session's memory report shows them.
+void explain_choices(const std::vector<ConvLayerCandidates>& layers, const std::vector<int>& fastest, size_t budget,
+                     const SessionBytesFn& session_bytes, ConvSelection* sel) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::vector<ConvCandidate>& cands = layers[i].candidates;
+    const int c = sel->choice[i];
+    const std::string chosen = cands[c].algorithm + " " + format_ms(cands[c].milliseconds);
+    if (cands.size() == 1) {
+      sel->rules.push_back("only supported");
+      sel->reasons.push_back("only " + chosen + " supports this layer");
+    } else if (c == fastest[i]) {
+      sel->rules.push_back("fastest");
+      sel->reasons.push_back("fastest: " + chosen + " (" + others_list(cands, c) + ")");
+    } else {
+      std::vector<int> trial = sel->choice;
+      trial[i] = fastest[i];
+      const size_t over = session_bytes(trial);
+      const ConvCandidate& f = cands[fastest[i]];
+      sel->rules.push_back("memory_budget");
+      sel->reasons.push_back(chosen + " to stay within memory_budget: the faster " + f.algorithm + " " +
+                             format_ms(f.milliseconds) + " would need " +
+                             (over == kTooLarge || over <= budget ? std::string("more memory")
+                                                                  : format_bytes(over - budget) + " more") +
+                             " (" + format_bytes(local_bytes(f)) + " of workspace and packed weights against " +
+                             format_bytes(local_bytes(cands[c])) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+// Every layer's fastest candidate, then (over budget) downgrade and upgrade, then the reasons.
 Result<ConvSelection> select_conv_algorithms(const std::vector<ConvLayerCandidates>& layers, size_t budget,
                                              const SessionBytesFn& session_bytes) {
-  const size_t count = layers.size();
   for (const ConvLayerCandidates& layer : layers) {
     if (layer.candidates.empty()) return internal_error("layer '" + layer.layer + "': no convolution algorithm supports it");
   }
   ConvSelection sel;
-  std::vector<int> fastest(count);
-  for (size_t i = 0; i < count; ++i) fastest[i] = fastest_of(layers[i].candidates);
+  std::vector<int> fastest(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) fastest[i] = fastest_of(layers[i].candidates);
   sel.choice = fastest;
   size_t bytes = session_bytes(sel.choice);
-
   if (budget > 0 && bytes > budget) {
-    // Downgrade: the cheapest switch (milliseconds lost per byte of the session saved) first.
-    while (bytes > budget) {
-      int best_layer = -1, best_candidate = -1;
-      double best_penalty = 0;
-      size_t best_bytes = 0;
-      int fallback_layer = -1, fallback_candidate = -1;  // saves only the layer's own bytes
-      double fallback_penalty = 0;
-      for (size_t i = 0; i < count; ++i) {
-        const std::vector<ConvCandidate>& cands = layers[i].candidates;
-        const ConvCandidate& current = cands[sel.choice[i]];
-        for (int c = 0; c < static_cast<int>(cands.size()); ++c) {
-          if (local_bytes(cands[c]) >= local_bytes(current)) continue;
-          const double lost = std::max(0.0, cands[c].milliseconds - current.milliseconds);
-          std::vector<int> trial = sel.choice;
-          trial[i] = c;
-          const size_t trial_bytes = session_bytes(trial);
-          if (trial_bytes < bytes) {
-            const double penalty = lost / static_cast<double>(bytes - trial_bytes);
-            if (best_layer < 0 || penalty < best_penalty || (penalty == best_penalty && trial_bytes < best_bytes)) {
-              best_layer = static_cast<int>(i), best_candidate = c, best_penalty = penalty, best_bytes = trial_bytes;
-            }
-          } else {
-            const double penalty = lost / static_cast<double>(local_bytes(current) - local_bytes(cands[c]));
-            if (fallback_layer < 0 || penalty < fallback_penalty) {
-              fallback_layer = static_cast<int>(i), fallback_candidate = c, fallback_penalty = penalty;
-            }
-          }
-        }
-      }
-      if (best_layer >= 0) {
-        sel.choice[best_layer] = best_candidate;
-        bytes = best_bytes;
-      } else if (fallback_layer >= 0) {
-        sel.choice[fallback_layer] = fallback_candidate;
-        bytes = session_bytes(sel.choice);
-      } else {
-        std::vector<int> smallest(count);
-        for (size_t i = 0; i < count; ++i) smallest[i] = smallest_of(layers[i].candidates);
-        const size_t minimum = std::min(bytes, session_bytes(smallest));
-        return out_of_memory("memory_budget of " + std::to_string(budget) + " bytes (" + format_bytes(budget) +
-                             ") cannot be met: the session needs at least " + std::to_string(minimum) +
-                             " bytes (" + format_bytes(minimum) +
-                             ") with the least memory-hungry algorithm of every convolution");
-      }
-    }
-    // Upgrade: the downgrade may have overshot; move layers back to faster candidates, the
-    // largest gain first, wherever the budget still holds.
-    std::vector<size_t> order;
-    for (size_t i = 0; i < count; ++i) {
-      if (sel.choice[i] != fastest[i]) order.push_back(i);
-    }
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      const auto gain = [&](size_t i) {
-        return layers[i].candidates[sel.choice[i]].milliseconds - layers[i].candidates[fastest[i]].milliseconds;
-      };
-      return gain(a) > gain(b);
-    });
-    for (size_t i : order) {
-      const std::vector<ConvCandidate>& cands = layers[i].candidates;
-      std::vector<int> faster;
-      for (int c = 0; c < static_cast<int>(cands.size()); ++c) {
-        if (cands[c].milliseconds < cands[sel.choice[i]].milliseconds) faster.push_back(c);
-      }
-      std::stable_sort(faster.begin(), faster.end(),
-                       [&](int a, int b) { return cands[a].milliseconds < cands[b].milliseconds; });
-      for (int c : faster) {
-        std::vector<int> trial = sel.choice;
-        trial[i] = c;
-        const size_t trial_bytes = session_bytes(trial);
-        if (trial_bytes <= budget) {
-          sel.choice = trial;
-          bytes = trial_bytes;
-          break;
-        }
-      }
-    }
+    WINFER_ASSIGN_OR_RETURN(bytes, downgrade_to_budget(layers, budget, session_bytes, &sel.choice, bytes));
+    bytes = upgrade_within_budget(layers, fastest, budget, session_bytes, &sel.choice, bytes);
   }
   sel.session_bytes = bytes;
-
-  for (size_t i = 0; i < count; ++i) {
-    const std::vector<ConvCandidate>& cands = layers[i].candidates;
-    const int c = sel.choice[i];
-    const std::string chosen = cands[c].algorithm + " " + format_ms(cands[c].milliseconds);
-    if (cands.size() == 1) {
-      sel.rules.push_back("only supported");
-      sel.reasons.push_back("only " + chosen + " supports this layer");
-    } else if (c == fastest[i]) {
-      sel.rules.push_back("fastest");
-      sel.reasons.push_back("fastest: " + chosen + " (" + others_list(cands, c) + ")");
-    } else {
-      std::vector<int> trial = sel.choice;
-      trial[i] = fastest[i];
-      const size_t over = session_bytes(trial);
-      const ConvCandidate& f = cands[fastest[i]];
-      sel.rules.push_back("memory_budget");
-      sel.reasons.push_back(chosen + " to stay within memory_budget: the faster " + f.algorithm + " " +
-                            format_ms(f.milliseconds) + " would need " +
-                            (over == kTooLarge || over <= budget ? std::string("more memory")
-                                                                 : format_bytes(over - budget) + " more") +
-                            " (" + format_bytes(local_bytes(f)) + " of workspace and packed weights against " +
-                            format_bytes(local_bytes(cands[c])) + ")");
-    }
-  }
+  explain_choices(layers, fastest, budget, session_bytes, &sel);
   return sel;
 }
 
