@@ -42,9 +42,9 @@ class CpuSession : public SessionImpl {
   std::vector<Binding> bindings;                 // per node
   std::vector<std::vector<std::pair<size_t, size_t>>> poison_ranges;  // per step, when poisoning
 
+  // Kernels for every node, then their memory planned and allocated: the session ready to run.
   Status compile() {
-    const Graph& graph = model->graph();
-    // "auto" chooses per layer below; the other nodes compile as with the default.
+    // "auto" chooses per layer (compile_tuned_convs); the other nodes compile as with the default.
     const bool autotune = options.conv_algorithm == "auto";
     const ConvAlgorithm* algorithm = find_conv_algorithm(autotune ? "im2win" : options.conv_algorithm);
     if (algorithm == nullptr || !algorithm->user_selectable()) {
@@ -54,57 +54,81 @@ class CpuSession : public SessionImpl {
 
     Shape input = model->input_shape();
     if (options.batch > 0) input[0] = options.batch;
-    WINFER_RETURN_IF_ERROR(graph.infer_shapes(input, &shapes, model->path()));
+    WINFER_RETURN_IF_ERROR(model->graph().infer_shapes(input, &shapes, model->path()));
 
-    CompileOptions compile_options;
-    compile_options.conv_algorithm = algorithm;
-    compile_options.threads = options.threads;
-    const auto compile_node = [&](size_t n, const ConvAlgorithm* conv) -> Status {
-      const GraphNode& node = graph.nodes[n];
-      std::vector<Shape> in, out;
-      for (int t : node.inputs) in.push_back(shapes[t]);
-      for (int t : node.outputs) out.push_back(shapes[t]);
-      compile_options.conv_algorithm = conv;
-      auto kernel = node.op->compile(in, out, compile_options);
-      if (!kernel.ok()) return Status(kernel.status()).with_context(node.context(model->path()));
-      kernels[n] = std::move(kernel).value();
-      return Status::Ok();
-    };
-    kernels.resize(graph.nodes.size());
-    std::vector<bool> tuned(graph.nodes.size(), false);
-    for (size_t n = 0; n < graph.nodes.size(); ++n) {
-      tuned[n] = autotune && is_tuned_conv(*model, shapes, n);
-      if (!tuned[n]) WINFER_RETURN_IF_ERROR(compile_node(n, algorithm));
-    }
+    std::vector<bool> tuned;
+    WINFER_RETURN_IF_ERROR(compile_untuned_nodes(algorithm, autotune, &tuned));
     std::vector<ConvChoice> conv_choices;
-    if (autotune) {
-      std::vector<KernelMemory> known(graph.nodes.size());
-      for (size_t n = 0; n < graph.nodes.size(); ++n) {
-        if (kernels[n]) {
-          known[n] = {kernels[n]->workspace_bytes(), kernels[n]->owned_weight_bytes(), kernels[n]->shared_weight_bytes(),
-                      kernels[n]->in_place_input()};
-        }
-      }
-      ConvAutotuneOptions tune;
-      tune.threads = options.threads;
-      tune.budget = options.memory_budget;
-      tune.cache_path = options.autotune_cache;
-      tune.alignment = kArenaAlignment;
-      tune.plan_memory = options.plan_memory;
-      WINFER_ASSIGN_OR_RETURN(ConvAutotuneResult chosen, autotune_conv_layers(*model, shapes, known, tune));
-      for (size_t n = 0; n < graph.nodes.size(); ++n) {
-        if (tuned[n]) WINFER_RETURN_IF_ERROR(compile_node(n, chosen.algorithm_of[n]));
-      }
-      conv_choices = std::move(chosen.choices);
+    if (autotune) WINFER_RETURN_IF_ERROR(compile_tuned_convs(tuned, &conv_choices));
+    WINFER_ASSIGN_OR_RETURN(SessionPlan plan, plan_within_memory(std::move(conv_choices)));
+    allocate_and_bind(plan.workspace_of);
+    return Status::Ok();
+  }
+
+  // One node's kernel for the inferred shapes, with this convolution algorithm.
+  Status compile_node(size_t n, const ConvAlgorithm* conv) {
+    const GraphNode& node = model->graph().nodes[n];
+    std::vector<Shape> in, out;
+    for (int t : node.inputs) in.push_back(shapes[t]);
+    for (int t : node.outputs) out.push_back(shapes[t]);
+    CompileOptions compile_options;
+    compile_options.conv_algorithm = conv;
+    compile_options.threads = options.threads;
+    auto kernel = node.op->compile(in, out, compile_options);
+    if (!kernel.ok()) return Status(kernel.status()).with_context(node.context(model->path()));
+    kernels[n] = std::move(kernel).value();
+    return Status::Ok();
+  }
+
+  // Every node's kernel with the session's algorithm, except the convolutions "auto" times
+  // (marked in *tuned): their choice needs the other kernels' memory first.
+  Status compile_untuned_nodes(const ConvAlgorithm* algorithm, bool autotune, std::vector<bool>* tuned) {
+    const size_t count = model->graph().nodes.size();
+    kernels.resize(count);
+    tuned->assign(count, false);
+    for (size_t n = 0; n < count; ++n) {
+      (*tuned)[n] = autotune && is_tuned_conv(*model, shapes, n);
+      if (!(*tuned)[n]) WINFER_RETURN_IF_ERROR(compile_node(n, algorithm));
     }
+    return Status::Ok();
+  }
+
+  // "auto": times the tuned convolutions' candidates against the memory budget and compiles each
+  // with its choice; *conv_choices says why, for the memory report.
+  Status compile_tuned_convs(const std::vector<bool>& tuned, std::vector<ConvChoice>* conv_choices) {
+    const size_t count = model->graph().nodes.size();
+    std::vector<KernelMemory> known(count);
+    for (size_t n = 0; n < count; ++n) {
+      if (kernels[n]) {
+        known[n] = {kernels[n]->workspace_bytes(), kernels[n]->owned_weight_bytes(), kernels[n]->shared_weight_bytes(),
+                    kernels[n]->in_place_input()};
+      }
+    }
+    ConvAutotuneOptions tune;
+    tune.threads = options.threads;
+    tune.budget = options.memory_budget;
+    tune.cache_path = options.autotune_cache;
+    tune.alignment = kArenaAlignment;
+    tune.plan_memory = options.plan_memory;
+    WINFER_ASSIGN_OR_RETURN(ConvAutotuneResult chosen, autotune_conv_layers(*model, shapes, known, tune));
+    for (size_t n = 0; n < count; ++n) {
+      if (tuned[n]) WINFER_RETURN_IF_ERROR(compile_node(n, chosen.algorithm_of[n]));
+    }
+    *conv_choices = std::move(chosen.choices);
+    return Status::Ok();
+  }
+
+  // The arena's plan and the memory report; a session over memory_budget or beyond the host's
+  // memory is refused here with the numbers, before allocating (rather than left to the
+  // allocator, which may overcommit and fail later, when the pages are touched).
+  Result<SessionPlan> plan_within_memory(std::vector<ConvChoice> conv_choices) {
     std::vector<KernelMemory> memory;
     for (const auto& kernel : kernels) {
       memory.push_back({kernel->workspace_bytes(), kernel->owned_weight_bytes(), kernel->shared_weight_bytes(),
                         kernel->in_place_input()});
     }
-    auto plan = plan_session_memory(*model, shapes, memory, kArenaAlignment);
-    if (!plan.ok()) return plan.status();
-    report = plan.value().report;
+    WINFER_ASSIGN_OR_RETURN(SessionPlan plan, plan_session_memory(*model, shapes, memory, kArenaAlignment));
+    report = plan.report;
     report.session_bytes = session_bytes_of(report, options.plan_memory);
     report.memory_budget = options.memory_budget;
     report.conv_choices = std::move(conv_choices);
@@ -113,21 +137,24 @@ class CpuSession : public SessionImpl {
                            " bytes with conv algorithm '" + options.conv_algorithm + "', over memory_budget " +
                            std::to_string(options.memory_budget) + " (conv_algorithm \"auto\" picks per layer to fit)");
     }
-    // Refused with the numbers before allocating, rather than left to the allocator (which may
-    // overcommit and fail later, when the pages are touched).
-    WINFER_RETURN_IF_ERROR(check_host_memory(*model, report, report.session_bytes, shapes[graph.input].n()));
+    WINFER_RETURN_IF_ERROR(check_host_memory(*model, report, report.session_bytes, shapes[model->graph().input].n()));
+    return plan;
+  }
+
+  // Allocates the tensors as planned, binds each node to them, and sets up what running reports.
+  void allocate_and_bind(const std::vector<int>& workspace_of) {
+    const Graph& graph = model->graph();
     if (options.plan_memory) {
       allocate_arena();
     } else {
       allocate_separately();
     }
-    bind(plan.value().workspace_of);
+    bind(workspace_of);
     if (options.plan_memory && options.poison_unused_memory) poison_ranges = dead_ranges_per_step(report);
     for (int t : graph.outputs) output_shapes.push_back(shapes[t]);
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       timings.push_back({graph.nodes[n].name, graph.nodes[n].type, kernels[n]->describe(), 0.0});
     }
-    return Status::Ok();
   }
 
   void allocate_arena() {
