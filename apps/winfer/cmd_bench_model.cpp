@@ -148,6 +148,129 @@ double percentile(std::vector<double> v, double q) {
 
 // ---- one measurement (in the child) ------------------------------------------------------------
 
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// What the timed runs gave: the first (cold) run, every later one, and each layer's times.
+struct RunTimes {
+  double first_ms = 0;
+  std::vector<double> times;
+  std::vector<std::vector<double>> layer_times;  // per layer, per run
+};
+
+// One cold run, then at least args.runs runs and args.min_time seconds of them (1000 at most).
+Status time_runs(const BenchArgs& args, Session& session, const Tensor& input, std::vector<Tensor>* outputs,
+                 RunTimes* t) {
+  t->layer_times.resize(session.last_timings().size());
+  auto t0 = Clock::now();
+  WINFER_RETURN_IF_ERROR(session.run_into(input, outputs));
+  t->first_ms = ms_since(t0);
+  const auto start = Clock::now();
+  while (static_cast<int>(t->times.size()) < args.runs ||
+         (ms_since(start) < args.min_time * 1e3 && t->times.size() < 1000)) {
+    t0 = Clock::now();
+    const Status run = session.run_into(input, outputs);
+    const double ms = ms_since(t0);
+    if (!run.ok()) return run;
+    t->times.push_back(ms);
+    const auto& lt = session.last_timings();
+    for (size_t i = 0; i < lt.size() && i < t->layer_times.size(); ++i) t->layer_times[i].push_back(lt[i].milliseconds);
+  }
+  return Status::Ok();
+}
+
+// The time and throughput fields: setup, first run, the distribution of the timed runs.
+void add_times(const RunTimes& t, double load_ms, double create_ms, double flops, Json* r) {
+  const double med = median(t.times);
+  (*r)["init_ms"] = load_ms + create_ms;
+  (*r)["load_ms"] = load_ms;
+  (*r)["session_create_ms"] = create_ms;
+  (*r)["first_ms"] = t.first_ms;
+  (*r)["median_ms"] = med;
+  (*r)["min_ms"] = *std::min_element(t.times.begin(), t.times.end());
+  (*r)["p95_ms"] = percentile(t.times, 95);
+  (*r)["max_ms"] = *std::max_element(t.times.begin(), t.times.end());
+  (*r)["runs"] = t.times.size();
+  (*r)["gflop"] = flops / 1e9;
+  (*r)["gflops"] = flops / (med * 1e6);
+}
+
+// The memory fields: what the session planned, what was expected resident, and (where the
+// process can tell) the peak it measured above the baseline taken before loading.
+void add_memory(const MemoryReport& mem, size_t io_bytes, size_t expected, const std::optional<size_t>& baseline,
+                const std::optional<size_t>& peak, Json* r) {
+  (*r)["planned_bytes"] = mem.packed_weights_bytes + mem.arena_bytes;
+  (*r)["weights_bytes"] = mem.weights_bytes;
+  (*r)["packed_weights_bytes"] = mem.packed_weights_bytes;
+  (*r)["session_weights_bytes"] = mem.session_weights_bytes;
+  (*r)["arena_bytes"] = mem.arena_bytes;
+  (*r)["activations_lower_bound_bytes"] = mem.activations_lower_bound_bytes;
+  (*r)["max_workspace_bytes"] = mem.max_workspace_bytes;
+  (*r)["io_bytes"] = io_bytes;
+  (*r)["expected_resident_bytes"] = expected;
+  if (baseline && peak) {
+    const size_t measured = *peak - std::min(*peak, *baseline);
+    (*r)["measured_peak_bytes"] = measured;
+    (*r)["beyond_weights_bytes"] = static_cast<int64_t>(measured) - static_cast<int64_t>(mem.weights_bytes);
+    (*r)["measured_over_expected"] = double(measured) / double(expected);
+  } else {
+    (*r)["measured_peak_bytes"] = nullptr;
+  }
+}
+
+// Per-layer medians (with --per-layer) and the count of convolutions that ran another kernel than
+// the requested one (fallbacks; depthwise layers are not counted): each shows in `kernel`.
+void add_layers(const BenchArgs& args, const Model& m, const Session& session, const RunTimes& t, int64_t batch,
+                int64_t declared, const std::string& conv, Json* r) {
+  std::map<std::string, int64_t> layer_flops;
+  for (const LayerInfo& l : m.layers()) layer_flops[l.name] = l.flops;
+  int fallbacks = 0;
+  Json layers = Json::array();
+  const auto& lt = session.last_timings();
+  for (size_t i = 0; i < lt.size(); ++i) {
+    const double lm = median(t.layer_times[i]);
+    const double lf = double(layer_flops.count(lt[i].name) ? layer_flops[lt[i].name] : 0) * double(batch) / double(declared);
+    if (lt[i].type == "conv2d" && lt[i].kernel.rfind("depthwise", 0) != 0 && lt[i].kernel.rfind(conv, 0) != 0) ++fallbacks;
+    if (!args.per_layer) continue;
+    layers.push_back(Json{{"name", lt[i].name},
+                          {"type", lt[i].type},
+                          {"kernel", lt[i].kernel},
+                          {"median_ms", lm},
+                          {"flops", lf},
+                          {"gflops", lm > 0 ? lf / (lm * 1e6) : 0.0}});
+  }
+  (*r)["fallback_layers"] = fallbacks;
+  if (args.per_layer) {
+    (*r)["peak_gflops"] = fma_peak_gflops(args.threads);
+    (*r)["layers"] = layers;
+  }
+}
+
+// The same load, session and one run measured again in this process, warm (what the first run
+// paid once for the process is then in the baseline: process_memory.h). The caller has freed
+// its model and session first.
+void add_warm_memory(const std::string& path, const LoadOptions& load, const SessionOptions& options,
+                     size_t expected, Json* r) {
+  const std::optional<size_t> warm = warm_peak_growth([&] {
+    auto again = Model::load(path, load);
+    if (!again.ok()) return false;
+    auto session_again = Session::create(again.value(), options);
+    if (!session_again.ok()) return false;
+    std::vector<Tensor> out;  // a new input too: `expected` counts one
+    const Result<Tensor> input_again = random_tensor(session_again.value()->input_shape(), 0);
+    return input_again.ok() && session_again.value()->run_into(input_again.value(), &out).ok();
+  });
+  if (warm) {
+    (*r)["measured_warm_bytes"] = *warm;
+    (*r)["warm_over_expected"] = double(*warm) / double(expected);
+  } else {
+    (*r)["measured_warm_bytes"] = nullptr;
+  }
+}
+
+// One (model, conv) measurement: load and session creation timed, then the runs, memory and
+// layers; any failure becomes the result's "error", after the fields known by then.
 Json measure(const BenchArgs& args, const std::string& model_arg, const std::string& conv) {
   Json r;
   const std::optional<size_t> baseline = peak_resident_bytes();
@@ -164,8 +287,6 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
   if (!path.ok()) return fail_with(path.status().message());
   r["path"] = path.value();
 
-  using Clock = std::chrono::steady_clock;
-  auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
   LoadOptions load;
   load.random_weights_seed = args.seed;
   load.pack_for = pack_for(args.device, conv);
@@ -197,109 +318,26 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
   if (!random_input.ok()) return fail_with(random_input.status().message());
   const Tensor& input = random_input.value();
   std::vector<Tensor> outputs;
-  t0 = Clock::now();
-  Status run = session.run_into(input, &outputs);
+  RunTimes times;
+  const Status run = time_runs(args, session, input, &outputs, &times);
   if (!run.ok()) return fail_with(run.message());
-  const double first_ms = ms_since(t0);
-
-  std::vector<double> times;
-  std::vector<std::vector<double>> layer_times(session.last_timings().size());
-  const auto start = Clock::now();
-  while (static_cast<int>(times.size()) < args.runs ||
-         (ms_since(start) < args.min_time * 1e3 && times.size() < 1000)) {
-    t0 = Clock::now();
-    run = session.run_into(input, &outputs);
-    const double ms = ms_since(t0);
-    if (!run.ok()) return fail_with(run.message());
-    times.push_back(ms);
-    const auto& lt = session.last_timings();
-    for (size_t i = 0; i < lt.size() && i < layer_times.size(); ++i) layer_times[i].push_back(lt[i].milliseconds);
-  }
   const std::optional<size_t> peak = peak_resident_bytes();
 
   const MemoryReport& mem = session.memory_report();
   const double flops = double(m.total_flops()) * double(batch) / double(declared);
-  const double med = median(times);
   size_t io_bytes = size_t(input.numel()) * sizeof(float);
   for (const Tensor& t : outputs) io_bytes += size_t(t.numel()) * sizeof(float);
   const size_t expected = mem.weights_bytes + mem.session_weights_bytes + mem.arena_bytes + io_bytes;
-
-  r["init_ms"] = load_ms + create_ms;
-  r["load_ms"] = load_ms;
-  r["session_create_ms"] = create_ms;
-  r["first_ms"] = first_ms;
-  r["median_ms"] = med;
-  r["min_ms"] = *std::min_element(times.begin(), times.end());
-  r["p95_ms"] = percentile(times, 95);
-  r["max_ms"] = *std::max_element(times.begin(), times.end());
-  r["runs"] = times.size();
-  r["gflop"] = flops / 1e9;
-  r["gflops"] = flops / (med * 1e6);
-  r["planned_bytes"] = mem.packed_weights_bytes + mem.arena_bytes;
-  r["weights_bytes"] = mem.weights_bytes;
-  r["packed_weights_bytes"] = mem.packed_weights_bytes;
-  r["session_weights_bytes"] = mem.session_weights_bytes;
-  r["arena_bytes"] = mem.arena_bytes;
-  r["activations_lower_bound_bytes"] = mem.activations_lower_bound_bytes;
-  r["max_workspace_bytes"] = mem.max_workspace_bytes;
-  r["io_bytes"] = io_bytes;
-  r["expected_resident_bytes"] = expected;
-  if (baseline && peak) {
-    const size_t measured = *peak - std::min(*peak, *baseline);
-    r["measured_peak_bytes"] = measured;
-    r["beyond_weights_bytes"] = static_cast<int64_t>(measured) - static_cast<int64_t>(mem.weights_bytes);
-    r["measured_over_expected"] = double(measured) / double(expected);
-  } else {
-    r["measured_peak_bytes"] = nullptr;
-  }
+  add_times(times, load_ms, create_ms, flops, &r);
+  add_memory(mem, io_bytes, expected, baseline, peak, &r);
   r["config"] = config_json(args);  // its load_average: at the end of the timed runs
+  add_layers(args, m, session, times, batch, declared, conv, &r);
 
-  // Per-layer medians; kernels that are not the requested algorithm (depthwise, fallbacks) show
-  // in `kernel`.
-  std::map<std::string, int64_t> layer_flops;
-  for (const LayerInfo& l : m.layers()) layer_flops[l.name] = l.flops;
-  int fallbacks = 0;
-  Json layers = Json::array();
-  const auto& lt = session.last_timings();
-  for (size_t i = 0; i < lt.size(); ++i) {
-    const double lm = median(layer_times[i]);
-    const double lf = double(layer_flops.count(lt[i].name) ? layer_flops[lt[i].name] : 0) * double(batch) / double(declared);
-    if (lt[i].type == "conv2d" && lt[i].kernel.rfind("depthwise", 0) != 0 && lt[i].kernel.rfind(conv, 0) != 0) ++fallbacks;
-    if (!args.per_layer) continue;
-    layers.push_back(Json{{"name", lt[i].name},
-                          {"type", lt[i].type},
-                          {"kernel", lt[i].kernel},
-                          {"median_ms", lm},
-                          {"flops", lf},
-                          {"gflops", lm > 0 ? lf / (lm * 1e6) : 0.0}});
-  }
-  r["fallback_layers"] = fallbacks;
-  if (args.per_layer) {
-    r["peak_gflops"] = fma_peak_gflops(args.threads);
-    r["layers"] = layers;
-  }
-
-  // The same load, session and one run measured again in this process, warm (what the first
-  // run paid once for the process is then in the baseline: process_memory.h).
   if (baseline && peak) {
     outputs.clear();
     created.value().reset();
     model.value().reset();
-    const std::optional<size_t> warm = warm_peak_growth([&] {
-      auto again = Model::load(path.value(), load);
-      if (!again.ok()) return false;
-      auto session_again = Session::create(again.value(), options);
-      if (!session_again.ok()) return false;
-      std::vector<Tensor> out;  // a new input too: `expected` counts one
-      const Result<Tensor> input_again = random_tensor(session_again.value()->input_shape(), 0);
-      return input_again.ok() && session_again.value()->run_into(input_again.value(), &out).ok();
-    });
-    if (warm) {
-      r["measured_warm_bytes"] = *warm;
-      r["warm_over_expected"] = double(*warm) / double(expected);
-    } else {
-      r["measured_warm_bytes"] = nullptr;
-    }
+    add_warm_memory(path.value(), load, options, expected, &r);
   }
   return r;
 }
