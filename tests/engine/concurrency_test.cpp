@@ -68,6 +68,23 @@ struct HoldFirstRun {
 
 bool is_refusal(const std::string& message) { return message.find("already running on another thread") != std::string::npos; }
 
+// What one thread of a hammering test saw of its runs.
+struct Tally {
+  int ok = 0, refused = 0, wrong_output = 0;
+  std::string other_error;
+};
+
+// Every run of every thread gave the right output or the refusal, and at least one was refused.
+void check_tallies(const std::vector<Tally>& tallies, int runs) {
+  for (size_t t = 0; t < tallies.size(); ++t) {
+    INFO("thread " << t << ": " << tallies[t].ok << " ok, " << tallies[t].refused << " refused");
+    CHECK_MESSAGE(tallies[t].other_error.empty(), tallies[t].other_error);
+    CHECK(tallies[t].wrong_output == 0);
+    CHECK(tallies[t].ok + tallies[t].refused == runs);
+  }
+  CHECK(tallies[0].refused + tallies[1].refused > 0);
+}
+
 }  // namespace
 
 TEST_CASE("concurrency: 8 threads x 50 runs on a shared model are bitwise equal to one thread") {
@@ -193,10 +210,6 @@ TEST_CASE("concurrency: two threads hammering one session: every run gives the r
   // The first run to start is held until the other thread has been refused at least once, so
   // that a refusal is certain, not a matter of timing; the rest race freely.
   HoldFirstRun hold;
-  struct Tally {
-    int ok = 0, refused = 0, wrong_output = 0;
-    std::string other_error;
-  };
   std::vector<Tally> tallies(2);
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
@@ -217,13 +230,7 @@ TEST_CASE("concurrency: two threads hammering one session: every run gives the r
     });
   }
   for (std::thread& thread : threads) thread.join();
-  for (int t = 0; t < 2; ++t) {
-    INFO("thread " << t << ": " << tallies[t].ok << " ok, " << tallies[t].refused << " refused");
-    CHECK_MESSAGE(tallies[t].other_error.empty(), tallies[t].other_error);
-    CHECK(tallies[t].wrong_output == 0);
-    CHECK(tallies[t].ok + tallies[t].refused == kHammerRuns);
-  }
-  CHECK(tallies[0].refused + tallies[1].refused > 0);
+  check_tallies(tallies, kHammerRuns);
   CHECK(tallies[0].ok + tallies[1].ok > 0);
 }
 
@@ -250,10 +257,6 @@ TEST_CASE("concurrency: c api: two threads hammering one winfer_session: right o
   }
 
   HoldFirstRun hold;
-  struct Tally {
-    int ok = 0, refused = 0, wrong_output = 0;
-    std::string other_error;
-  };
   std::vector<Tally> tallies(2);
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
@@ -278,11 +281,5 @@ TEST_CASE("concurrency: c api: two threads hammering one winfer_session: right o
   }
   for (std::thread& thread : threads) thread.join();
   winfer_session_destroy(session);
-  for (int t = 0; t < 2; ++t) {
-    INFO("thread " << t << ": " << tallies[t].ok << " ok, " << tallies[t].refused << " refused");
-    CHECK_MESSAGE(tallies[t].other_error.empty(), tallies[t].other_error);
-    CHECK(tallies[t].wrong_output == 0);
-    CHECK(tallies[t].ok + tallies[t].refused == kHammerRuns);
-  }
-  CHECK(tallies[0].refused + tallies[1].refused > 0);
+  check_tallies(tallies, kHammerRuns);
 }
