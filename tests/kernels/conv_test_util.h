@@ -83,6 +83,87 @@ inline std::vector<float> run_conv(const ConvAlgorithm& algo, const ConvParams& 
   return std::vector<float>(out.floats(), out.floats() + out_count);
 }
 
+// One run of `algorithm` (its weights packed in `packed`) on a workspace of workspace_bytes()
+// marked with 0xFF bytes (an all-ones NaN, which no input, weight or zero has), checking that
+// nothing past it was written (the size is not under-reported). The workspace is returned so
+// that the caller checks what the run must have written (the size is not over-reported).
+inline GuardedBuffer run_on_marked_workspace(const ConvAlgorithm& algorithm, const ConvCase& c, const ConvData& d,
+                                             const float* packed, int threads) {
+  const ConvParams& p = c.p;
+  const size_t bytes = algorithm.workspace_bytes(p);
+  GuardedBuffer workspace(bytes);
+  std::memset(workspace.data_bytes(), 0xFF, bytes);
+  std::vector<float> out(static_cast<size_t>(p.batch * p.out_h() * p.out_w() * p.out_channels));
+  algorithm.run(p, d.input.data(), packed, d.bias.data(), out.data(), bytes ? workspace.data_bytes() : nullptr, c.act,
+                threads);
+  CHECK_MESSAGE(workspace.canary_intact(), algorithm.name(), " wrote past workspace_bytes");
+  return workspace;
+}
+
+// Words (uint32_t: floats, uint64_t: pointers) of the first `bytes` of a marked workspace that
+// still hold the mark: what a run left unwritten. A float or a pointer may contain 0xFF bytes,
+// never only those.
+template <class Word>
+size_t unwritten_words(const unsigned char* data, size_t bytes) {
+  size_t count = 0;
+  for (size_t i = 0; i + sizeof(Word) <= bytes; i += sizeof(Word)) {
+    Word bits;
+    std::memcpy(&bits, data + i, sizeof bits);
+    count += bits == static_cast<Word>(~Word{0});
+  }
+  return count;
+}
+
+// The edge shapes of the micro-kernel algorithms (im2win and indirect both run every one):
+// every padding and stride combination, asymmetric padding, dilation along H only, W only and
+// both, groups 2/3/4 (also on im2win's in-place path), im2win's in-place path (1x1, 1xK,
+// stride 2, groups) and 1x1 with padding (its window path), Co not a multiple of the panel (1,
+// 3, 17, 33, 35) nor of any vector width, output rows narrower than every tile and not
+// multiples of them, several row blocks with a short last one, batch 3, C = 1 and 3, 7x7/2 and
+// 11x11/4 stems, windows entirely in the padding, a deep K with a tiny output, weights past the
+// L2 budget (im2win's shared-block schedule, indirect's panel-major order), and a depthwise
+// layer (correct, if slow).
+inline std::vector<ConvCase> tile_algorithm_cases() {
+  return {
+      {Conv(1, 3, 11, 13, 8).k(3, 3).pad(1).p, true, kRelu},
+      {Conv(1, 1, 9, 17, 3).k(3, 3).p, false, kNone},
+      {Conv(1, 5, 10, 9, 17).k(3, 3).pad(0, 2, 1, 0).p, true, kRelu6},
+      {Conv(1, 4, 13, 15, 1).k(3, 3).s(2, 2).pad(1).p, true, kNone},
+      {Conv(1, 6, 12, 14, 33).k(3, 3).pad(2).d(2, 2).p, true, kRelu},
+      {Conv(1, 6, 12, 10, 16).k(3, 3).pad(2, 1, 2, 1).d(2, 1).p, false, kNone},
+      {Conv(1, 8, 11, 13, 10).k(3, 2).s(1, 2).pad(1, 1, 1, 0).d(1, 2).g(2).p, true, kRelu},
+      {Conv(1, 8, 9, 11, 34).k(3, 3).pad(1).g(2).p, true, kRelu},          // 17 channels per group
+      {Conv(2, 16, 7, 8, 12).k(3, 3).s(2, 1).pad(1).g(4).p, false, kRelu6},  // 3 per group
+      {Conv(3, 40, 5, 7, 33).k(1, 1).p, true, kRelu},                       // im2win: in place
+      {Conv(1, 16, 9, 9, 17).k(1, 1).s(2, 2).p, false, kNone},              // in place, strided
+      {Conv(1, 12, 6, 5, 6).k(1, 1).g(3).p, true, kRelu6},                  // in place, groups
+      {Conv(1, 12, 5, 20, 8).k(1, 3).d(1, 2).g(4).p, true, kNone},          // in place, segments
+      {Conv(1, 6, 5, 7, 3).k(1, 1).pad(1, 0, 0, 1).p, true, kNone},         // 1x1 padded: window
+      {Conv(1, 4, 5, 6, 7).k(1, 3).pad(1, 0, 1, 0).p, true, kNone},         // Kh = 1 padded in H
+      {Conv(1, 3, 29, 31, 64).k(7, 7).s(2, 2).pad(3).p, true, kRelu},
+      {Conv(1, 3, 47, 43, 20).k(11, 11).s(4, 4).pad(2).p, false, kNone},
+      {Conv(3, 9, 8, 6, 35).k(3, 3).pad(1).p, true, kNone},
+      {Conv(1, 16, 6, 5, 48).k(3, 3).pad(1).p, true, kRelu},               // Wo = 5
+      {Conv(1, 8, 4, 15, 32).k(3, 3).pad(1).p, false, kRelu},              // Wo = 15
+      {Conv(1, 8, 3, 29, 64).k(3, 3).pad(1).p, true, kNone},               // Wo = 29
+      // im2win: rows of 62*3*64 floats: 4 rows per block; 23 rows -> 5 blocks of 4 and one of
+      // 3; two images and two groups reuse the block, threads split rows across all of them.
+      {Conv(2, 128, 23, 60, 8).k(3, 3).pad(1).g(2).p, true, kRelu},
+      // im2win's shared-block schedule (threads split the channel panels, barriers between
+      // blocks): 5 output rows do not split fairly over 2 or 3 threads; weights of 1.8 MB (past
+      // the 1.5 MiB kept in L2) with two blocks of 5 and 4 rows; 2 rows for 3 threads.
+      {Conv(1, 64, 5, 9, 40).k(3, 3).pad(1).p, true, kRelu},
+      {Conv(1, 256, 9, 20, 161).k(3, 3).pad(1).p, false, kRelu6},
+      {Conv(1, 256, 2, 30, 64).k(3, 3).pad(1).p, true, kNone},
+      {Conv(1, 2, 2, 2, 5).k(3, 3).pad(3).p, true, kRelu6},                // all-padding windows
+      {Conv(1, 256, 4, 4, 40).k(3, 3).pad(1).p, true, kNone},              // K = 2304, 16 pixels
+      // 1.6 MB of weights: the next panel prefetched (im2win), panel by panel (indirect).
+      {Conv(1, 224, 5, 6, 200).k(3, 3).pad(1).p, true, kRelu},
+      {Conv(2, 224, 5, 6, 200).k(3, 3).pad(1).p, true, kRelu},
+      {Conv(1, 8, 7, 9, 8).k(3, 3).pad(1).g(8).p, true, kRelu},            // depthwise
+  };
+}
+
 // The shared edge-shape check of the micro-kernel algorithms (im2win, indirect): each case
 // against the float64 reference and `direct`, under every ISA this machine runs, and
 // bitwise-identical results for 2 and 3 threads (the tiles and each one's summation order do

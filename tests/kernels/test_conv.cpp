@@ -57,7 +57,7 @@ std::vector<ConvCase> conv_cases() {
       {Conv(1, 2, 4, 4, 3).k(3, 3).pad(3).p, true, kRelu6},
       {Conv(1, 8, 6, 5, 4).k(3, 3).pad(1).g(4).p, false, kNone},
       {Conv(1, 8, 7, 7, 16).k(3, 3).pad(1).g(8).p, true, kRelu},  // grouped, multiplier 2
-      // im2win's edges (tests/kernels/test_im2win.cpp has many more): Co = 33 (a 1-channel
+      // im2win's edges (tile_algorithm_cases() in conv_test_util.h has many more): Co = 33 (a 1-channel
       // tail past a full 32-channel panel), a row narrower than every tile shape, dilation
       // along W only, a window split into several row blocks (row of 62*3*64 floats, 10 rows
       // per block, 23 output rows: 8 + 8 + 7).
@@ -201,19 +201,8 @@ TEST_CASE("im2col workspace_bytes is exactly the buffer it uses") {
     const ConvData d = make_data(p, seed += 10);
     GuardedBuffer packed(im2col->packed_weight_bytes(p));
     im2col->pack_weights(p, d.weight.data(), packed.floats());
-    GuardedBuffer workspace(expected);
-    std::memset(workspace.data_bytes(), 0xFF, expected);
-    std::vector<float> out(static_cast<size_t>(p.batch * p.out_h() * p.out_w() * p.out_channels));
-    im2col->run(p, d.input.data(), packed.floats(), d.bias.data(), out.data(),
-                expected ? workspace.data_bytes() : nullptr, c.act, 2);
-    CHECK(workspace.canary_intact());
-    size_t untouched = 0;
-    for (size_t i = 0; i < expected / sizeof(float); ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, workspace.data_bytes() + i * sizeof(float), sizeof bits);
-      untouched += bits == 0xFFFFFFFFu;
-    }
-    CHECK(untouched == 0);
+    GuardedBuffer workspace = test::run_on_marked_workspace(*im2col, c, d, packed.floats(), 2);
+    CHECK(test::unwritten_words<uint32_t>(workspace.data_bytes(), workspace.bytes()) == 0);
   }
 }
 

@@ -1,20 +1,19 @@
 // indirect: its micro-kernel entry (every tile shape of every ISA the CPU runs, reading through
-// per-tap pointers) against a float64 dot product, the algorithm against the float64 reference
-// and `direct` on edge shapes under every ISA and 1-3 threads, the indirection buffer's
-// contents, its workspace contract (exact size, every pointer written, nothing past it), and
-// no stale pointer when the same layer runs on inputs at different addresses.
+// per-tap pointers, conv_tile_tester.h) against a float64 dot product, the algorithm against
+// the float64 reference and `direct` on edge shapes under every ISA and 1-3 threads, the
+// indirection buffer's contents, its workspace contract (exact size, every pointer written,
+// nothing past it), and no stale pointer when the same layer runs on inputs at different
+// addresses.
 #include <doctest/doctest.h>
 
-#include <cmath>
-#include <cstring>
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "conv_test_util.h"
+#include "conv_tile_tester.h"
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/conv_indirect.h"
-#include "kernels/cpu/ukernel_conv.h"
-#include "reference.h"
 #include "test_util.h"
 
 namespace winfer {
@@ -24,145 +23,20 @@ using test::Conv;
 using test::ConvCase;
 using test::ConvData;
 using test::GuardedBuffer;
-using test::kNone;
 using test::kRelu;
-using test::kRelu6;
 
 const ConvAlgorithm& indirect() { return cpu::indirect_conv_algorithm(); }
 
 // ---- micro-kernel entry ---------------------------------------------------------------------
 
-struct IndirectTile {
-  int rows, vecs, cols, col0;
-  int64_t taps, seg_len, pixels_stride, offset;
-  bool bias;
-  Activation act;
-};
-
-// One indirect kernel call on random data: `taps` pointer groups `pixels_stride` apart, every
-// third pointer at a zero vector, each offset by `offset` floats; outputs checked against a
-// float64 sum, the columns past `cols` unchanged.
-void check_indirect_tile(const cpu::TileKernels& uk, const IndirectTile& s, uint32_t seed) {
-  INFO("isa ", uk.isa, " tile ", s.rows, "x", s.vecs, " cols ", s.cols, " col0 ", s.col0, " taps ", s.taps, "x",
-       s.seg_len, " stride ", s.pixels_stride, " offset ", s.offset, s.bias ? " bias" : " nobias", " act ",
-       activation_name(s.act));
-  const int64_t pixel_floats = s.offset + s.seg_len;
-  const int64_t sources = 9;  // distinct input pixels the pointers pick from
-  const std::vector<float> input = test::random_floats(static_cast<size_t>(sources * pixel_floats), seed);
-  const std::vector<float> zero(static_cast<size_t>(pixel_floats), 0.f);
-  const std::vector<float> weights = test::random_floats(static_cast<size_t>(s.taps * s.seg_len * cpu::kPanel), seed + 1);
-  const std::vector<float> bias = test::random_floats(cpu::kPanel, seed + 2);
-  std::vector<const float*> slots(static_cast<size_t>(s.taps * s.pixels_stride), nullptr);
-  for (int64_t t = 0; t < s.taps; ++t)
-    for (int m = 0; m < s.rows; ++m) {
-      const int64_t k = t * s.pixels_stride + m;
-      slots[static_cast<size_t>(k)] = k % 3 == 2 ? zero.data() : input.data() + (k * 5 % sources) * pixel_floats;
-    }
-  constexpr int64_t kOutStride = cpu::kPanel + 5;
-  constexpr float kSentinel = 777.25f;
-  std::vector<float> out(static_cast<size_t>(s.rows * kOutStride), kSentinel);
-
-  cpu::TileArgs a;
-  a.pixels = slots.data();
-  a.segments = s.taps;
-  a.seg_len = s.seg_len;
-  a.seg_stride = 0;
-  a.w_seg_stride = s.seg_len * cpu::kPanel;
-  a.weights = weights.data() + s.col0;
-  a.bias = s.bias ? bias.data() + s.col0 : nullptr;
-  a.out = out.data();
-  a.out_stride = kOutStride;
-  a.cols = s.cols;
-  a.clip = cpu::activation_clamp(s.act);
-  a.pixels_stride = s.pixels_stride;
-  a.pixel_offset = s.offset;
-  REQUIRE(static_cast<bool>(uk.indirect[s.rows][s.vecs]));
-  uk.indirect[s.rows][s.vecs](a);
-
-  std::vector<double> want(static_cast<size_t>(s.cols)), abs_sum(want.size());
-  for (int m = 0; m < s.rows; ++m) {
-    for (int j = 0; j < s.cols; ++j) {
-      double sum = s.bias ? bias[static_cast<size_t>(s.col0 + j)] : 0.0, abs = std::abs(sum);
-      for (int64_t t = 0; t < s.taps; ++t)
-        for (int64_t l = 0; l < s.seg_len; ++l) {
-          const double x = slots[static_cast<size_t>(t * s.pixels_stride + m)][s.offset + l];
-          const double w = weights[static_cast<size_t>((t * s.seg_len + l) * cpu::kPanel + s.col0 + j)];
-          sum += x * w;
-          abs += std::abs(x * w);
-        }
-      want[static_cast<size_t>(j)] = ref::activate(sum, s.act);
-      abs_sum[static_cast<size_t>(j)] = abs;
-    }
-    INFO("pixel ", m);
-    test::check_close(out.data() + m * kOutStride, want, abs_sum, s.taps * s.seg_len + 1, "indirect tile vs float64");
-    for (int64_t j = s.cols; j < kOutStride; ++j) {
-      INFO("column ", j);
-      CHECK(out[static_cast<size_t>(m * kOutStride + j)] == kSentinel);
-    }
-  }
-}
-
 TEST_CASE("indirect micro-kernels: every tile shape of every runnable ISA") {
-  uint32_t seed = 9000;
-  for (cpu::Isa isa : test::runnable_isas()) {
-    const cpu::TileKernels& uk = cpu::tile_kernels(isa);
-    REQUIRE(uk.max_rows <= cpu::kIndirectTile);
-    for (int rows = 1; rows <= uk.max_rows; ++rows)
-      for (int vecs = 1; vecs <= uk.max_vecs; ++vecs) {
-        const int width = vecs * uk.lanes;
-        for (int cols : {width, (vecs - 1) * uk.lanes + 1, width - 1}) {
-          if (cols < 1) continue;
-          const bool odd = (rows + vecs + cols) % 2 == 1;
-          // 9 taps of 7 channels in a 14-wide buffer, offset by a group's channels; one tap of
-          // 37 channels with the pointers packed tightly; zero taps (bias alone).
-          check_indirect_tile(uk, {rows, vecs, cols, 0, 9, 7, cpu::kIndirectTile, odd ? 3 : 0, odd, odd ? kRelu : kNone},
-                              seed += 3);
-          check_indirect_tile(uk, {rows, vecs, cols, cpu::kPanel - width, 1, 37, rows, 0, !odd, odd ? kNone : kRelu6},
-                              seed += 3);
-          if (cols == width) check_indirect_tile(uk, {rows, vecs, cols, 0, 0, 5, rows, 0, true, kRelu}, seed += 3);
-        }
-      }
-  }
+  test::check_every_tile_shape(/*indirect=*/true, 9000);
 }
 
 // ---- the algorithm --------------------------------------------------------------------------
 
-// The im2win edge shapes: every padding and stride combination, asymmetric padding, dilation
-// along H, W and both, groups 2/3/4, 1x1 (also strided, grouped, padded), 1xK, Co not a multiple
-// of the panel nor of any vector width, outputs smaller than a tile and not multiples of it,
-// batch 3, C = 1 and 3, 7x7/2 and 11x11/4 stems, windows entirely in the padding, deep K,
-// weights past the L2 budget (panel-major order), and a depthwise layer (correct, if slow).
-std::vector<ConvCase> indirect_cases() {
-  return {
-      {Conv(1, 3, 11, 13, 8).k(3, 3).pad(1).p, true, kRelu},
-      {Conv(1, 1, 9, 17, 3).k(3, 3).p, false, kNone},
-      {Conv(1, 5, 10, 9, 17).k(3, 3).pad(0, 2, 1, 0).p, true, kRelu6},
-      {Conv(1, 4, 13, 15, 1).k(3, 3).s(2, 2).pad(1).p, true, kNone},
-      {Conv(1, 6, 12, 14, 33).k(3, 3).pad(2).d(2, 2).p, true, kRelu},
-      {Conv(1, 6, 12, 10, 16).k(3, 3).pad(2, 1, 2, 1).d(2, 1).p, false, kNone},
-      {Conv(1, 8, 11, 13, 10).k(3, 2).s(1, 2).pad(1, 1, 1, 0).d(1, 2).g(2).p, true, kRelu},
-      {Conv(1, 8, 9, 11, 34).k(3, 3).pad(1).g(2).p, true, kRelu},
-      {Conv(2, 16, 7, 8, 12).k(3, 3).s(2, 1).pad(1).g(4).p, false, kRelu6},
-      {Conv(3, 40, 5, 7, 33).k(1, 1).p, true, kRelu},
-      {Conv(1, 16, 9, 9, 17).k(1, 1).s(2, 2).p, false, kNone},
-      {Conv(1, 12, 6, 5, 6).k(1, 1).g(3).p, true, kRelu6},
-      {Conv(1, 12, 5, 20, 8).k(1, 3).d(1, 2).g(4).p, true, kNone},
-      {Conv(1, 6, 5, 7, 3).k(1, 1).pad(1, 0, 0, 1).p, true, kNone},
-      {Conv(1, 3, 29, 31, 64).k(7, 7).s(2, 2).pad(3).p, true, kRelu},
-      {Conv(1, 3, 47, 43, 20).k(11, 11).s(4, 4).pad(2).p, false, kNone},
-      {Conv(3, 9, 8, 6, 35).k(3, 3).pad(1).p, true, kNone},
-      {Conv(1, 16, 6, 5, 48).k(3, 3).pad(1).p, true, kRelu},
-      {Conv(1, 8, 3, 29, 64).k(3, 3).pad(1).p, true, kNone},
-      {Conv(1, 2, 2, 2, 5).k(3, 3).pad(3).p, true, kRelu6},  // all-padding windows
-      {Conv(1, 256, 4, 4, 40).k(3, 3).pad(1).p, true, kNone},
-      {Conv(1, 256, 9, 20, 161).k(3, 3).pad(1).p, false, kRelu6},  // 1.5 MB of weights
-      {Conv(2, 224, 5, 6, 200).k(3, 3).pad(1).p, true, kRelu},      // 1.6 MB: panel by panel, next one prefetched
-      {Conv(1, 8, 7, 9, 8).k(3, 3).pad(1).g(8).p, true, kRelu},      // depthwise
-  };
-}
-
 TEST_CASE("indirect matches the reference and direct on edge shapes: every ISA, threads 1-3") {
-  test::check_on_edge_cases(indirect(), indirect_cases(), 4000);
+  test::check_on_edge_cases(indirect(), test::tile_algorithm_cases(), 4000);
 }
 
 TEST_CASE("indirection buffer: taps, padding at the zero vector, the last tile clamped") {
@@ -199,7 +73,7 @@ TEST_CASE("indirect workspace_bytes is exactly the pointers and the zero vector"
   // 7x7 output = 49 pixels -> 4 tiles (of 12-13), 14 slots each.
   CHECK(indirect().workspace_bytes(Conv(1, 512, 7, 7, 512).k(3, 3).pad(1).p) == 4u * 9 * 14 * 8 + 512 * 4);
   uint32_t seed = 6000;
-  for (const ConvCase& c : indirect_cases()) {
+  for (const ConvCase& c : test::tile_algorithm_cases()) {
     const ConvParams& p = c.p;
     INFO(test::describe(c));
     const int64_t tiles = (p.out_h() * p.out_w() + 13) / 14;
@@ -212,20 +86,8 @@ TEST_CASE("indirect workspace_bytes is exactly the pointers and the zero vector"
       INFO("threads ", threads);
       // Every byte written (the size is not over-reported: every pointer slot and every float
       // of the zero vector, which must read as 0) and nothing past it (the canary).
-      GuardedBuffer workspace(bytes);
-      std::memset(workspace.data_bytes(), 0xFF, bytes);
-      std::vector<float> out(static_cast<size_t>(p.batch * p.out_h() * p.out_w() * p.out_channels));
-      indirect().run(p, d.input.data(), packed.floats(), d.bias.data(), out.data(), workspace.data_bytes(), c.act,
-                     threads);
-      CHECK(workspace.canary_intact());
-      // A pointer may contain 0xFF bytes, never eight.
-      size_t untouched_words = 0;
-      for (size_t i = 0; i + 8 <= bytes - static_cast<size_t>(p.in_channels) * 4; i += 8) {
-        uint64_t bits;
-        std::memcpy(&bits, workspace.data_bytes() + i, sizeof bits);
-        untouched_words += bits == ~uint64_t{0};
-      }
-      CHECK(untouched_words == 0);
+      GuardedBuffer workspace = test::run_on_marked_workspace(indirect(), c, d, packed.floats(), threads);
+      CHECK(test::unwritten_words<uint64_t>(workspace.data_bytes(), bytes - static_cast<size_t>(p.in_channels) * 4) == 0);
       const float* zero = reinterpret_cast<const float*>(workspace.data_bytes() + bytes - static_cast<size_t>(p.in_channels) * 4);
       for (int64_t i = 0; i < p.in_channels; ++i) CHECK(zero[i] == 0.f);
     }
