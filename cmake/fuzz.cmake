@@ -28,7 +28,7 @@ if(WINFER_FUZZ)
     add_executable(fuzz_${target} tests/fuzz/fuzz_${target}.cpp)
     target_compile_options(fuzz_${target} PRIVATE ${WINFER_WARNINGS})
     target_link_options(fuzz_${target} PRIVATE ${winfer_fuzz_link})
-    target_link_libraries(fuzz_${target} PRIVATE winfer_engine)
+    target_link_libraries(fuzz_${target} PRIVATE winfer_runtime)
     if(BUILD_TESTING)
       # -runs=0 over a folder: every file once, fail on the first crash, leak or UB report.
       add_test(NAME fuzz.${target}.corpus

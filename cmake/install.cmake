@@ -11,8 +11,9 @@
 #   lib/pkgconfig/winfer.pc       pkg-config --cflags --libs winfer (add --static for libwinfer.a)
 #   bin/winfer                    the CLI
 #
-# Both libraries are made of the objects of winfer_kernels, winfer_core, winfer_engine (and
-# winfer_cuda when the CUDA backend is built), compiled once. Operators are registered by an
+# Both libraries are made of the objects of winfer_kernels, winfer_core, winfer_engine,
+# winfer_cuda_backend (the CUDA backend or its stub) and winfer_cuda when the CUDA backend is
+# built, compiled once. Operators are registered by an
 # explicit table (layers/builtin_ops.cpp), not by static constructors, so a static link keeps
 # every operator. Every symbol of the shared library is visible; only the installed headers
 # are the API.
@@ -25,7 +26,7 @@ set(WINFER_PUBLIC_HEADERS
     engine/include/winfer/model.h engine/include/winfer/session.h engine/include/winfer/image.h
     engine/include/winfer/npy.h)
 
-set(winfer_lib_parts winfer_kernels winfer_core winfer_engine)
+set(winfer_lib_parts winfer_kernels winfer_core winfer_engine winfer_cuda_backend)
 if(TARGET winfer_cuda)
   list(APPEND winfer_lib_parts winfer_cuda)
 endif()

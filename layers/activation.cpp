@@ -2,10 +2,6 @@
 
 #include "kernels/cpu/elementwise.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/elementwise.h"
-#endif
-
 namespace winfer {
 namespace {
 
@@ -33,17 +29,9 @@ Result<std::unique_ptr<Kernel>> ActivationOp::compile(const std::vector<Shape>&,
   return std::unique_ptr<Kernel>(new ActivationKernel(kind_));
 }
 
-#if defined(WINFER_WITH_CUDA)
-Result<std::unique_ptr<CudaKernel>> ActivationOp::compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                                               const CudaCompileOptions&) const {
-  const int64_t count = inputs[0].numel();
-  const Activation kind = kind_;
-  return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in,
-                                  const std::vector<float*>& out, void*) {
-    return cuda::activation_inplace_or_copy(in[0], out[0], count, kind, ctx.stream);
-  });
+std::string fused_activation_note(Activation act) {
+  return act == Activation::kNone ? std::string() : std::string("fused ") + activation_name(act);
 }
-#endif
 
 Result<std::unique_ptr<Op>> create_relu(const Attrs&) {
   return std::unique_ptr<Op>(new ActivationOp(Activation::kRelu));

@@ -15,10 +15,6 @@ class ActivationOp : public Op {
   Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
                                           const std::vector<Shape>& outputs,
                                           const CompileOptions& options) const override;
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                   const CudaCompileOptions& options) const override;
-#endif
   // activation_inplace_or_copy reads element i only to write element i.
   bool can_run_in_place(const std::vector<Shape>&) const override { return true; }
 
@@ -31,5 +27,8 @@ Result<std::unique_ptr<Op>> create_relu6(const Attrs& attrs);
 
 // The activation `next` applies, if it is a relu/relu6 op (for fusion), else kNone.
 Activation activation_of(const Op& next);
+
+// What a layer that absorbed `act` says in the profile: "fused relu", or "" for kNone.
+std::string fused_activation_note(Activation act);
 
 }  // namespace winfer

@@ -4,9 +4,6 @@
 
 #include "kernels/cpu/pooling.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/pooling.h"
-#endif
 #include "layers/layer_util.h"
 
 namespace winfer {
@@ -47,15 +44,6 @@ class AdaptiveAvgPool2dOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new AdaptiveAvgPoolKernel(inputs[0], outputs[0]));
   }
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                   const CudaCompileOptions&) const override {
-    const Shape i = inputs[0], o = outputs[0];
-    return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
-      return cuda::adaptive_avgpool2d_nhwc(i.n(), i.c(), i.h(), i.w(), o.h(), o.w(), in[0], out[0], ctx.stream);
-    });
-  }
-#endif
 
  private:
   int64_t out_h_, out_w_;

@@ -2,9 +2,6 @@
 
 #include "kernels/cpu/elementwise.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/elementwise.h"
-#endif
 #include "layers/activation.h"
 
 namespace winfer {
@@ -13,9 +10,7 @@ namespace {
 class AddKernel : public Kernel {
  public:
   explicit AddKernel(Activation act) : act_(act) {}
-  std::string describe() const override {
-    return act_ == Activation::kNone ? std::string() : std::string("fused ") + activation_name(act_);
-  }
+  std::string describe() const override { return fused_activation_note(act_); }
   // Both inputs have the same shape and therefore the same layout: a flat sum is exact.
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
            int threads) const override {
@@ -41,18 +36,6 @@ Result<std::unique_ptr<Kernel>> AddOp::compile(const std::vector<Shape>&, const 
                                                const CompileOptions&) const {
   return std::unique_ptr<Kernel>(new AddKernel(activation_));
 }
-
-#if defined(WINFER_WITH_CUDA)
-Result<std::unique_ptr<CudaKernel>> AddOp::compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                                        const CudaCompileOptions&) const {
-  const int64_t count = inputs[0].numel();
-  const Activation act = activation_;
-  return make_cuda_kernel(AddKernel(act).describe(), [=](const cuda::Context& ctx, const std::vector<const float*>& in,
-                                                         const std::vector<float*>& out, void*) {
-    return cuda::add(in[0], in[1], out[0], count, act, ctx.stream);
-  });
-}
-#endif
 
 bool AddOp::try_absorb(const Op& next) {
   if (activation_ != Activation::kNone) return false;  // nothing may follow the activation

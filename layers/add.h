@@ -17,10 +17,6 @@ class AddOp : public Op {
   Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override;
   Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
                                           const CompileOptions& options) const override;
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                   const CudaCompileOptions& options) const override;
-#endif
   bool try_absorb(const Op& next) override;
   // add() is element-wise: the output may be either operand (kernels/cpu/elementwise.h).
   bool can_run_in_place(const std::vector<Shape>&) const override { return true; }

@@ -5,9 +5,6 @@
 
 #include "kernels/cpu/elementwise.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/elementwise.h"
-#endif
 #include "layers/activation.h"
 #include "layers/layer_util.h"
 
@@ -17,9 +14,7 @@ namespace {
 class BatchNormKernel : public Kernel {
  public:
   BatchNormKernel(const BatchNorm2dOp& op, Activation act) : op_(op), act_(act) {}
-  std::string describe() const override {
-    return act_ == Activation::kNone ? "standalone" : std::string("standalone, fused ") + activation_name(act_);
-  }
+  std::string describe() const override { return op_.kernel_description(); }
   size_t shared_weight_bytes() const override { return op_.weight_bytes(); }
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
            int threads) const override {
@@ -34,6 +29,10 @@ class BatchNormKernel : public Kernel {
 };
 
 }  // namespace
+
+std::string BatchNorm2dOp::kernel_description() const {
+  return activation_ == Activation::kNone ? "standalone" : "standalone, " + fused_activation_note(activation_);
+}
 
 Status BatchNorm2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const {
   WINFER_RETURN_IF_ERROR(expect_rank(inputs[0], 4, "input"));
@@ -81,32 +80,6 @@ Result<std::unique_ptr<Kernel>> BatchNorm2dOp::compile(const std::vector<Shape>&
                                                        const CompileOptions&) const {
   return std::unique_ptr<Kernel>(new BatchNormKernel(*this, activation_));
 }
-
-#if defined(WINFER_WITH_CUDA)
-Result<std::unique_ptr<CudaKernel>> BatchNorm2dOp::compile_cuda(const std::vector<Shape>& inputs,
-                                                                const std::vector<Shape>&,
-                                                                const CudaCompileOptions& options) const {
-  auto upload = [&](const char* key, const std::vector<float>& values) {
-    return options.weights->get(options.device, this, key, values.size() * sizeof(float),
-                                [&](float* dst) { std::copy(values.begin(), values.end(), dst); });
-  };
-  auto scale = upload("scale", scale_);
-  if (!scale.ok()) return scale.status();
-  auto shift = upload("shift", shift_);
-  if (!shift.ok()) return shift.status();
-  const float* sc = scale.value();
-  const float* sh = shift.value();
-  const Shape s = inputs[0];
-  const Activation act = activation_;
-  return make_cuda_kernel(BatchNormKernel(*this, act).describe(),
-                          [=](const cuda::Context& ctx, const std::vector<const float*>& in,
-                              const std::vector<float*>& out, void*) {
-                            return cuda::scale_shift_channels_nhwc(in[0], sc, sh, out[0], s.n() * s.h() * s.w(),
-                                                                   s.c(), act, ctx.stream);
-                          },
-                          weight_bytes());
-}
-#endif
 
 Result<std::unique_ptr<Op>> create_batchnorm2d(const Attrs& attrs) {
   int64_t features = 0;

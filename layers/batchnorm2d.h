@@ -23,16 +23,16 @@ class BatchNorm2dOp : public Op {
   int64_t param_count() const override { return 2 * num_features_; }  // weight, bias
   bool try_absorb(const Op& next) override;
   size_t weight_bytes() const override { return (scale_.size() + shift_.size()) * sizeof(float); }
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                   const CudaCompileOptions& options) const override;
-#endif
   // scale_shift_channels_nhwc reads element i only to write element i.
   bool can_run_in_place(const std::vector<Shape>&) const override { return true; }
 
   // Per-channel affine form, valid after load_params.
   const std::vector<float>& scale() const { return scale_; }
   const std::vector<float>& shift() const { return shift_; }
+  // The activation applied after it (kNone unless a relu/relu6 was absorbed).
+  Activation activation() const { return activation_; }
+  // The profile's note for this layer on any device: "standalone[, fused relu]".
+  std::string kernel_description() const;
 
  private:
   int64_t num_features_;

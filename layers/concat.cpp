@@ -2,9 +2,6 @@
 
 #include "kernels/cpu/channel_ops.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/channel_ops.h"
-#endif
 #include "layers/channel_rows.h"
 
 namespace winfer {
@@ -51,19 +48,6 @@ class ConcatOp : public Op {
     for (const Shape& s : inputs) channels.push_back(s[1]);
     return std::unique_ptr<Kernel>(new ConcatKernel(channel_rows(inputs[0]), std::move(channels)));
   }
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                                   const CudaCompileOptions&) const override {
-    std::vector<int64_t> channels;
-    for (const Shape& s : inputs) channels.push_back(s[1]);
-    const int64_t rows = channel_rows(inputs[0]);
-    return make_cuda_kernel("", [rows, channels](const cuda::Context& ctx, const std::vector<const float*>& in,
-                                                 const std::vector<float*>& out, void*) {
-      return cuda::concat_channels_nhwc(rows, static_cast<int>(in.size()), in.data(), channels.data(), out[0],
-                                        ctx.stream);
-    });
-  }
-#endif
 
  private:
   // Input i may differ from input 0 only in dim 1.

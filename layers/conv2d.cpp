@@ -11,26 +11,8 @@
 #include "layers/batchnorm2d.h"
 #include "layers/maxpool2d.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/conv_algorithm.h"
-#include "kernels/cuda/pooling.h"
-#include "kernels/cuda/elementwise.h"
-#endif
-
 namespace winfer {
 namespace {
-
-// "im2win", "im2win (fused add+relu)", "direct (im2win does not support ...)": the algorithm,
-// then what the per-layer profile (`--profile`, `bench --per-layer`) should know about this layer.
-std::string describe_conv(const char* algorithm, bool residual, bool pool, bool then_depthwise, Activation act,
-                          const std::string& note) {
-  std::string extra;
-  if (residual) extra = act == Activation::kNone ? "fused add" : std::string("fused add+") + activation_name(act);
-  if (pool) extra = "fused maxpool";
-  if (then_depthwise) extra = "then depthwise, fused";
-  if (!note.empty()) extra += (extra.empty() ? "" : "; ") + note;
-  return extra.empty() ? std::string(algorithm) : std::string(algorithm) + " (" + extra + ")";
-}
 
 // The fused depthwise convolution of a ConvKernel: its algorithm ("depthwise"), weights (the
 // model's, packed at load, or packed for this kernel: `owned`), bias and activation, and the
@@ -54,7 +36,7 @@ class ConvKernel : public Kernel {
              bool owned, std::optional<ConvPool> pool, std::optional<ThenStage> then, std::string note)
       : algorithm_(algorithm), params_(params), packed_(std::move(packed)), owned_(owned), bias_(op.bias()),
         activation_(op.activation()), residual_(op.has_residual()), pool_(std::move(pool)), then_(std::move(then)),
-        note_(std::move(note)) {}
+        description_(op.kernel_description(algorithm->name(), note)) {}
   size_t workspace_bytes() const override {
     if (then_) return then_->pair.workspace_bytes();
     return pool_ ? pool_->workspace_bytes() : algorithm_->workspace_bytes(params_);
@@ -68,7 +50,7 @@ class ConvKernel : public Kernel {
     return bytes;
   }
   std::string describe() const override {
-    return describe_conv(algorithm_->name(), residual_, pool_.has_value(), then_.has_value(), activation_, note_);
+    return description_;
   }
   // The output may take over the residual's storage where the algorithm adds it element by
   // element in its store (im2win, indirect); never in a band-by-band pooling (no residual).
@@ -100,26 +82,18 @@ class ConvKernel : public Kernel {
   bool residual_;
   std::optional<ConvPool> pool_;
   std::optional<ThenStage> then_;
-  std::string note_;
+  std::string description_;
 };
 
-// The algorithm a layer with params `p` runs when the session asks for `requested`: depthwise
-// layers always take "depthwise", layers `requested` cannot do (winograd: all but 3x3 stride 1)
-// or declines as slower there (ConvAlgorithm::declines; only where `may_decline`) take "im2win",
-// the default, which takes every valid convolution (`note` says why). Null if none supports p.
+// The CPU algorithm for params p when the session asks for `requested` (choose_conv_algorithm):
+// "im2win", the default, takes every valid convolution that `requested` cannot do or (only where
+// `may_decline`) declines as slower there (ConvAlgorithm::declines).
 const ConvAlgorithm* choose_algorithm(const ConvParams& p, const ConvAlgorithm* requested, bool may_decline,
                                       std::string* note) {
-  const ConvAlgorithm* algorithm = requested;
-  if (p.is_depthwise()) {
-    algorithm = find_conv_algorithm("depthwise");
-  } else if (!algorithm->supports(p)) {
-    *note = std::string(requested->name()) + " does not support " + p.to_string();
-    algorithm = find_conv_algorithm("im2win");
-  } else if (std::string why = may_decline ? algorithm->declines(p) : std::string(); !why.empty()) {
-    *note = std::move(why);
-    algorithm = find_conv_algorithm("im2win");
-  }
-  return algorithm != nullptr && algorithm->supports(p) ? algorithm : nullptr;
+  return choose_conv_algorithm(
+      p, requested, "im2win", find_conv_algorithm,
+      [may_decline](const ConvAlgorithm& a, const ConvParams& q) { return may_decline ? a.declines(q) : std::string(); },
+      note);
 }
 
 Tensor pack_for(const ConvAlgorithm& algorithm, const ConvParams& p, const float* weight_oihw) {
@@ -129,79 +103,18 @@ Tensor pack_for(const ConvAlgorithm& algorithm, const ConvParams& p, const float
   return packed;
 }
 
-#if defined(WINFER_WITH_CUDA)
-// The CUDA convolution: weights packed for the algorithm and uploaded once per model, device
-// and algorithm (the model's DeviceWeightCache), bias the same; the algorithm tuned for these
-// params before its workspace is asked (cuDNN picks its fastest algorithm there). A fused
-// residual is added by a second launch (cuda::add, with the activation) after the convolution
-// without activation: the CUDA algorithms have no residual in their epilogues.
-class ConvCudaKernel : public CudaKernel {
- public:
-  // With `pool`, the convolution goes to the workspace first and is max-pooled from there into
-  // the output (the CPU computes it band by band; here the whole output is one band); with
-  // `then` (the fused depthwise convolution's kernel), that kernel reads it from there.
-  ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed,
-                 const float* bias, Activation activation, bool residual, size_t weight_bytes,
-                 std::optional<PoolParams> pool, std::unique_ptr<CudaKernel> then, std::string note)
-      : algorithm_(algorithm), params_(params), packed_(packed), bias_(bias), activation_(activation),
-        residual_(residual), weight_bytes_(weight_bytes), pool_(pool), then_(std::move(then)), note_(std::move(note)) {}
-  size_t workspace_bytes() const override {
-    const size_t scratch = algorithm_->workspace_bytes(params_);
-    return conv_output_bytes() + (then_ ? std::max(scratch, then_->workspace_bytes()) : scratch);
-  }
-  size_t weight_bytes() const override { return weight_bytes_ + (then_ ? then_->weight_bytes() : 0); }
-  std::string describe() const override {
-    return describe_conv(algorithm_->name(), residual_, pool_.has_value(), then_ != nullptr, activation_, note_);
-  }
-  cuda::Status run(const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out,
-                   void* workspace) const override {
-    if (then_) {
-      float* conv_out = static_cast<float*>(workspace);
-      void* scratch = static_cast<char*>(workspace) + conv_output_bytes();
-      const cuda::Status s = algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out,
-                                             algorithm_->workspace_bytes(params_) > 0 ? scratch : nullptr, activation_);
-      if (!s.ok()) return s;
-      return then_->run(ctx, {conv_out}, out, then_->workspace_bytes() > 0 ? scratch : nullptr);
-    }
-    if (pool_) {
-      float* conv_out = static_cast<float*>(workspace);
-      void* conv_workspace =
-          algorithm_->workspace_bytes(params_) > 0 ? static_cast<char*>(workspace) + conv_output_bytes() : nullptr;
-      const cuda::Status s = algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out, conv_workspace, activation_);
-      if (!s.ok()) return s;
-      return cuda::maxpool2d_nhwc(*pool_, conv_out, out[0], ctx.stream);
-    }
-    if (!residual_) return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
-    const cuda::Status conv = algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, Activation::kNone);
-    if (!conv.ok()) return conv;
-    const int64_t count = params_.batch * params_.out_h() * params_.out_w() * params_.out_channels;
-    return cuda::add(out[0], in[1], out[0], count, activation_, ctx.stream);
-  }
-
- private:
-  // The convolution's output before pooling or the fused depthwise convolution, rounded up to
-  // the arena's 256-byte alignment.
-  size_t conv_output_bytes() const {
-    if (!pool_ && !then_) return 0;
-    const size_t bytes = static_cast<size_t>(params_.batch * params_.out_h() * params_.out_w() * params_.out_channels) *
-                         sizeof(float);
-    return (bytes + 255) / 256 * 256;
-  }
-
-  const cuda::ConvAlgorithm* algorithm_;
-  ConvParams params_;
-  const float* packed_;
-  const float* bias_;
-  Activation activation_;
-  bool residual_;
-  size_t weight_bytes_;
-  std::optional<PoolParams> pool_;
-  std::unique_ptr<CudaKernel> then_;
-  std::string note_;
-};
-#endif
-
 }  // namespace
+
+std::string Conv2dOp::kernel_description(const char* algorithm, const std::string& note) const {
+  std::string extra;
+  if (has_residual_) {
+    extra = activation_ == Activation::kNone ? "fused add" : std::string("fused add+") + activation_name(activation_);
+  }
+  if (pool_) extra = "fused maxpool";
+  if (then_) extra = "then depthwise, fused";
+  if (!note.empty()) extra += (extra.empty() ? "" : "; ") + note;
+  return extra.empty() ? std::string(algorithm) : std::string(algorithm) + " (" + extra + ")";
+}
 
 ConvParams Conv2dOp::params_for(const Shape& input) const {
   ConvParams p;
@@ -427,43 +340,6 @@ Result<Tensor> Conv2dOp::weight_oihw(const std::string& user) const {
   packed_for_->unpack_weights(packed_params_, packed_.data(), oihw.data());
   return oihw;
 }
-
-#if defined(WINFER_WITH_CUDA)
-Result<std::unique_ptr<CudaKernel>> Conv2dOp::compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                           const CudaCompileOptions& options) const {
-  const ConvParams p = params_for(inputs[0]);
-  const cuda::ConvAlgorithm* algorithm = options.conv_algorithm;
-  std::string note;
-  if (p.is_depthwise()) {
-    algorithm = cuda::find_conv_algorithm("depthwise");
-  } else if (!algorithm->supports(p)) {
-    note = std::string(options.conv_algorithm->name()) + " does not support " + p.to_string();
-    algorithm = cuda::find_conv_algorithm("direct");
-  }
-  if (algorithm == nullptr || !algorithm->supports(p)) {
-    return internal_error("no CUDA convolution algorithm supports " + p.to_string());
-  }
-  const cuda::Status tuned = algorithm->tune(options.context, p);
-  if (!tuned.ok()) return from_cuda(tuned).with_context(std::string(algorithm->name()) + " tuning");
-  const size_t packed_bytes = algorithm->packed_weight_bytes(p);
-  auto oihw = weight_oihw(std::string("CUDA ") + algorithm->name());
-  if (!oihw.ok()) return oihw.status();
-  auto packed = options.weights->get(options.device, this, std::string("weight:") + algorithm->name(), packed_bytes,
-                                     [&](float* dst) { algorithm->pack_weights(p, oihw.value().data(), dst); });
-  if (!packed.ok()) return packed.status();
-  auto bias = upload_tensor(options, this, "bias", bias_);
-  if (!bias.ok()) return bias.status();
-  std::unique_ptr<CudaKernel> then;
-  if (then_) {
-    auto compiled = then_->compile_cuda({conv_output_shape(inputs[0])}, outputs, options);
-    if (!compiled.ok()) return compiled.status();
-    then = std::move(compiled.value());
-  }
-  return std::unique_ptr<CudaKernel>(new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), activation_,
-                                                        has_residual_, packed_bytes + bias_.bytes(),
-                                                        pool_params(p, outputs[0]), std::move(then), std::move(note)));
-}
-#endif
 
 int64_t Conv2dOp::flops(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) const {
   const int64_t own = params_for(inputs[0]).flops();

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "engine/src/conv_capability.h"
 #include "engine/src/op.h"
@@ -38,10 +39,6 @@ class Conv2dOp : public Op, public ConvCapability {
   Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
                                           const std::vector<Shape>& outputs,
                                           const CompileOptions& options) const override;
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                   const CudaCompileOptions& options) const override;
-#endif
   int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) const override;
   int64_t param_count() const override;
   size_t weight_bytes() const override {
@@ -74,17 +71,20 @@ class Conv2dOp : public Op, public ConvCapability {
   // the algorithm's own, or the band buffer and scratch of a fused pooling or depthwise.
   size_t kernel_workspace_bytes(const ConvAlgorithm& algorithm, const std::vector<Shape>& inputs,
                                 const std::vector<Shape>& outputs) const override;
-
- private:
   // The pooling of the convolution's output (for these conv params) into `output`, if absorbed.
   std::optional<PoolParams> pool_params(const ConvParams& p, const Shape& output) const;
+  // This convolution's own output shape (before a fused pooling or depthwise convolution).
+  Shape conv_output_shape(const Shape& input) const;
+  // The profile's line for this layer on any device: the algorithm, then what it absorbed and
+  // `note` (why it is not the session's algorithm), e.g. "im2win (fused add+relu)".
+  std::string kernel_description(const char* algorithm, const std::string& note) const;
+
+ private:
   // The weights in `algorithm`'s layout for params p: the model's copy packed at load (*shared
   // set) or a new one packed from OIHW.
   Result<Tensor> weights_for(const ConvAlgorithm& algorithm, const ConvParams& p, bool* shared) const;
   // Whether `next` (a depthwise convolution) may be absorbed as then_.
   bool can_absorb_conv(const Conv2dOp& next) const;
-  // This convolution's own output shape (before a fused pooling or depthwise convolution).
-  Shape conv_output_shape(const Shape& input) const;
 
   Conv2dAttrs attrs_;
   Tensor weight_, bias_;  // weight_ is empty once packed at load
@@ -100,5 +100,26 @@ class Conv2dOp : public Op, public ConvCapability {
 };
 
 Result<std::unique_ptr<Op>> create_conv2d(const Attrs& attrs);
+
+// The algorithm a convolution with params p runs when the session asks for `requested`, on any
+// device (`Algorithm`: the CPU's or CUDA's interface; `find` looks one up by name): depthwise
+// layers always take "depthwise"; a layer that `requested` does not support, or declines as
+// slower there (`declines(algorithm, p)`: why, or empty), takes `fallback`, and *note says why.
+// Null when nothing supports p.
+template <class Algorithm, class Find, class Declines>
+const Algorithm* choose_conv_algorithm(const ConvParams& p, const Algorithm* requested, const char* fallback,
+                                       Find find, Declines declines, std::string* note) {
+  const Algorithm* algorithm = requested;
+  if (p.is_depthwise()) {
+    algorithm = find("depthwise");
+  } else if (!algorithm->supports(p)) {
+    *note = std::string(requested->name()) + " does not support " + p.to_string();
+    algorithm = find(fallback);
+  } else if (std::string why = declines(*algorithm, p); !why.empty()) {
+    *note = std::move(why);
+    algorithm = find(fallback);
+  }
+  return algorithm != nullptr && algorithm->supports(p) ? algorithm : nullptr;
+}
 
 }  // namespace winfer

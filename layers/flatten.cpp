@@ -2,26 +2,18 @@
 
 #include "kernels/cpu/layout.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/layout.h"
-#include "kernels/cuda/memory.h"
-#endif
 #include "layers/channel_rows.h"
 
 namespace winfer {
 namespace {
 
-// The 4-D input is stored NHWC; its flat PyTorch order is NCHW. Both orders coincide for a
-// single pixel (the usual case, after global pooling) or a single channel.
-bool needs_reorder(const Shape& in) { return in.rank() == 4 && in.h() * in.w() != 1 && in.c() != 1; }
-
 class FlattenKernel : public Kernel {
  public:
   explicit FlattenKernel(const Shape& in) : in_(in) {}
-  std::string describe() const override { return needs_reorder(in_) ? "NHWC to NCHW order" : "copy"; }
+  std::string describe() const override { return flatten_needs_reorder(in_) ? "NHWC to NCHW order" : "copy"; }
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
            int threads) const override {
-    if (needs_reorder(in_)) {
+    if (flatten_needs_reorder(in_)) {
       nhwc_to_nchw(in_.n(), in_.c(), in_.h(), in_.w(), in[0]->data(), out[0]->data(), threads);
     } else {
       copy_unless_aliased(*in[0], *out[0]);
@@ -46,26 +38,14 @@ class FlattenOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new FlattenKernel(inputs[0]));
   }
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                                   const CudaCompileOptions&) const override {
-    const Shape s = inputs[0];
-    if (needs_reorder(s)) {
-      return make_cuda_kernel("NHWC to NCHW order", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
-        return cuda::nhwc_to_nchw(s.n(), s.c(), s.h(), s.w(), in[0], out[0], ctx.stream);
-      });
-    }
-    return make_cuda_kernel("copy", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
-      return cuda::copy_on_device(out[0], in[0], static_cast<size_t>(s.numel()) * sizeof(float), ctx.stream);
-    });
-  }
-#endif
   // A plain copy can be skipped by sharing the storage; the NHWC -> NCHW reorder cannot run in
   // place (it moves elements to other positions).
-  bool can_run_in_place(const std::vector<Shape>& inputs) const override { return !needs_reorder(inputs[0]); }
+  bool can_run_in_place(const std::vector<Shape>& inputs) const override { return !flatten_needs_reorder(inputs[0]); }
 };
 
 }  // namespace
+
+bool flatten_needs_reorder(const Shape& in) { return in.rank() == 4 && in.h() * in.w() != 1 && in.c() != 1; }
 
 Result<std::unique_ptr<Op>> create_flatten(const Attrs& attrs) {
   int64_t start_dim = 1;

@@ -4,10 +4,6 @@
 
 #include "layers/channel_rows.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/memory.h"
-#endif
-
 namespace winfer {
 namespace {
 
@@ -32,13 +28,6 @@ class PassThroughOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new CopyKernel());
   }
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                                   const CudaCompileOptions&) const override {
-    const size_t bytes = static_cast<size_t>(inputs[0].numel()) * sizeof(float);
-    return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) { return cuda::copy_on_device(out[0], in[0], bytes, ctx.stream); });
-  }
-#endif
   // In place there is nothing to copy (copy_unless_aliased).
   bool can_run_in_place(const std::vector<Shape>&) const override { return true; }
 

@@ -2,9 +2,6 @@
 
 #include "kernels/cpu/linear.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/linear.h"
-#endif
 #include "layers/activation.h"
 #include "layers/layer_util.h"
 
@@ -16,9 +13,7 @@ class LinearKernel : public Kernel {
   // The tensors share the op's storage; the op's weights never change after load.
   LinearKernel(const Tensor& weight, const Tensor& bias, int64_t rows, Activation act)
       : weight_(weight), bias_(bias), rows_(rows), act_(act) {}
-  std::string describe() const override {
-    return act_ == Activation::kNone ? std::string() : std::string("fused ") + activation_name(act_);
-  }
+  std::string describe() const override { return fused_activation_note(act_); }
   size_t shared_weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
            int threads) const override {
@@ -33,75 +28,37 @@ class LinearKernel : public Kernel {
   Activation act_;
 };
 
-class LinearOp : public Op {
- public:
-  LinearOp(int64_t in_features, int64_t out_features, bool bias)
-      : in_features_(in_features), out_features_(out_features), has_bias_(bias) {}
-  const char* type() const override { return "linear"; }
-
-  Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override {
-    const Shape& in = inputs[0];
-    WINFER_RETURN_IF_ERROR(expect_rank(in, 2, "input"));
-    if (in[1] != in_features_) {
-      return shape_mismatch("input " + in.to_string() + " has " + std::to_string(in[1]) +
-                            " features, expected in_features = " + std::to_string(in_features_));
-    }
-    *outputs = {Shape{in[0], out_features_}};
-    return Status::Ok();
-  }
-
-  Status load_params(const std::string& prefix, const std::vector<Shape>&, ParamSource& params) override {
-    WINFER_RETURN_IF_ERROR(params.get(prefix + ".weight", Shape{out_features_, in_features_}, &weight_));
-    if (has_bias_) WINFER_RETURN_IF_ERROR(params.get(prefix + ".bias", Shape{out_features_}, &bias_));
-    return Status::Ok();
-  }
-
-  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                          const CompileOptions&) const override {
-    return std::unique_ptr<Kernel>(new LinearKernel(weight_, bias_, inputs[0][0], activation_));
-  }
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                                   const CudaCompileOptions& options) const override {
-    auto weight = upload_tensor(options, this, "weight", weight_);
-    if (!weight.ok()) return weight.status();
-    auto bias = upload_tensor(options, this, "bias", bias_);
-    if (!bias.ok()) return bias.status();
-    const float* w = weight.value();
-    const float* b = bias.value();
-    const int64_t rows = inputs[0][0], in_features = weight_.shape()[1], out_features = weight_.shape()[0];
-    const Activation act = activation_;
-    const std::string note = LinearKernel(weight_, bias_, rows, act).describe();
-    return make_cuda_kernel(note, [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
-      return cuda::linear(in[0], w, b, out[0], rows, in_features, out_features, act, ctx);
-    }, weight_.bytes() + bias_.bytes());
-  }
-#endif
-
-  int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>&) const override {
-    return 2 * inputs[0][0] * in_features_ * out_features_;
-  }
-  int64_t param_count() const override {
-    return out_features_ * in_features_ + (has_bias_ ? out_features_ : 0);
-  }
-  size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
-
-  bool try_absorb(const Op& next) override {
-    if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
-    const Activation act = activation_of(next);
-    if (act == Activation::kNone) return false;
-    activation_ = act;
-    return true;
-  }
-
- private:
-  int64_t in_features_, out_features_;
-  bool has_bias_;
-  Tensor weight_, bias_;
-  Activation activation_ = Activation::kNone;
-};
-
 }  // namespace
+
+Status LinearOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const {
+  const Shape& in = inputs[0];
+  WINFER_RETURN_IF_ERROR(expect_rank(in, 2, "input"));
+  if (in[1] != in_features_) {
+    return shape_mismatch("input " + in.to_string() + " has " + std::to_string(in[1]) +
+                          " features, expected in_features = " + std::to_string(in_features_));
+  }
+  *outputs = {Shape{in[0], out_features_}};
+  return Status::Ok();
+}
+
+Status LinearOp::load_params(const std::string& prefix, const std::vector<Shape>&, ParamSource& params) {
+  WINFER_RETURN_IF_ERROR(params.get(prefix + ".weight", Shape{out_features_, in_features_}, &weight_));
+  if (has_bias_) WINFER_RETURN_IF_ERROR(params.get(prefix + ".bias", Shape{out_features_}, &bias_));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Kernel>> LinearOp::compile(const std::vector<Shape>& inputs, const std::vector<Shape>&,
+                                                  const CompileOptions&) const {
+  return std::unique_ptr<Kernel>(new LinearKernel(weight_, bias_, inputs[0][0], activation_));
+}
+
+bool LinearOp::try_absorb(const Op& next) {
+  if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
+  const Activation act = activation_of(next);
+  if (act == Activation::kNone) return false;
+  activation_ = act;
+  return true;
+}
 
 Result<std::unique_ptr<Op>> create_linear(const Attrs& attrs) {
   int64_t in_features = 0, out_features = 0;

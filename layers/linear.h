@@ -3,10 +3,40 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "engine/src/op.h"
 
 namespace winfer {
+
+class LinearOp : public Op {
+ public:
+  LinearOp(int64_t in_features, int64_t out_features, bool bias)
+      : in_features_(in_features), out_features_(out_features), has_bias_(bias) {}
+  const char* type() const override { return "linear"; }
+
+  Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override;
+  Status load_params(const std::string& prefix, const std::vector<Shape>& inputs, ParamSource& params) override;
+  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
+                                          const CompileOptions& options) const override;
+  int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>&) const override {
+    return 2 * inputs[0][0] * in_features_ * out_features_;
+  }
+  int64_t param_count() const override { return out_features_ * in_features_ + (has_bias_ ? out_features_ : 0); }
+  size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
+  bool try_absorb(const Op& next) override;
+
+  const Tensor& weight() const { return weight_; }  // [out_features, in_features]
+  const Tensor& bias() const { return bias_; }      // [out_features]; empty when there is none
+  // The activation of its epilogue (kNone unless a relu/relu6 was absorbed).
+  Activation activation() const { return activation_; }
+
+ private:
+  int64_t in_features_, out_features_;
+  bool has_bias_;
+  Tensor weight_, bias_;
+  Activation activation_ = Activation::kNone;
+};
 
 Result<std::unique_ptr<Op>> create_linear(const Attrs& attrs);
 

@@ -2,10 +2,6 @@
 
 #include "kernels/cpu/pooling.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/pooling.h"
-#endif
-
 namespace winfer {
 namespace {
 
@@ -34,17 +30,6 @@ Result<std::unique_ptr<Kernel>> MaxPool2dOp::compile(const std::vector<Shape>& i
                                                      const CompileOptions&) const {
   return std::unique_ptr<Kernel>(new MaxPoolKernel(pool2d_params(attrs_, inputs[0], outputs[0])));
 }
-
-#if defined(WINFER_WITH_CUDA)
-Result<std::unique_ptr<CudaKernel>> MaxPool2dOp::compile_cuda(const std::vector<Shape>& inputs,
-                                                              const std::vector<Shape>& outputs,
-                                                              const CudaCompileOptions&) const {
-  const PoolParams p = pool2d_params(attrs_, inputs[0], outputs[0]);
-  return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in,
-                                  const std::vector<float*>& out,
-                                  void*) { return cuda::maxpool2d_nhwc(p, in[0], out[0], ctx.stream); });
-}
-#endif
 
 Result<std::unique_ptr<Op>> create_maxpool2d(const Attrs& attrs) {
   Pool2dAttrs a;

@@ -17,10 +17,6 @@ class MaxPool2dOp : public Op {
   Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override;
   Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
                                           const CompileOptions& options) const override;
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                   const CudaCompileOptions& options) const override;
-#endif
   const Pool2dAttrs& attrs() const { return attrs_; }
 
  private:

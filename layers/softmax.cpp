@@ -2,9 +2,6 @@
 
 #include "kernels/cpu/linear.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/linear.h"
-#endif
 #include "layers/channel_rows.h"
 
 namespace winfer {
@@ -38,15 +35,6 @@ class SoftmaxOp : public Op {
                                           const CompileOptions&) const override {
     return std::unique_ptr<Kernel>(new SoftmaxKernel(inputs[0]));
   }
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                                   const CudaCompileOptions&) const override {
-    const int64_t rows = channel_rows(inputs[0]), cols = inputs[0][1];
-    return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
-      return cuda::softmax_rows(in[0], out[0], rows, cols, ctx.stream);
-    });
-  }
-#endif
 };
 
 }  // namespace

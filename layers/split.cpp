@@ -7,9 +7,6 @@
 
 #include "kernels/cpu/channel_ops.h"
 
-#if defined(WINFER_WITH_CUDA)
-#include "kernels/cuda/channel_ops.h"
-#endif
 #include "layers/channel_rows.h"
 #include "layers/layer_util.h"
 
@@ -129,19 +126,6 @@ class SplitOp : public Op {
     for (const Shape& s : outputs) sizes.push_back(s[1]);
     return std::unique_ptr<Kernel>(new SplitKernel(channel_rows(inputs[0]), std::move(sizes)));
   }
-#if defined(WINFER_WITH_CUDA)
-  Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                   const CudaCompileOptions&) const override {
-    std::vector<int64_t> sizes;
-    for (const Shape& s : outputs) sizes.push_back(s[1]);
-    const int64_t rows = channel_rows(inputs[0]);
-    return make_cuda_kernel("", [rows, sizes](const cuda::Context& ctx, const std::vector<const float*>& in,
-                                              const std::vector<float*>& out, void*) {
-      return cuda::split_channels_nhwc(rows, in[0], static_cast<int>(out.size()), sizes.data(), out.data(),
-                                       ctx.stream);
-    });
-  }
-#endif
 
  private:
   Status piece_sizes(const Shape& in, std::vector<int64_t>* sizes) const {

@@ -1,12 +1,12 @@
 #include "winfer/model.h"
 
 #include "engine/src/core/file_io.h"
-#include "engine/src/cuda/device_weights.h"
+#include "engine/src/device_backend.h"
 #include "engine/src/graph.h"
 
 namespace winfer {
 
-Model::Model() : device_weights_(std::make_unique<DeviceWeightCache>()) {}
+Model::Model() : device_states_(std::make_unique<ModelDeviceStates>()) {}
 Model::~Model() = default;
 
 std::vector<std::string> Model::output_names() const {

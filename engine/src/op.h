@@ -1,7 +1,10 @@
 // The operator interface. An Op is one node's definition: its parsed attributes and (after
 // load_params) its weights. It is immutable once the model is loaded and shared by every
 // session. compile() turns it into a Kernel: the executable form for one session's shapes and
-// options (packed weights for the chosen convolution algorithm, workspace size).
+// options (packed weights for the chosen convolution algorithm, workspace size): compile() is
+// the CPU backend's, which every op has. Other devices map op types to their own kernels in
+// their own files (engine/src/device_backend.h; CUDA: engine/src/cuda/cuda_ops.h) and read the
+// op through its class's public accessors: an op knows nothing of them.
 //
 // Layout convention of the CPU backend: rank-4 activations are stored NHWC (logical shapes
 // stay NCHW), every other rank is plain row-major. Kernels receive tensors in that layout.
@@ -17,10 +20,6 @@
 #include "winfer/shape.h"
 #include "winfer/status.h"
 #include "winfer/tensor.h"
-
-#if defined(WINFER_WITH_CUDA)
-#include "engine/src/cuda/cuda_kernel.h"
-#endif
 
 namespace winfer {
 
@@ -79,15 +78,6 @@ class Op {
   virtual Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
                                                   const std::vector<Shape>& outputs,
                                                   const CompileOptions& options) const = 0;
-
-#if defined(WINFER_WITH_CUDA)
-  // The CUDA form of compile(): same shapes, same tensor layouts, device memory (docs/CUDA.md).
-  virtual Result<std::unique_ptr<CudaKernel>> compile_cuda(const std::vector<Shape>& /*inputs*/,
-                                                           const std::vector<Shape>& /*outputs*/,
-                                                           const CudaCompileOptions& /*options*/) const {
-    return unsupported(std::string("operator '") + type() + "' has no CUDA kernel");
-  }
-#endif
 
   // Called once at load, after fusion, with the declared input shapes (LoadOptions::pack_for):
   // an op whose CPU kernel repacks its weights may pack them now for `conv` (as compile() would

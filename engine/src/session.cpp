@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "engine/src/graph.h"
+#include "engine/src/device_backend.h"
 #include "engine/src/session_impl.h"
 
 namespace winfer {
@@ -152,7 +153,7 @@ Status check_common_options(const SessionOptions& options) {
 
 std::vector<std::string> conv_algorithm_names(const std::string& device) {
   if (device == "cpu") return cpu_conv_algorithm_names();
-  if (parse_cuda_index(device) >= 0) return cuda_conv_algorithm_names();
+  if (parse_cuda_index(device) >= 0) return cuda_backend().conv_algorithm_names();
   return {};
 }
 
@@ -171,13 +172,13 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     impl = create_cpu_session(std::move(model), options);
   } else if (options.device == "auto") {
     // conv_algorithm "auto" (per-layer timing) exists on the CPU only, so it keeps "auto" there.
-    if (cuda_availability().count > 0 && options.conv_algorithm != "auto") {
-      impl = create_cuda_session(std::move(model), options, 0);
+    if (cuda_backend().availability().count > 0 && options.conv_algorithm != "auto") {
+      impl = cuda_backend().create_session(std::move(model), options, 0);
     } else {
       impl = create_cpu_session(std::move(model), options);
     }
   } else if (const int index = parse_cuda_index(options.device); index >= 0) {
-    impl = create_cuda_session(std::move(model), options, index);
+    impl = cuda_backend().create_session(std::move(model), options, index);
   } else {
     return invalid_argument("unknown device '" + options.device + "' (expected cpu, cuda, cuda:N or auto)");
   }

@@ -72,21 +72,7 @@ Status check_common_options(const SessionOptions& options);
 
 Result<std::unique_ptr<SessionImpl>> create_cpu_session(std::shared_ptr<const Model> model,
                                                         const SessionOptions& options);
-// CUDA device `device_index`; fails with a clear error in a build without the CUDA backend.
-Result<std::unique_ptr<SessionImpl>> create_cuda_session(std::shared_ptr<const Model> model,
-                                                         const SessionOptions& options, int device_index);
-
-// How many CUDA devices this build can use, and why none when 0 ("built without CUDA", the
-// driver's error, ...).
-struct CudaAvailability {
-  int count = 0;
-  std::string name;    // device 0
-  std::string reason;  // when count == 0
-};
-CudaAvailability cuda_availability();
-
-// The names conv_algorithm_names() returns per backend (CUDA: empty without the CUDA backend).
+// The names conv_algorithm_names() returns for the CPU (other devices: DeviceBackend).
 std::vector<std::string> cpu_conv_algorithm_names();
-std::vector<std::string> cuda_conv_algorithm_names();
 
 }  // namespace winfer

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/classify_test_util.h"
+#include "engine/src/device_backend.h"
 #include "engine/src/session_impl.h"
 
 using namespace winfer_test;
@@ -152,7 +153,7 @@ TEST_CASE("classify: requests it cannot serve fail with a clear message") {
   const std::string model = repo_path("models/fashion/fashion_resnet.yaml");
   const std::string image = repo_path("models/fashion/examples/bag.png");
   CommandResult r;
-  if (winfer::cuda_availability().count == 0) {
+  if (winfer::cuda_backend().availability().count == 0) {
     r = run_cli("classify " + model + " " + image + " --device cuda");
     CHECK(r.exit_code == 1);
     CHECK(contains(r.stderr_text, "no CUDA device"));

@@ -1,6 +1,7 @@
 // The winfer command line: exit codes, stdout/stderr split, and files it writes.
 #include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
+#include "engine/src/device_backend.h"
 #include "engine/src/session_impl.h"
 
 using namespace winfer_test;
@@ -102,7 +103,7 @@ TEST_CASE("cli: run --expect compares with a reference output and fails above th
 }
 
 TEST_CASE("cli: run --device cuda without a CUDA device says so, --device auto falls back to the CPU") {
-  if (winfer::cuda_availability().count > 0) {
+  if (winfer::cuda_backend().availability().count > 0) {
     MESSAGE("a CUDA device is present: the no-device message is not checked here");
     return;
   }

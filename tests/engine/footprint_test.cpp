@@ -19,7 +19,7 @@
 
 #include "engine/cli_test_util.h"
 
-#if defined(WINFER_WITH_CUDA) && !defined(WINFER_CUDA_EMULATED)
+#if defined(WINFER_TEST_NATIVE_CUDA)
 #include "kernels/cuda/native/loader.h"
 #endif
 
@@ -164,7 +164,7 @@ TEST_CASE("footprint: the CLI starts and runs tiny_net under a 400 MB address-sp
 #endif
 }
 
-#if defined(WINFER_WITH_CUDA) && !defined(WINFER_CUDA_EMULATED)
+#if defined(WINFER_TEST_NATIVE_CUDA)
 TEST_CASE("footprint: cuBLAS is mapped by the first load_cublas, not before") {
   if (contains(self_maps(), "libcublas")) {
     MESSAGE("WINFER_TEST_SKIPPED: an earlier test in this process loaded cuBLAS");

@@ -191,16 +191,16 @@ TEST_CASE("cuda session: one arena of the planned size, 256-byte offsets, weight
   for (const winfer::MemoryBuffer& b : report.buffers) CHECK(b.offset % 256 == 0);
   CHECK(report.arena_bytes == report.activations_lower_bound_bytes);
   CHECK(first.value()->activation_bytes() == report.arena_bytes);
-  const size_t uploaded = model->device_weights().bytes_on(0);
+  const size_t uploaded = winfer::device_weights_of(*model).bytes_on(0);
   CHECK(uploaded > 0);
   CHECK(uploaded == report.packed_weights_bytes);
   auto second = Session::create(model, options);  // same model, device and algorithm: nothing new
   REQUIRE(second.ok());
-  CHECK(model->device_weights().bytes_on(0) == uploaded);
+  CHECK(winfer::device_weights_of(*model).bytes_on(0) == uploaded);
   options.conv_algorithm = "direct";  // another weight layout: uploaded next to the first
   auto third = Session::create(model, options);
   REQUIRE(third.ok());
-  CHECK(model->device_weights().bytes_on(0) > uploaded);
+  CHECK(winfer::device_weights_of(*model).bytes_on(0) > uploaded);
   // Sessions run independently on the shared weights.
   const Tensor input = random_input(first.value()->input_shape(), 9);
   auto a = first.value()->run(input);

@@ -19,7 +19,7 @@
 namespace winfer {
 
 class Graph;
-class DeviceWeightCache;
+class ModelDeviceStates;
 
 struct LoadOptions {
   // Overrides the `weights:` file named in the YAML.
@@ -115,9 +115,10 @@ class Model {
   size_t weight_bytes() const;
 
   const Graph& graph() const { return *graph_; }  // for Session; internal type
-  // Weights uploaded to CUDA devices, shared by the model's sessions (internal type). The
-  // model's own data never changes; this cache only fills up, under its own lock.
-  DeviceWeightCache& device_weights() const { return *device_weights_; }
+  // What device backends keep per model, e.g. weights uploaded to a GPU and shared by the
+  // model's sessions there (internal type, engine/src/device_backend.h). The model's own data
+  // never changes; these states only fill up, under their own lock.
+  ModelDeviceStates& device_states() const { return *device_states_; }
 
  private:
   friend class ModelLoader;
@@ -127,7 +128,7 @@ class Model {
   bool structure_only_ = false;
   Preprocess preprocess_;
   std::unique_ptr<Graph> graph_;
-  std::unique_ptr<DeviceWeightCache> device_weights_;
+  std::unique_ptr<ModelDeviceStates> device_states_;
 };
 
 }  // namespace winfer

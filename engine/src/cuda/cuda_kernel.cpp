@@ -1,5 +1,3 @@
-#if defined(WINFER_WITH_CUDA)
-
 #include "engine/src/cuda/cuda_kernel.h"
 
 #include <cstring>
@@ -27,4 +25,3 @@ Result<const float*> upload_tensor(const CudaCompileOptions& options, const void
 
 }  // namespace winfer
 
-#endif

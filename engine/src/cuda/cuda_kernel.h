@@ -1,13 +1,9 @@
-// The CUDA side of the operator interface (engine/src/op.h): what Op::compile_cuda returns.
-// Compiled only with WINFER_WITH_CUDA (the native backend, or the host emulator in tests).
+// The CUDA backend's kernels: what the op table (engine/src/cuda/cuda_ops.h) makes of an op.
+// Compiled only into the CUDA backend (native, or against the host emulator in tests).
 //
 // Device tensors are the same as the CPU backend's: rank-4 activations channels-last (NHWC),
 // every other rank plain row-major, float32; the session's arena holds them (docs/CUDA.md).
 #pragma once
-
-#if !defined(WINFER_WITH_CUDA)
-#error "engine/src/cuda/cuda_kernel.h needs WINFER_WITH_CUDA"
-#endif
 
 #include <cstddef>
 #include <functional>

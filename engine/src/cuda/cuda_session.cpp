@@ -1,12 +1,13 @@
-// The CUDA backend of winfer::Session (docs/CUDA.md). Built with WINFER_WITH_CUDA (native, or
-// against the host emulator for tests); otherwise only the "not in this build" answers below.
-#include "engine/src/session_impl.h"
-
-#if defined(WINFER_WITH_CUDA)
+// The CUDA backend's session (docs/CUDA.md): kernels from the CUDA op table, one device arena
+// planned like the CPU's, per-layer times from events. Part of the CUDA backend
+// (cuda_backend.cpp), built natively or against the host emulator for tests.
+#include "engine/src/cuda/cuda_session.h"
 
 #include <algorithm>
 
 #include "engine/src/cuda/cuda_kernel.h"
+#include "engine/src/cuda/cuda_ops.h"
+#include "engine/src/cuda/device_weights.h"
 #include "engine/src/graph.h"
 #include "engine/src/session_plan.h"
 #include "kernels/cuda/layout.h"
@@ -23,7 +24,7 @@ size_t bytes_of(const Shape& shape) { return static_cast<size_t>(shape.numel()) 
 
 std::string algorithm_names() {
   std::string names;
-  for (const std::string& name : cuda_conv_algorithm_names()) names += (names.empty() ? "" : ", ") + name;
+  for (const std::string& name : cuda_selectable_conv_algorithms()) names += (names.empty() ? "" : ", ") + name;
   return names;
 }
 
@@ -78,7 +79,7 @@ class CudaSession : public SessionImpl {
   Status create(int device_index) {
     device_index_ = device_index;
     device = "cuda:" + std::to_string(device_index);
-    const CudaAvailability available = cuda_availability();
+    const DeviceAvailability available = cuda_device_availability();
     if (available.count == 0) return device_error("no CUDA device: " + available.reason);
     if (device_index >= available.count) {
       return device_error("no CUDA device " + device + ": this machine has " + std::to_string(available.count) +
@@ -167,12 +168,12 @@ class CudaSession : public SessionImpl {
     compile_options.conv_algorithm = algorithm;
     compile_options.context = context_;
     compile_options.device = device_index_;
-    compile_options.weights = &model->device_weights();
+    compile_options.weights = &device_weights_of(*model);
     for (const GraphNode& node : graph.nodes) {
       std::vector<Shape> in, out;
       for (int t : node.inputs) in.push_back(shapes[t]);
       for (int t : node.outputs) out.push_back(shapes[t]);
-      auto kernel = node.op->compile_cuda(in, out, compile_options);
+      auto kernel = compile_cuda_kernel(*node.op, in, out, compile_options);
       if (!kernel.ok()) return Status(kernel.status()).with_context(node.context(model->path()));
       kernels_.push_back(std::move(kernel).value());
     }
@@ -326,23 +327,6 @@ class CudaSession : public SessionImpl {
 
 }  // namespace
 
-CudaAvailability cuda_availability() {
-  const cuda::DeviceProbe probe = cuda::probe_devices();
-  CudaAvailability a;
-  a.count = probe.count;
-  a.name = probe.name;
-  a.reason = probe.reason;
-  return a;
-}
-
-std::vector<std::string> cuda_conv_algorithm_names() {
-  std::vector<std::string> names;
-  for (const cuda::ConvAlgorithm* a : cuda::conv_algorithms()) {
-    if (a->user_selectable()) names.push_back(a->name());
-  }
-  return names;
-}
-
 Result<std::unique_ptr<SessionImpl>> create_cuda_session(std::shared_ptr<const Model> model,
                                                          const SessionOptions& options, int device_index) {
   auto impl = std::make_unique<CudaSession>();
@@ -358,24 +342,3 @@ Result<std::unique_ptr<SessionImpl>> create_cuda_session(std::shared_ptr<const M
 }
 
 }  // namespace winfer
-
-#else  // no CUDA backend in this build
-
-namespace winfer {
-
-CudaAvailability cuda_availability() {
-  CudaAvailability a;
-  a.reason = "this build of winfer has no CUDA backend (configured with WINFER_CUDA=OFF or without nvcc)";
-  return a;
-}
-
-std::vector<std::string> cuda_conv_algorithm_names() { return {}; }
-
-Result<std::unique_ptr<SessionImpl>> create_cuda_session(std::shared_ptr<const Model>, const SessionOptions& options,
-                                                         int) {
-  return unsupported("device '" + options.device + "': no CUDA device: " + cuda_availability().reason);
-}
-
-}  // namespace winfer
-
-#endif

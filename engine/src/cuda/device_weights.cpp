@@ -4,10 +4,6 @@
 
 namespace winfer {
 
-DeviceWeightCache::~DeviceWeightCache() = default;
-
-#if defined(WINFER_WITH_CUDA)
-
 Result<const float*> DeviceWeightCache::get(int device, const void* owner, const std::string& key, size_t bytes,
                                             const std::function<void(float*)>& fill) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -38,6 +34,8 @@ size_t DeviceWeightCache::bytes_on(int device) const {
   return total;
 }
 
-#endif
+DeviceWeightCache& device_weights_of(const Model& model) {
+  return model.device_states().get<DeviceWeightCache>("cuda");
+}
 
 }  // namespace winfer

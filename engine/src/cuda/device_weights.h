@@ -1,7 +1,8 @@
 // Weights on CUDA devices, uploaded once per model and device and shared by every session of
-// that model on that device (a Model owns one cache; see Model::device_weights()). Sessions ask
-// for a tensor by its owner (the op) and a key ("weight:im2win", "bias", ...); the first asks
-// fills the host form and uploads it, later ones get the same device pointer. Thread-safe.
+// that model on that device (the model's CUDA state: Model::device_states(), key "cuda").
+// Sessions ask for a tensor by its owner (the op) and a key ("weight:im2win", "bias", ...); the
+// first asks fills the host form and uploads it, later ones get the same device pointer.
+// Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -11,22 +12,18 @@
 #include <string>
 #include <tuple>
 
-#include "winfer/status.h"
-
-#if defined(WINFER_WITH_CUDA)
+#include "engine/src/device_backend.h"
 #include "kernels/cuda/memory.h"
-#endif
+#include "winfer/status.h"
 
 namespace winfer {
 
-class DeviceWeightCache {
+class DeviceWeightCache : public ModelDeviceState {
  public:
   DeviceWeightCache() = default;
   DeviceWeightCache(const DeviceWeightCache&) = delete;
   DeviceWeightCache& operator=(const DeviceWeightCache&) = delete;
-  ~DeviceWeightCache();
 
-#if defined(WINFER_WITH_CUDA)
   // The device copy of (owner, key) on `device` (the current device), `bytes` long; `fill`
   // writes its host form into a temporary buffer the first time only.
   Result<const float*> get(int device, const void* owner, const std::string& key, size_t bytes,
@@ -37,7 +34,9 @@ class DeviceWeightCache {
  private:
   mutable std::mutex mutex_;
   std::map<std::tuple<int, const void*, std::string>, cuda::DeviceBuffer> buffers_;
-#endif
 };
+
+// `model`'s cache (created on first use).
+DeviceWeightCache& device_weights_of(const Model& model);
 
 }  // namespace winfer
