@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cli_test_util.h"  // WINFER_TEST_SANITIZED
 #include "engine/src/planner.h"
 
 using winfer::MemoryPlan;
@@ -268,10 +269,19 @@ TEST_CASE("planner properties: 3000 random interval sets") {
   }
 }
 
-TEST_CASE("planner properties: 2000 random DAGs with in-place nodes and workspaces") {
+// 2000 DAGs uninstrumented (stage 1 of scripts/test.sh checks the properties); 300 under a
+// sanitizer, where the same 2000 took 50 s of ASan's CI stage for memory checks that 300 varied
+// DAGs already exercise.
+#if defined(WINFER_TEST_SANITIZED)
+constexpr int kRandomDags = 300;
+#else
+constexpr int kRandomDags = 2000;
+#endif
+
+TEST_CASE("planner properties: random DAGs with in-place nodes and workspaces (2000; 300 under a sanitizer)") {
   std::mt19937 rng(777);
-  size_t at_bound = 0;
-  for (int round = 0; round < 2000; ++round) {
+  int at_bound = 0;
+  for (int round = 0; round < kRandomDags; ++round) {
     const std::vector<PlanBuffer> buffers = random_dag(rng);
     INFO("round " << round << ", " << buffers.size() << " buffers");
     const MemoryPlan plan = plan_ok(buffers, 64);
@@ -279,6 +289,6 @@ TEST_CASE("planner properties: 2000 random DAGs with in-place nodes and workspac
     at_bound += plan.arena_bytes == plan.lower_bound_bytes ? 1 : 0;
   }
   // Not a guarantee (the problem is NP-hard), but the planner should mostly reach the bound.
-  MESSAGE(at_bound << " of 2000 random DAG plans reach the lower bound");
-  CHECK(at_bound >= 1600);
+  MESSAGE(at_bound << " of " << kRandomDags << " random DAG plans reach the lower bound");
+  CHECK(at_bound >= kRandomDags * 4 / 5);
 }
