@@ -41,13 +41,14 @@ void register_builtin_ops(OpRegistry& r) {
   r.add({"identity", create_identity, 1, 1, one_output});
 }
 
-const OpRegistry& builtin_op_registry() {
-  static const OpRegistry registry = [] {
-    OpRegistry r;
-    register_builtin_ops(r);
+OpRegistry& op_registry() {
+  // Built on first use (thread-safe static initialisation); custom ops are added later.
+  static OpRegistry* registry = [] {
+    auto* r = new OpRegistry;  // never destroyed: models may load while the process exits
+    register_builtin_ops(*r);
     return r;
   }();
-  return registry;
+  return *registry;
 }
 
 }  // namespace winfer

@@ -411,10 +411,10 @@ class ModelLoader {
     const std::string where = yaml_.at(node) + "layer '" + g.name + "'";
     if (!node["op"]) return invalid_argument(where + ": missing 'op'");
     WINFER_RETURN_IF_ERROR(yaml_.string(node["op"], "op", &g.type));
-    const OpInfo* info = builtin_op_registry().find(g.type);
+    const OpEntry* info = op_registry().find_entry(g.type);
     if (info == nullptr) {
       return invalid_argument(where + ": unknown op '" + g.type + "' (known ops: " +
-                              join(builtin_op_registry().types()) + ")");
+                              join(op_registry().types()) + ")");
     }
     const std::string context = where + " (" + g.type + ")";
 

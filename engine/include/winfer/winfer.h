@@ -19,6 +19,7 @@
 // C programs and other languages: winfer_c.h.
 #pragma once
 
+#include "winfer/custom_op.h"
 #include "winfer/image.h"
 #include "winfer/log.h"
 #include "winfer/model.h"
