@@ -2,6 +2,7 @@
 // in one planned arena of host memory, activations stored NHWC (logical shapes stay NCHW).
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 
 #include "engine/src/conv_autotune.h"
@@ -16,6 +17,7 @@ namespace {
 
 // Offsets in the arena keep the alignment every tensor allocation has on the CPU.
 constexpr size_t kArenaAlignment = Tensor::kAlignment;
+static_assert(Session::kArenaAlignment == kArenaAlignment, "SessionOptions::arena's alignment is the arena's");
 
 // CPU storage layout of a tensor with this logical shape.
 Layout cpu_layout(const Shape& shape) { return shape.rank() == 4 ? Layout::kNHWC : Layout::kPlain; }
@@ -43,7 +45,8 @@ class CpuSession : public SessionImpl {
   std::vector<std::vector<std::pair<size_t, size_t>>> poison_ranges;  // per step, when poisoning
 
   // Kernels for every node, then their memory planned and allocated: the session ready to run.
-  Status compile() {
+  // plan_only (Session::plan): stops once the memory report is made, allocating no arena.
+  Status compile(bool plan_only = false) {
     // "auto" chooses per layer (compile_tuned_convs); the other nodes compile as with the default.
     const bool autotune = options.conv_algorithm == "auto";
     const ConvAlgorithm* algorithm = find_conv_algorithm(autotune ? "im2win" : options.conv_algorithm);
@@ -61,6 +64,8 @@ class CpuSession : public SessionImpl {
     std::vector<ConvChoice> conv_choices;
     if (autotune) WINFER_RETURN_IF_ERROR(compile_tuned_convs(tuned, &conv_choices));
     WINFER_ASSIGN_OR_RETURN(SessionPlan plan, plan_within_memory(std::move(conv_choices)));
+    if (plan_only) return Status::Ok();
+    WINFER_RETURN_IF_ERROR(check_caller_arena());
     allocate_and_bind(plan.workspace_of);
     return Status::Ok();
   }
@@ -137,8 +142,26 @@ class CpuSession : public SessionImpl {
                            " bytes with conv algorithm '" + options.conv_algorithm + "', over memory_budget " +
                            std::to_string(options.memory_budget) + " (conv_algorithm \"auto\" picks per layer to fit)");
     }
-    WINFER_RETURN_IF_ERROR(check_host_memory(*model, report, report.session_bytes, shapes[model->graph().input].n()));
+    // The caller's arena is there already: only the rest is new memory.
+    const size_t needed = report.session_bytes - (options.arena != nullptr ? report.arena_bytes : 0);
+    WINFER_RETURN_IF_ERROR(check_host_memory(*model, report, needed, shapes[model->graph().input].n()));
     return plan;
+  }
+
+  // SessionOptions::arena against the plan (check_common_options checked the rest).
+  Status check_caller_arena() const {
+    if (options.arena == nullptr) return Status::Ok();
+    const std::string needs = model->path() + ": the session needs an arena of " + std::to_string(report.arena_bytes) +
+                              " bytes aligned to " + std::to_string(kArenaAlignment) + " (Session::plan tells it)";
+    if (reinterpret_cast<uintptr_t>(options.arena) % kArenaAlignment != 0) {
+      return invalid_argument(needs + "; SessionOptions::arena is not " + std::to_string(kArenaAlignment) +
+                              "-byte aligned (its address modulo " + std::to_string(kArenaAlignment) + " is " +
+                              std::to_string(reinterpret_cast<uintptr_t>(options.arena) % kArenaAlignment) + ")");
+    }
+    if (options.arena_bytes < report.arena_bytes) {
+      return invalid_argument(needs + "; SessionOptions::arena_bytes is only " + std::to_string(options.arena_bytes));
+    }
+    return Status::Ok();
   }
 
   // Allocates the tensors as planned, binds each node to them, and sets up what running reports.
@@ -159,7 +182,9 @@ class CpuSession : public SessionImpl {
 
   void allocate_arena() {
     const Graph& graph = model->graph();
-    arena = Tensor::allocate(Shape{static_cast<int64_t>(report.arena_bytes / sizeof(float))});
+    const Shape arena_shape{static_cast<int64_t>(report.arena_bytes / sizeof(float))};
+    arena = options.arena != nullptr ? Tensor::view(static_cast<float*>(options.arena), arena_shape)
+                                     : Tensor::allocate(arena_shape);
     char* base = reinterpret_cast<char*>(arena.data());
     for (size_t t = 0; t < graph.tensors.size(); ++t) {
       float* data = reinterpret_cast<float*>(base + report.buffers[t].offset);
@@ -279,6 +304,20 @@ Result<std::unique_ptr<SessionImpl>> create_cpu_session(std::shared_ptr<const Mo
                             std::to_string(options.batch));
   }
   return std::unique_ptr<SessionImpl>(std::move(impl));
+}
+
+Result<MemoryReport> plan_cpu_session(std::shared_ptr<const Model> model, const SessionOptions& options) {
+  CpuSession session;
+  session.model = std::move(model);
+  session.options = options;
+  session.device = "cpu";
+  try {
+    WINFER_RETURN_IF_ERROR(session.compile(/*plan_only=*/true));
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(session.model->path() + ": not enough memory to plan a session with batch " +
+                         std::to_string(options.batch));
+  }
+  return session.report;
 }
 
 std::vector<std::string> cpu_conv_algorithm_names() {

@@ -145,10 +145,33 @@ Status check_host_memory_for(const std::string& what, size_t bytes) {
   return out_of_memory(what + " needs " + mib(bytes) + ", more than " + room.what + "; use a smaller batch" + room.hint);
 }
 
+namespace {
+
+// SessionOptions::arena as far as it can be checked without the plan (its size and alignment
+// are checked by the CPU session, which knows the bytes needed).
+Status check_arena_options(const SessionOptions& options) {
+  if (options.arena == nullptr && options.arena_bytes == 0) return Status::Ok();
+  if (options.arena == nullptr) {
+    return invalid_argument("SessionOptions::arena_bytes is " + std::to_string(options.arena_bytes) +
+                            " but arena is null: give both, or neither for an arena of the session's own");
+  }
+  if (options.device != "cpu") {
+    return unsupported("SessionOptions::arena (memory the caller provides) is supported on device 'cpu' only, not '" +
+                       options.device + "'");
+  }
+  if (!options.plan_memory) {
+    return invalid_argument(
+        "SessionOptions::arena needs plan_memory: a session without a memory plan allocates every tensor on its own");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status check_common_options(const SessionOptions& options) {
   if (options.threads < 1) return invalid_argument("threads must be >= 1, got " + std::to_string(options.threads));
   if (options.batch < 0) return invalid_argument("batch must be >= 1, got " + std::to_string(options.batch));
-  return Status::Ok();
+  return check_arena_options(options);
 }
 
 std::vector<std::string> conv_algorithm_names(const std::string& device) {

@@ -72,6 +72,9 @@ Status check_common_options(const SessionOptions& options);
 
 Result<std::unique_ptr<SessionImpl>> create_cpu_session(std::shared_ptr<const Model> model,
                                                         const SessionOptions& options);
+// The memory report of the CPU session create_cpu_session would make, without allocating its
+// arena (Session::plan).
+Result<MemoryReport> plan_cpu_session(std::shared_ptr<const Model> model, const SessionOptions& options);
 // The names conv_algorithm_names() returns for the CPU (other devices: DeviceBackend).
 std::vector<std::string> cpu_conv_algorithm_names();
 

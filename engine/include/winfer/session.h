@@ -65,6 +65,16 @@ struct SessionOptions {
   // the layer whose output holds it. Costs a pass over every tensor (on CUDA also a copy to the
   // host per layer). Off: NaN and Inf propagate as they would in PyTorch.
   bool check_numerics = false;
+  // CPU only: run the session's activations and workspaces out of memory the caller provides
+  // instead of an arena the session allocates (a pool of the embedder's, memory locked or in
+  // huge pages, one arena shared by sessions that never run at the same time). `arena` must be
+  // aligned to Session::kArenaAlignment (64) bytes and hold at least the arena_bytes that
+  // Session::plan(model, options) reports for these same options; Session::create refuses it
+  // otherwise, naming the bytes needed. It needs plan_memory. The memory must outlive the
+  // session; the session writes it only during a run and keeps nothing there between runs.
+  // nullptr (default): the session allocates its own arena.
+  void* arena = nullptr;
+  size_t arena_bytes = 0;
 };
 
 struct LayerTiming {
@@ -148,9 +158,27 @@ class SessionImpl;
 
 class Session {
  public:
+  // What SessionOptions::arena must be aligned to (the CPU's tensor alignment).
+  static constexpr size_t kArenaAlignment = 64;
+
   static Result<std::unique_ptr<Session>> create(std::shared_ptr<const Model> model,
                                                  const SessionOptions& options = {});
+  // The memory plan of the session create(model, options) would make, without allocating its
+  // arena: arena_bytes is what SessionOptions::arena must hold (options.arena itself is not
+  // looked at). CPU only. Costs what create costs but the arena (kernels are compiled and their
+  // weights packed, then dropped); with conv_algorithm "auto" the layers are timed, so give an
+  // autotune_cache to make create choose the same algorithms (and need the same bytes).
+  static Result<MemoryReport> plan(std::shared_ptr<const Model> model, const SessionOptions& options = {});
   ~Session();
+
+  // The names of the graph's input (one today) and outputs, as in the model file; index i of
+  // output_names() is output_shapes()[i] and run_all()'s i-th tensor.
+  std::vector<std::string> input_names() const;
+  std::vector<std::string> output_names() const;
+  // The index of the input or output called `name`; kNotFound naming it and listing the names
+  // there are.
+  Result<size_t> input_index(const std::string& name) const;
+  Result<size_t> output_index(const std::string& name) const;
 
   const Shape& input_shape() const;               // NCHW with the session's batch
   const std::string& device() const;              // where it runs: "cpu" or "cuda:N"
