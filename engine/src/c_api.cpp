@@ -38,7 +38,23 @@ struct ModelObject {
 
 struct SessionObject {
   std::unique_ptr<winfer::Session> session;
+  std::vector<std::string> input_names, output_names;  // kept for the C strings handed out
 };
+
+// An options object of the C API: the C++ options behind a lock, so that a config shared
+// between threads is never read half-set.
+template <typename Options>
+struct ConfigObject {
+  mutable std::mutex mutex;
+  Options options;
+
+  Options copy() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return options;
+  }
+};
+using LoadConfigObject = ConfigObject<winfer::LoadOptions>;
+using SessionConfigObject = ConfigObject<winfer::SessionOptions>;
 
 // ---- last error ---------------------------------------------------------------------------
 
@@ -133,8 +149,30 @@ T guarded_value(const char* function, T fallback, Body&& body) noexcept {
 // kind, so that a model passed as a session is told apart from a destroyed session.
 constexpr uintptr_t kTagBits = 3;
 constexpr uintptr_t kTagMask = (uintptr_t(1) << kTagBits) - 1;
-constexpr uintptr_t kModelTag = 3;
-constexpr uintptr_t kSessionTag = 5;
+
+// What each kind of handle is called in messages, and which function makes it.
+struct HandleKind {
+  uintptr_t tag;
+  const char* argument;  // the parameter's usual name
+  const char* type;      // the C type
+  const char* creator;
+};
+constexpr HandleKind kLoadConfigKind{1, "config", "winfer_load_config", "winfer_load_config_create"};
+constexpr HandleKind kModelKind{3, "model", "winfer_model", "winfer_model_load"};
+constexpr HandleKind kSessionKind{5, "session", "winfer_session", "winfer_session_create"};
+constexpr HandleKind kSessionConfigKind{7, "config", "winfer_session_config", "winfer_session_config_create"};
+constexpr const HandleKind* kKinds[] = {&kLoadConfigKind, &kModelKind, &kSessionKind, &kSessionConfigKind};
+
+template <typename Object>
+const HandleKind& kind_of();
+template <>
+const HandleKind& kind_of<LoadConfigObject>() { return kLoadConfigKind; }
+template <>
+const HandleKind& kind_of<ModelObject>() { return kModelKind; }
+template <>
+const HandleKind& kind_of<SessionObject>() { return kSessionKind; }
+template <>
+const HandleKind& kind_of<SessionConfigObject>() { return kSessionConfigKind; }
 
 // The live handles of one kind. Serials only grow, so a token is never reused: a stale handle
 // cannot reach an object created after it was destroyed. One short critical section per call.
@@ -176,47 +214,53 @@ class HandleTable {
 
 // Never destroyed: a handle may be used or destroyed by another thread while the process
 // exits, after static destructors would have run.
-HandleTable<ModelObject>& model_table() {
-  static auto* table = new HandleTable<ModelObject>(kModelTag);
-  return *table;
-}
-HandleTable<SessionObject>& session_table() {
-  static auto* table = new HandleTable<SessionObject>(kSessionTag);
+template <typename Object>
+HandleTable<Object>& table() {
+  static auto* table = new HandleTable<Object>(kind_of<Object>().tag);
   return *table;
 }
 
 uintptr_t token_of(const void* handle) { return reinterpret_cast<uintptr_t>(handle); }
 
-// Why `handle` (not live in the table of `kind`, made by `creator`) is refused.
-std::string not_live(const char* argument, const void* handle, uintptr_t tag, const char* kind,
-                     const char* creator) {
-  const uintptr_t token = token_of(handle);
-  if ((token & kTagMask) != tag && (token & kTagMask) == kModelTag) {
-    return std::string(argument) + " is a winfer_model handle, not a " + kind;
+// Why `handle` (not live in the table of `kind`) is refused.
+std::string not_live(const void* handle, const HandleKind& kind) {
+  const uintptr_t tag = token_of(handle) & kTagMask;
+  for (const HandleKind* other : kKinds) {
+    if (other->tag == tag && tag != kind.tag) {
+      return std::string(kind.argument) + " is a " + other->type + " handle, not a " + kind.type;
+    }
   }
-  if ((token & kTagMask) != tag && (token & kTagMask) == kSessionTag) {
-    return std::string(argument) + " is a winfer_session handle, not a " + kind;
-  }
-  return std::string(argument) + " is not a live " + kind + " (destroyed already, or not returned by " + creator +
-         ")";
+  return std::string(kind.argument) + " is not a live " + kind.type + " (destroyed already, or not returned by " +
+         kind.creator + ")";
 }
 
-// The object behind a model handle, or WINFER_INVALID_ARGUMENT naming the function.
-winfer_status find_model(const char* function, const winfer_model* handle, std::shared_ptr<ModelObject>* object) {
-  if (handle == nullptr) return null_argument(function, "model");
-  *object = model_table().find(token_of(handle));
+// The object behind a handle, or WINFER_INVALID_ARGUMENT naming the function.
+template <typename Object>
+winfer_status find_handle(const char* function, const void* handle, std::shared_ptr<Object>* object) {
+  const HandleKind& kind = kind_of<Object>();
+  if (handle == nullptr) return null_argument(function, kind.argument);
+  *object = table<Object>().find(token_of(handle));
   if (*object) return WINFER_OK;
-  return fail(function, WINFER_INVALID_ARGUMENT,
-              not_live("model", handle, kModelTag, "winfer_model", "winfer_model_load"));
+  return fail(function, WINFER_INVALID_ARGUMENT, not_live(handle, kind));
 }
 
+winfer_status find_model(const char* function, const winfer_model* handle, std::shared_ptr<ModelObject>* object) {
+  return find_handle(function, handle, object);
+}
 winfer_status find_session(const char* function, const winfer_session* handle,
                            std::shared_ptr<SessionObject>* object) {
-  if (handle == nullptr) return null_argument(function, "session");
-  *object = session_table().find(token_of(handle));
-  if (*object) return WINFER_OK;
-  return fail(function, WINFER_INVALID_ARGUMENT,
-              not_live("session", handle, kSessionTag, "winfer_session", "winfer_session_create"));
+  return find_handle(function, handle, object);
+}
+
+// winfer_*_destroy: NULL does nothing; a handle that is not live sets the last error.
+template <typename Object>
+void destroy_handle(const char* function, const void* handle) {
+  if (handle == nullptr) return;
+  guarded(function, [&](const char* fn) {
+    std::shared_ptr<Object> object = table<Object>().remove(token_of(handle));
+    if (!object) return fail(fn, WINFER_INVALID_ARGUMENT, not_live(handle, kind_of<Object>()) + "; nothing was destroyed");
+    return WINFER_OK;  // `object` goes here, or when the last call in flight with it returns
+  });
 }
 
 // ---- helpers --------------------------------------------------------------------------------
@@ -250,8 +294,85 @@ winfer_status finish_model(const char* function, winfer::Result<std::shared_ptr<
   auto object = std::make_shared<ModelObject>();
   object->model = std::move(loaded).value();
   object->output_names = object->model->output_names();
-  *model = reinterpret_cast<winfer_model*>(model_table().add(std::move(object)));
+  *model = reinterpret_cast<winfer_model*>(table<ModelObject>().add(std::move(object)));
   return WINFER_OK;
+}
+
+winfer::SessionOptions session_options(const winfer_session_options* options) {
+  winfer::SessionOptions o;
+  if (options == nullptr) return o;
+  if (options->device != nullptr) o.device = options->device;
+  if (options->conv_algorithm != nullptr) o.conv_algorithm = options->conv_algorithm;
+  o.threads = options->threads;
+  o.batch = options->batch;
+  o.memory_budget = options->memory_budget;
+  if (options->autotune_cache != nullptr) o.autotune_cache = options->autotune_cache;
+  o.plan_memory = options->plan_memory != 0;
+  return o;
+}
+
+winfer_status finish_session(const char* function, const ModelObject& model, const winfer::SessionOptions& options,
+                             winfer_session** session) {
+  auto created = winfer::Session::create(model.model, options);
+  if (!created.ok()) return fail(function, created.status());
+  auto handle = std::make_shared<SessionObject>();
+  handle->session = std::move(created).value();
+  handle->input_names = handle->session->input_names();
+  handle->output_names = handle->session->output_names();
+  *session = reinterpret_cast<winfer_session*>(table<SessionObject>().add(std::move(handle)));
+  return WINFER_OK;
+}
+
+// The options of a config handle (NULL: the defaults), copied under its lock.
+template <typename Object, typename Options>
+winfer_status config_options(const char* function, const void* config, Options* options) {
+  if (config == nullptr) return WINFER_OK;
+  std::shared_ptr<Object> object;
+  if (winfer_status s = find_handle(function, config, &object)) return s;
+  *options = object->copy();
+  return WINFER_OK;
+}
+
+// A setter: `set(options)` changes the config's options under its lock, or returns the reason
+// it refuses the value (the config is then unchanged).
+template <typename Object, typename Set>
+winfer_status set_option(const char* function, const void* config, Set&& set) {
+  return guarded(function, [&](const char* fn) {
+    std::shared_ptr<Object> object;
+    if (winfer_status s = find_handle(fn, config, &object)) return s;
+    std::lock_guard<std::mutex> lock(object->mutex);
+    const std::string refused = set(object->options);
+    if (!refused.empty()) return fail(fn, WINFER_INVALID_ARGUMENT, refused);
+    return WINFER_OK;
+  });
+}
+
+// A flag of a config: 0 or 1, nothing else (a C int that is neither is most likely a mistake).
+template <typename Object, typename Options>
+winfer_status set_flag(const char* function, const void* config, const char* name, int value,
+                       bool Options::*field) {
+  return set_option<Object>(function, config, [&](Options& o) -> std::string {
+    if (value != 0 && value != 1) return std::string(name) + " must be 0 or 1, got " + std::to_string(value);
+    o.*field = value == 1;
+    return "";
+  });
+}
+
+// "cpu", "auto", "cuda" or "cuda:N": the forms Session::create knows (whether device N exists is
+// its business).
+bool is_device_name(const std::string& device) {
+  if (device == "cpu" || device == "auto" || device == "cuda") return true;
+  if (device.rfind("cuda:", 0) != 0 || device.size() == 5 || device.size() > 9) return false;
+  return device.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+template <typename Object, typename Handle>
+winfer_status create_config(const char* function, Handle** config) {
+  return guarded(function, [&](const char* fn) {
+    if (config == nullptr) return null_argument(fn, "config");
+    *config = reinterpret_cast<Handle*>(table<Object>().add(std::make_shared<Object>()));
+    return WINFER_OK;
+  });
 }
 
 // A view of the caller's buffer as output `index` of the session; checks its size.
@@ -292,6 +413,96 @@ winfer_status run_with(const char* function, winfer::Session& session, const flo
 // puts on a YAML file. Checked before the text is copied, so that a wrong yaml_size cannot make
 // the copy read far past the buffer.
 constexpr size_t kMaxYamlBytes = size_t(winfer::kMaxModelTextBytes);
+
+// The C form of a memory report.
+void fill_report(const winfer::MemoryReport& r, winfer_memory_report* report) {
+  report->weights_bytes = r.weights_bytes;
+  report->packed_weights_bytes = r.packed_weights_bytes;
+  report->session_weights_bytes = r.session_weights_bytes;
+  report->activations_sum_bytes = r.activations_sum_bytes;
+  report->activations_lower_bound_bytes = r.activations_lower_bound_bytes;
+  report->arena_bytes = r.arena_bytes;
+  report->max_workspace_bytes = r.max_workspace_bytes;
+  report->session_bytes = r.session_bytes;
+}
+
+// Loads a model from the caller's buffers after checking their sizes.
+winfer_status load_from_memory(const char* fn, const char* yaml, size_t yaml_size, const void* weights,
+                               size_t weights_size, const winfer::LoadOptions& options, winfer_model** model) {
+  if (yaml == nullptr) return null_argument(fn, "yaml");
+  if (yaml_size > kMaxYamlBytes) {
+    return fail(fn, WINFER_INVALID_ARGUMENT,
+                "yaml_size is " + std::to_string(yaml_size) + " bytes, more than the limit of " +
+                    std::to_string(kMaxYamlBytes) +
+                    " (16 MiB) of a model description; pass large weights as safetensors bytes (weights)");
+  }
+  if (weights == nullptr && weights_size > 0) return null_argument(fn, "weights");
+  if (weights_size > static_cast<size_t>(std::numeric_limits<std::ptrdiff_t>::max())) {
+    return fail(fn, WINFER_INVALID_ARGUMENT,
+                "weights_size is " + std::to_string(weights_size) +
+                    " bytes, more than any buffer can hold (a negative size converted to size_t?)");
+  }
+  return finish_model(fn, winfer::Model::load_from_memory(std::string(yaml, yaml_size), weights, weights_size, options),
+                      model);
+}
+
+// Name `index` of one of a session's name lists (kept in its SessionObject), or NULL.
+const char* session_name(const char* function, const winfer_session* session, size_t index, const char* what,
+                         std::vector<std::string> SessionObject::*names) {
+  return guarded_value(function, static_cast<const char*>(nullptr), [&](const char* fn) -> const char* {
+    std::shared_ptr<SessionObject> object;
+    if (find_session(fn, session, &object) != WINFER_OK) return nullptr;
+    const std::vector<std::string>& list = (*object).*names;
+    if (index >= list.size()) {
+      fail(fn, WINFER_INVALID_ARGUMENT,
+           std::string(what) + " " + std::to_string(index) + " does not exist (the session has " +
+               std::to_string(list.size()) + ")");
+      return nullptr;
+    }
+    return list[index].c_str();
+  });
+}
+
+constexpr size_t kUnbound = ~size_t(0);
+
+// "'data', 'logits'": names for a message.
+std::string quoted(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& n : names) text += (text.empty() ? "'" : ", '") + n + "'";
+  return text;
+}
+
+// Matches the caller's `given` names to the session's `names`: (*at)[i] is the index into
+// `given` of names[i], or kUnbound. Unknown names are WINFER_NOT_FOUND naming the valid ones;
+// a name given twice, or (when every one must be bound) one missing, WINFER_INVALID_ARGUMENT.
+winfer_status match_names(const char* fn, const char* what, const std::vector<std::string>& names,
+                          const char* const* given, size_t count, bool bind_all, std::vector<size_t>* at) {
+  at->assign(names.size(), kUnbound);
+  for (size_t k = 0; k < count; ++k) {
+    if (given[k] == nullptr) return fail(fn, WINFER_INVALID_ARGUMENT, std::string(what) + " name " + std::to_string(k) + " is NULL");
+    size_t i = 0;
+    while (i < names.size() && names[i] != given[k]) ++i;
+    if (i == names.size()) {
+      return fail(fn, WINFER_NOT_FOUND,
+                  "no " + std::string(what) + " named '" + given[k] + "' (the session's " + what + "s: " +
+                      quoted(names) + ")");
+    }
+    if ((*at)[i] != kUnbound) {
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  std::string(what) + " '" + names[i] + "' is bound twice (entries " + std::to_string((*at)[i]) +
+                      " and " + std::to_string(k) + ")");
+    }
+    (*at)[i] = k;
+  }
+  for (size_t i = 0; bind_all && i < names.size(); ++i) {
+    if ((*at)[i] == kUnbound) {
+      return fail(fn, WINFER_INVALID_ARGUMENT,
+                  std::string(what) + " '" + names[i] + "' is not bound (bind every " + what + ": " + quoted(names) +
+                      ")");
+    }
+  }
+  return WINFER_OK;
+}
 
 struct CLogCallback {
   winfer_log_callback callback;
@@ -378,37 +589,11 @@ winfer_status winfer_model_load_from_memory(const char* yaml, size_t yaml_size, 
   return guarded(__func__, [&](const char* fn) {
     if (model == nullptr) return null_argument(fn, "model");
     *model = nullptr;
-    if (yaml == nullptr) return null_argument(fn, "yaml");
-    if (yaml_size > kMaxYamlBytes) {
-      return fail(fn, WINFER_INVALID_ARGUMENT,
-                  "yaml_size is " + std::to_string(yaml_size) + " bytes, more than the limit of " +
-                      std::to_string(kMaxYamlBytes) +
-                      " (16 MiB) of a model description; pass large weights as safetensors bytes (weights)");
-    }
-    if (weights == nullptr && weights_size > 0) return null_argument(fn, "weights");
-    if (weights_size > static_cast<size_t>(std::numeric_limits<std::ptrdiff_t>::max())) {
-      return fail(fn, WINFER_INVALID_ARGUMENT,
-                  "weights_size is " + std::to_string(weights_size) +
-                      " bytes, more than any buffer can hold (a negative size converted to size_t?)");
-    }
-    return finish_model(fn,
-                        winfer::Model::load_from_memory(std::string(yaml, yaml_size), weights, weights_size,
-                                                        load_options(options)),
-                        model);
+    return load_from_memory(fn, yaml, yaml_size, weights, weights_size, load_options(options), model);
   });
 }
 
-void winfer_model_destroy(winfer_model* model) {
-  if (model == nullptr) return;
-  guarded(__func__, [&](const char* fn) {
-    std::shared_ptr<ModelObject> object = model_table().remove(token_of(model));
-    if (!object) {
-      return fail(fn, WINFER_INVALID_ARGUMENT,
-                  not_live("model", model, kModelTag, "winfer_model", "winfer_model_load") + "; nothing was destroyed");
-    }
-    return WINFER_OK;  // `object` goes here, or when the last call in flight with it returns
-  });
-}
+void winfer_model_destroy(winfer_model* model) { destroy_handle<ModelObject>(__func__, model); }
 
 const char* winfer_model_name(const winfer_model* model) {
   return guarded_value(__func__, "", [&](const char* fn) -> const char* {
@@ -492,37 +677,11 @@ winfer_status winfer_session_create(const winfer_model* model, const winfer_sess
     *session = nullptr;
     std::shared_ptr<ModelObject> object;
     if (winfer_status s = find_model(fn, model, &object)) return s;
-    winfer::SessionOptions o;
-    if (options != nullptr) {
-      if (options->device != nullptr) o.device = options->device;
-      if (options->conv_algorithm != nullptr) o.conv_algorithm = options->conv_algorithm;
-      o.threads = options->threads;
-      o.batch = options->batch;
-      o.memory_budget = options->memory_budget;
-      if (options->autotune_cache != nullptr) o.autotune_cache = options->autotune_cache;
-      o.plan_memory = options->plan_memory != 0;
-    }
-    auto created = winfer::Session::create(object->model, o);
-    if (!created.ok()) return fail(fn, created.status());
-    auto handle = std::make_shared<SessionObject>();
-    handle->session = std::move(created).value();
-    *session = reinterpret_cast<winfer_session*>(session_table().add(std::move(handle)));
-    return WINFER_OK;
+    return finish_session(fn, *object, session_options(options), session);
   });
 }
 
-void winfer_session_destroy(winfer_session* session) {
-  if (session == nullptr) return;
-  guarded(__func__, [&](const char* fn) {
-    std::shared_ptr<SessionObject> object = session_table().remove(token_of(session));
-    if (!object) {
-      return fail(fn, WINFER_INVALID_ARGUMENT,
-                  not_live("session", session, kSessionTag, "winfer_session", "winfer_session_create") +
-                      "; nothing was destroyed");
-    }
-    return WINFER_OK;  // `object` goes here, or when the run in flight on another thread returns
-  });
-}
+void winfer_session_destroy(winfer_session* session) { destroy_handle<SessionObject>(__func__, session); }
 
 winfer_status winfer_session_input_shape(const winfer_session* session, int64_t* dims, int capacity, int* rank) {
   return guarded(__func__, [&](const char* fn) {
@@ -588,15 +747,7 @@ winfer_status winfer_session_memory_report(const winfer_session* session, winfer
     std::shared_ptr<SessionObject> object;
     if (winfer_status s = find_session(fn, session, &object)) return s;
     if (report == nullptr) return null_argument(fn, "report");
-    const winfer::MemoryReport& r = object->session->memory_report();
-    report->weights_bytes = r.weights_bytes;
-    report->packed_weights_bytes = r.packed_weights_bytes;
-    report->session_weights_bytes = r.session_weights_bytes;
-    report->activations_sum_bytes = r.activations_sum_bytes;
-    report->activations_lower_bound_bytes = r.activations_lower_bound_bytes;
-    report->arena_bytes = r.arena_bytes;
-    report->max_workspace_bytes = r.max_workspace_bytes;
-    report->session_bytes = r.session_bytes;
+    fill_report(object->session->memory_report(), report);
     return WINFER_OK;
   });
 }
@@ -652,6 +803,263 @@ winfer_status winfer_session_conv_choice(const winfer_session* session, size_t i
     if (algorithm) *algorithm = choices[index].algorithm.c_str();
     if (reason) *reason = choices[index].reason.c_str();
     return WINFER_OK;
+  });
+}
+
+// ---- configs ------------------------------------------------------------------------------
+
+winfer_status winfer_load_config_create(winfer_load_config** config) {
+  return create_config<LoadConfigObject>(__func__, config);
+}
+
+void winfer_load_config_destroy(winfer_load_config* config) { destroy_handle<LoadConfigObject>(__func__, config); }
+
+winfer_status winfer_load_config_set_weights_path(winfer_load_config* config, const char* path) {
+  return set_option<LoadConfigObject>(__func__, config, [&](winfer::LoadOptions& o) {
+    o.weights_path = path != nullptr ? path : "";
+    return std::string();
+  });
+}
+
+winfer_status winfer_load_config_set_random_weights(winfer_load_config* config, int enable, uint64_t seed) {
+  return set_option<LoadConfigObject>(__func__, config, [&](winfer::LoadOptions& o) -> std::string {
+    if (enable != 0 && enable != 1) return "enable must be 0 or 1, got " + std::to_string(enable);
+    o.random_weights_seed.reset();
+    if (enable == 1) o.random_weights_seed = seed;
+    return "";
+  });
+}
+
+winfer_status winfer_load_config_set_fuse(winfer_load_config* config, int fuse) {
+  return set_flag<LoadConfigObject>(__func__, config, "fuse", fuse, &winfer::LoadOptions::fuse);
+}
+
+winfer_status winfer_load_config_set_pack_for(winfer_load_config* config, const char* algorithm) {
+  return set_option<LoadConfigObject>(__func__, config, [&](winfer::LoadOptions& o) -> std::string {
+    if (algorithm == nullptr) return "algorithm is NULL (\"\" keeps the OIHW weights; the default is \"im2win\")";
+    o.pack_for = algorithm;  // an unknown name is refused by the load, with the names there are
+    return "";
+  });
+}
+
+winfer_status winfer_load_config_set_confine_to(winfer_load_config* config, const char* folder) {
+  return set_option<LoadConfigObject>(__func__, config, [&](winfer::LoadOptions& o) {
+    o.confine_to = folder != nullptr ? folder : "";
+    return std::string();
+  });
+}
+
+winfer_status winfer_model_load_with_config(const char* yaml_path, const winfer_load_config* config,
+                                            winfer_model** model) {
+  return guarded(__func__, [&](const char* fn) {
+    if (model == nullptr) return null_argument(fn, "model");
+    *model = nullptr;
+    if (yaml_path == nullptr) return null_argument(fn, "yaml_path");
+    winfer::LoadOptions options;
+    if (winfer_status s = config_options<LoadConfigObject>(fn, config, &options)) return s;
+    return finish_model(fn, winfer::Model::load(yaml_path, options), model);
+  });
+}
+
+winfer_status winfer_model_load_from_memory_with_config(const char* yaml, size_t yaml_size, const void* weights,
+                                                        size_t weights_size, const winfer_load_config* config,
+                                                        winfer_model** model) {
+  return guarded(__func__, [&](const char* fn) {
+    if (model == nullptr) return null_argument(fn, "model");
+    *model = nullptr;
+    winfer::LoadOptions options;
+    if (winfer_status s = config_options<LoadConfigObject>(fn, config, &options)) return s;
+    return load_from_memory(fn, yaml, yaml_size, weights, weights_size, options, model);
+  });
+}
+
+winfer_status winfer_session_config_create(winfer_session_config** config) {
+  return create_config<SessionConfigObject>(__func__, config);
+}
+
+void winfer_session_config_destroy(winfer_session_config* config) {
+  destroy_handle<SessionConfigObject>(__func__, config);
+}
+
+winfer_status winfer_session_config_set_device(winfer_session_config* config, const char* device) {
+  return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) -> std::string {
+    if (device == nullptr) return "device is NULL (\"cpu\" is the default)";
+    if (!is_device_name(device)) {
+      return "unknown device '" + std::string(device) + "' (expected cpu, cuda, cuda:N or auto)";
+    }
+    o.device = device;
+    return "";
+  });
+}
+
+winfer_status winfer_session_config_set_conv_algorithm(winfer_session_config* config, const char* algorithm) {
+  return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) -> std::string {
+    if (algorithm == nullptr || *algorithm == '\0') return "algorithm is NULL or empty (\"im2win\" is the default)";
+    o.conv_algorithm = algorithm;  // the device's own list is checked when the session is created
+    return "";
+  });
+}
+
+winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads) {
+  return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) -> std::string {
+    if (threads < 1) return "threads must be >= 1, got " + std::to_string(threads);
+    o.threads = threads;
+    return "";
+  });
+}
+
+winfer_status winfer_session_config_set_batch(winfer_session_config* config, int64_t batch) {
+  return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) -> std::string {
+    if (batch < 0) return "batch must be >= 1 (or 0 for the model's), got " + std::to_string(batch);
+    o.batch = batch;
+    return "";
+  });
+}
+
+winfer_status winfer_session_config_set_memory_budget(winfer_session_config* config, size_t bytes) {
+  return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) {
+    o.memory_budget = bytes;
+    return std::string();
+  });
+}
+
+winfer_status winfer_session_config_set_autotune_cache(winfer_session_config* config, const char* path) {
+  return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) {
+    o.autotune_cache = path != nullptr ? path : "";
+    return std::string();
+  });
+}
+
+winfer_status winfer_session_config_set_plan_memory(winfer_session_config* config, int plan_memory) {
+  return set_flag<SessionConfigObject>(__func__, config, "plan_memory", plan_memory,
+                                       &winfer::SessionOptions::plan_memory);
+}
+
+winfer_status winfer_session_config_set_poison_unused_memory(winfer_session_config* config, int poison) {
+  return set_flag<SessionConfigObject>(__func__, config, "poison", poison,
+                                       &winfer::SessionOptions::poison_unused_memory);
+}
+
+winfer_status winfer_session_config_set_allow_tf32(winfer_session_config* config, int allow) {
+  return set_flag<SessionConfigObject>(__func__, config, "allow", allow, &winfer::SessionOptions::allow_tf32);
+}
+
+winfer_status winfer_session_config_set_check_numerics(winfer_session_config* config, int check) {
+  return set_flag<SessionConfigObject>(__func__, config, "check", check, &winfer::SessionOptions::check_numerics);
+}
+
+winfer_status winfer_session_config_set_arena(winfer_session_config* config, void* arena, size_t bytes) {
+  return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) -> std::string {
+    if (arena == nullptr && bytes != 0) return "arena is NULL but bytes is " + std::to_string(bytes);
+    const uintptr_t misaligned = reinterpret_cast<uintptr_t>(arena) % WINFER_ARENA_ALIGNMENT;
+    if (misaligned != 0) {
+      return "arena is not aligned to WINFER_ARENA_ALIGNMENT (" + std::to_string(WINFER_ARENA_ALIGNMENT) +
+             " bytes): its address modulo " + std::to_string(WINFER_ARENA_ALIGNMENT) + " is " +
+             std::to_string(misaligned) + " (allocate it with aligned_alloc)";
+    }
+    o.arena = arena;
+    o.arena_bytes = bytes;
+    return "";
+  });
+}
+
+winfer_status winfer_session_create_with_config(const winfer_model* model, const winfer_session_config* config,
+                                                winfer_session** session) {
+  return guarded(__func__, [&](const char* fn) {
+    if (session == nullptr) return null_argument(fn, "session");
+    *session = nullptr;
+    std::shared_ptr<ModelObject> object;
+    if (winfer_status s = find_model(fn, model, &object)) return s;
+    winfer::SessionOptions options;
+    if (winfer_status s = config_options<SessionConfigObject>(fn, config, &options)) return s;
+    return finish_session(fn, *object, options, session);
+  });
+}
+
+winfer_status winfer_session_plan(const winfer_model* model, const winfer_session_config* config,
+                                  winfer_memory_report* report) {
+  return guarded(__func__, [&](const char* fn) {
+    if (report == nullptr) return null_argument(fn, "report");
+    std::shared_ptr<ModelObject> object;
+    if (winfer_status s = find_model(fn, model, &object)) return s;
+    winfer::SessionOptions options;
+    if (winfer_status s = config_options<SessionConfigObject>(fn, config, &options)) return s;
+    auto plan = winfer::Session::plan(object->model, options);
+    if (!plan.ok()) return fail(fn, plan.status());
+    fill_report(plan.value(), report);
+    return WINFER_OK;
+  });
+}
+
+// ---- names ----------------------------------------------------------------------------------
+
+size_t winfer_model_input_count(const winfer_model* model) {
+  return guarded_value(__func__, size_t(0), [&](const char* fn) -> size_t {
+    std::shared_ptr<ModelObject> object;
+    return find_model(fn, model, &object) == WINFER_OK ? 1 : 0;
+  });
+}
+
+const char* winfer_model_input_name(const winfer_model* model, size_t index) {
+  return guarded_value(__func__, static_cast<const char*>(nullptr), [&](const char* fn) -> const char* {
+    std::shared_ptr<ModelObject> object;
+    if (find_model(fn, model, &object) != WINFER_OK) return nullptr;
+    if (index >= 1) {
+      fail(fn, WINFER_INVALID_ARGUMENT, "input " + std::to_string(index) + " does not exist (the model has 1)");
+      return nullptr;
+    }
+    return object->model->input_name().c_str();
+  });
+}
+
+size_t winfer_session_input_count(const winfer_session* session) {
+  return guarded_value(__func__, size_t(0), [&](const char* fn) -> size_t {
+    std::shared_ptr<SessionObject> object;
+    if (find_session(fn, session, &object) != WINFER_OK) return 0;
+    return object->input_names.size();
+  });
+}
+
+const char* winfer_session_input_name(const winfer_session* session, size_t index) {
+  return session_name(__func__, session, index, "input", &SessionObject::input_names);
+}
+
+const char* winfer_session_output_name(const winfer_session* session, size_t index) {
+  return session_name(__func__, session, index, "output", &SessionObject::output_names);
+}
+
+winfer_status winfer_session_run_named(winfer_session* session, size_t num_inputs, const char* const* input_names,
+                                       const float* const* inputs, const size_t* input_counts, size_t num_outputs,
+                                       const char* const* output_names, float* const* outputs,
+                                       const size_t* output_counts) {
+  return guarded(__func__, [&](const char* fn) {
+    std::shared_ptr<SessionObject> object;
+    if (winfer_status s = find_session(fn, session, &object)) return s;
+    if (num_inputs > 0 && (input_names == nullptr || inputs == nullptr || input_counts == nullptr)) {
+      return fail(fn, WINFER_INVALID_ARGUMENT, "input_names, inputs and input_counts must not be NULL");
+    }
+    if (num_outputs > 0 && (output_names == nullptr || outputs == nullptr || output_counts == nullptr)) {
+      return fail(fn, WINFER_INVALID_ARGUMENT, "output_names, outputs and output_counts must not be NULL");
+    }
+    std::vector<size_t> input_at;  // the binding of each session input
+    if (winfer_status s = match_names(fn, "input", object->input_names, input_names, num_inputs, true, &input_at)) {
+      return s;
+    }
+    if (num_outputs == 0) return fail(fn, WINFER_INVALID_ARGUMENT, "no output is bound: name at least one");
+    std::vector<size_t> output_at;
+    if (winfer_status s =
+            match_names(fn, "output", object->output_names, output_names, num_outputs, false, &output_at)) {
+      return s;
+    }
+    // Outputs not asked for stay empty: the session allocates them.
+    std::vector<winfer::Tensor> views(object->output_names.size());
+    for (size_t i = 0; i < views.size(); ++i) {
+      const size_t k = output_at[i];
+      if (k == kUnbound) continue;
+      if (winfer_status s = bind_output(fn, *object->session, i, outputs[k], output_counts[k], &views[i])) return s;
+    }
+    const size_t k = input_at[0];  // one input today
+    return run_with(fn, *object->session, inputs[k], input_counts[k], &views);
   });
 }
 

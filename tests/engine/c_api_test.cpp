@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -510,4 +512,275 @@ TEST_CASE("c api: an exception inside a call is a clear message without C++ inte
   winfer::set_session_run_hook_for_testing(nullptr);
   // The exception left the session free: it runs again.
   CHECK(winfer_session_run(session.handle, in.data(), in_count, out.data(), out_count) == WINFER_OK);
+}
+
+namespace {
+
+struct CLoadConfig {
+  winfer_load_config* handle = nullptr;
+  CLoadConfig() { REQUIRE(winfer_load_config_create(&handle) == WINFER_OK); }
+  ~CLoadConfig() { winfer_load_config_destroy(handle); }
+};
+struct CSessionConfig {
+  winfer_session_config* handle = nullptr;
+  CSessionConfig() { REQUIRE(winfer_session_config_create(&handle) == WINFER_OK); }
+  ~CSessionConfig() { winfer_session_config_destroy(handle); }
+};
+
+// Runs the session's first output on `input` through winfer_session_run.
+std::vector<float> c_run(winfer_session* session, const std::vector<float>& input) {
+  std::vector<float> output(io_counts(session).output);
+  REQUIRE_MESSAGE(winfer_session_run(session, input.data(), input.size(), output.data(), output.size()) == WINFER_OK,
+                  winfer_last_error());
+  return output;
+}
+
+// Two outputs, no weights: relu and a pooling of it, on [1, 2, 4, 6].
+const char kTwoOutputs[] =
+    "format: winfer/1\ninput: {name: image, shape: [1, 2, 4, 6]}\noutputs: [pool, act]\nlayers:\n"
+    "  - {name: act, op: relu}\n  - {name: pool, op: maxpool2d, kernel_size: 2}\n";
+
+}  // namespace
+
+TEST_CASE("c api: config objects set every option with checks, and make the sessions the structs make") {
+  const std::string path = repo_path("models/examples/tiny_net.yaml");
+  CLoadConfig load;
+  REQUIRE(winfer_load_config_set_pack_for(load.handle, "im2col") == WINFER_OK);
+  REQUIRE(winfer_load_config_set_fuse(load.handle, 1) == WINFER_OK);
+  REQUIRE(winfer_load_config_set_weights_path(load.handle, nullptr) == WINFER_OK);
+  REQUIRE(winfer_load_config_set_confine_to(load.handle, nullptr) == WINFER_OK);
+  CModel model;
+  REQUIRE_MESSAGE(winfer_model_load_with_config(path.c_str(), load.handle, &model.handle) == WINFER_OK,
+                  winfer_last_error());
+  CSessionConfig config;
+  REQUIRE(winfer_session_config_set_conv_algorithm(config.handle, "im2col") == WINFER_OK);
+  REQUIRE(winfer_session_config_set_threads(config.handle, 2) == WINFER_OK);
+  REQUIRE(winfer_session_config_set_batch(config.handle, 2) == WINFER_OK);
+  REQUIRE(winfer_session_config_set_device(config.handle, "cpu") == WINFER_OK);
+  REQUIRE(winfer_session_config_set_poison_unused_memory(config.handle, 1) == WINFER_OK);
+  REQUIRE(winfer_session_config_set_check_numerics(config.handle, 1) == WINFER_OK);
+  CSession session;
+  REQUIRE_MESSAGE(winfer_session_create_with_config(model.handle, config.handle, &session.handle) == WINFER_OK,
+                  winfer_last_error());
+  winfer_memory_report report;
+  REQUIRE(winfer_session_memory_report(session.handle, &report) == WINFER_OK);
+  CHECK(report.session_weights_bytes == 0);  // pack_for reached the load: the session shares the weights
+
+  // The same session through the deprecated structs: bitwise the same output.
+  winfer_session_options options;
+  winfer_session_options_init(&options);
+  options.conv_algorithm = "im2col";
+  options.threads = 2;
+  options.batch = 2;
+  CSession from_struct;
+  REQUIRE(winfer_session_create(model.handle, &options, &from_struct.handle) == WINFER_OK);
+  std::vector<float> input(io_counts(session.handle).input);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i % 17) * 0.125f - 1.f;
+  CHECK(c_run(session.handle, input) == c_run(from_struct.handle, input));
+
+  // A session keeps its own copy: changing or destroying the config afterwards changes nothing.
+  REQUIRE(winfer_session_config_set_batch(config.handle, 1) == WINFER_OK);
+  winfer_session_config_destroy(config.handle);
+  config.handle = nullptr;
+  CHECK(io_counts(session.handle).input == input.size());
+  // NULL configs are the defaults.
+  CModel plain;
+  REQUIRE(winfer_model_load_with_config(path.c_str(), nullptr, &plain.handle) == WINFER_OK);
+  CSession defaults;
+  REQUIRE(winfer_session_create_with_config(plain.handle, nullptr, &defaults.handle) == WINFER_OK);
+  CHECK(io_counts(defaults.handle).input * 2 == input.size());
+}
+
+TEST_CASE("c api: config setters refuse bad values naming the setter, and configs are checked handles") {
+  CLoadConfig load;
+  CSessionConfig config;
+  const winfer_status kInvalid = WINFER_INVALID_ARGUMENT;
+  check_status(winfer_session_config_set_threads(config.handle, 0), kInvalid, "winfer_session_config_set_threads",
+               "threads must be >= 1, got 0");
+  check_status(winfer_session_config_set_batch(config.handle, -2), kInvalid, "winfer_session_config_set_batch",
+               "batch must be >= 1 (or 0 for the model's), got -2");
+  check_status(winfer_session_config_set_device(config.handle, "gpu"), kInvalid, "winfer_session_config_set_device",
+               "unknown device 'gpu' (expected cpu, cuda, cuda:N or auto)");
+  check_status(winfer_session_config_set_device(config.handle, "cuda:x"), kInvalid,
+               "winfer_session_config_set_device", "unknown device 'cuda:x'");
+  check_status(winfer_session_config_set_device(config.handle, nullptr), kInvalid, "winfer_session_config_set_device",
+               "device is NULL");
+  check_status(winfer_session_config_set_conv_algorithm(config.handle, ""), kInvalid,
+               "winfer_session_config_set_conv_algorithm", "algorithm is NULL or empty");
+  check_status(winfer_session_config_set_plan_memory(config.handle, 2), kInvalid,
+               "winfer_session_config_set_plan_memory", "plan_memory must be 0 or 1, got 2");
+  check_status(winfer_session_config_set_allow_tf32(config.handle, -1), kInvalid,
+               "winfer_session_config_set_allow_tf32", "allow must be 0 or 1, got -1");
+  alignas(64) static unsigned char memory[256];
+  check_status(winfer_session_config_set_arena(config.handle, memory + 8, 128), kInvalid,
+               "winfer_session_config_set_arena", "arena is not aligned to WINFER_ARENA_ALIGNMENT (64 bytes): its address modulo 64 is 8");
+  check_status(winfer_session_config_set_arena(config.handle, nullptr, 128), kInvalid,
+               "winfer_session_config_set_arena", "arena is NULL but bytes is 128");
+  check_status(winfer_load_config_set_fuse(load.handle, 5), kInvalid, "winfer_load_config_set_fuse",
+               "fuse must be 0 or 1, got 5");
+  check_status(winfer_load_config_set_random_weights(load.handle, 3, 1), kInvalid,
+               "winfer_load_config_set_random_weights", "enable must be 0 or 1, got 3");
+  check_status(winfer_load_config_set_pack_for(load.handle, nullptr), kInvalid, "winfer_load_config_set_pack_for",
+               "algorithm is NULL");
+  check_status(winfer_load_config_create(nullptr), kInvalid, "winfer_load_config_create", "config is NULL");
+  check_status(winfer_session_config_create(nullptr), kInvalid, "winfer_session_config_create", "config is NULL");
+
+  // A refused value left the config as it was: the defaults still make a session.
+  CModel model;
+  REQUIRE(winfer_load_config_set_pack_for(load.handle, "no_such_algorithm") == WINFER_OK);
+  check_status(winfer_model_load_with_config(repo_path("models/examples/tiny_net.yaml").c_str(), load.handle,
+                                             &model.handle),
+               kInvalid, "winfer_model_load_with_config", "no_such_algorithm");
+  REQUIRE(winfer_load_config_set_pack_for(load.handle, "im2win") == WINFER_OK);
+  REQUIRE(winfer_model_load_with_config(repo_path("models/examples/tiny_net.yaml").c_str(), load.handle,
+                                        &model.handle) == WINFER_OK);
+  CSession session;
+  REQUIRE_MESSAGE(winfer_session_create_with_config(model.handle, config.handle, &session.handle) == WINFER_OK,
+                  winfer_last_error());
+  // What only the session can check is checked there.
+  REQUIRE(winfer_session_config_set_conv_algorithm(config.handle, "no-such") == WINFER_OK);
+  winfer_session* s = nullptr;
+  check_status(winfer_session_create_with_config(model.handle, config.handle, &s), kInvalid,
+               "winfer_session_create_with_config", "unknown convolution algorithm 'no-such'");
+
+  // Handles of the wrong kind, destroyed ones, twice destroyed.
+  check_status(winfer_session_create_with_config(model.handle, reinterpret_cast<winfer_session_config*>(load.handle), &s),
+               kInvalid, "winfer_session_create_with_config",
+               "config is a winfer_load_config handle, not a winfer_session_config");
+  check_status(winfer_session_config_set_threads(reinterpret_cast<winfer_session_config*>(model.handle), 1), kInvalid,
+               "winfer_session_config_set_threads", "config is a winfer_model handle, not a winfer_session_config");
+  winfer_load_config* dead = nullptr;
+  REQUIRE(winfer_load_config_create(&dead) == WINFER_OK);
+  winfer_load_config_destroy(dead);
+  winfer_load_config_destroy(dead);
+  check_named("winfer_load_config_destroy", "config is not a live winfer_load_config");
+  check_status(winfer_load_config_set_fuse(dead, 1), kInvalid, "winfer_load_config_set_fuse",
+               "config is not a live winfer_load_config (destroyed already, or not returned by winfer_load_config_create)");
+  check_status(winfer_model_load_with_config("x.yaml", dead, &model.handle), kInvalid, "winfer_model_load_with_config",
+               "config is not a live winfer_load_config");
+  winfer_session_config_destroy(nullptr);
+  winfer_load_config_destroy(nullptr);
+}
+
+TEST_CASE("c api: inputs and outputs have names, and a run binds them by name") {
+  CModel model;
+  REQUIRE_MESSAGE(winfer_model_load_from_memory_with_config(kTwoOutputs, sizeof kTwoOutputs - 1, nullptr, 0, nullptr,
+                                                            &model.handle) == WINFER_OK,
+                  winfer_last_error());
+  CHECK(winfer_model_input_count(model.handle) == 1);
+  CHECK(std::string(winfer_model_input_name(model.handle, 0)) == "image");
+  CHECK(winfer_model_input_name(model.handle, 1) == nullptr);
+  check_named("winfer_model_input_name", "input 1 does not exist (the model has 1)");
+  CSession session;
+  REQUIRE(winfer_session_create_with_config(model.handle, nullptr, &session.handle) == WINFER_OK);
+  REQUIRE(winfer_session_input_count(session.handle) == 1);
+  CHECK(std::string(winfer_session_input_name(session.handle, 0)) == "image");
+  REQUIRE(winfer_session_output_count(session.handle) == 2);
+  CHECK(std::string(winfer_session_output_name(session.handle, 0)) == "pool");
+  CHECK(std::string(winfer_session_output_name(session.handle, 1)) == "act");
+  CHECK(winfer_session_output_name(session.handle, 2) == nullptr);
+  check_named("winfer_session_output_name", "output 2 does not exist (the session has 2)");
+
+  std::vector<float> input(48);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i % 7) - 3.f;
+  // Both outputs in the order the caller likes, then only one of them.
+  std::vector<float> act(48, -9.f), pool(12, -9.f), all_act(48), all_pool(12);
+  float* all[] = {all_pool.data(), all_act.data()};
+  const size_t all_counts[] = {12, 48};
+  REQUIRE(winfer_session_run_all(session.handle, input.data(), input.size(), all, all_counts) == WINFER_OK);
+  const char* in_names[] = {"image"};
+  const float* inputs[] = {input.data()};
+  const size_t in_counts[] = {input.size()};
+  const char* out_names[] = {"act", "pool"};
+  float* outputs[] = {act.data(), pool.data()};
+  const size_t out_counts[] = {48, 12};
+  REQUIRE_MESSAGE(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 2, out_names, outputs,
+                                           out_counts) == WINFER_OK,
+                  winfer_last_error());
+  CHECK(act == all_act);
+  CHECK(pool == all_pool);
+  std::fill(pool.begin(), pool.end(), 0.f);
+  REQUIRE(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 1, out_names + 1, outputs + 1,
+                                   out_counts + 1) == WINFER_OK);
+  CHECK(pool == all_pool);
+
+  // Errors name the function, the name, and the names there are.
+  const char* fn = "winfer_session_run_named";
+  const char* wrong_in[] = {"input"};
+  check_status(winfer_session_run_named(session.handle, 1, wrong_in, inputs, in_counts, 1, out_names, outputs,
+                                        out_counts),
+               WINFER_NOT_FOUND, fn, "no input named 'input' (the session's inputs: 'image')");
+  const char* wrong_out[] = {"fc"};
+  check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 1, wrong_out, outputs,
+                                        out_counts),
+               WINFER_NOT_FOUND, fn, "no output named 'fc' (the session's outputs: 'pool', 'act')");
+  const char* twice[] = {"act", "act"};
+  check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 2, twice, outputs, out_counts),
+               WINFER_INVALID_ARGUMENT, fn, "output 'act' is bound twice (entries 0 and 1)");
+  check_status(winfer_session_run_named(session.handle, 0, nullptr, nullptr, nullptr, 1, out_names, outputs, out_counts),
+               WINFER_INVALID_ARGUMENT, fn, "input 'image' is not bound (bind every input: 'image')");
+  check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 0, nullptr, nullptr, nullptr),
+               WINFER_INVALID_ARGUMENT, fn, "no output is bound");
+  check_status(winfer_session_run_named(session.handle, 1, in_names, nullptr, in_counts, 1, out_names, outputs,
+                                        out_counts),
+               WINFER_INVALID_ARGUMENT, fn, "input_names, inputs and input_counts must not be NULL");
+  const size_t short_counts[] = {47};
+  check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 1, out_names, outputs,
+                                        short_counts),
+               WINFER_SHAPE_MISMATCH, fn, "has shape [1,2,4,6] (48 floats), the buffer holds 47");
+  const size_t short_input[] = {47};
+  check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, short_input, 1, out_names, outputs,
+                                        out_counts),
+               WINFER_SHAPE_MISMATCH, fn, "the input has shape [1,2,4,6] (48 floats), got 47");
+  const char* null_name[] = {nullptr};
+  check_status(winfer_session_run_named(session.handle, 1, null_name, inputs, in_counts, 1, out_names, outputs,
+                                        out_counts),
+               WINFER_INVALID_ARGUMENT, fn, "input name 0 is NULL");
+  // winfer_session_run keeps working: the first output.
+  std::vector<float> first(12);
+  REQUIRE(winfer_session_run(session.handle, input.data(), input.size(), first.data(), first.size()) == WINFER_OK);
+  CHECK(first == all_pool);
+}
+
+TEST_CASE("c api: a session runs in an arena the caller gives, of the size winfer_session_plan tells") {
+  CModel model;
+  REQUIRE(winfer_model_load(repo_path("models/examples/tiny_net.yaml").c_str(), nullptr, &model.handle) == WINFER_OK);
+  CSessionConfig config;
+  REQUIRE(winfer_session_config_set_batch(config.handle, 2) == WINFER_OK);
+  winfer_memory_report plan;
+  REQUIRE_MESSAGE(winfer_session_plan(model.handle, config.handle, &plan) == WINFER_OK, winfer_last_error());
+  REQUIRE(plan.arena_bytes > 0);
+  CSession own;
+  REQUIRE(winfer_session_create_with_config(model.handle, config.handle, &own.handle) == WINFER_OK);
+
+  const size_t bytes = (plan.arena_bytes + WINFER_ARENA_ALIGNMENT - 1) / WINFER_ARENA_ALIGNMENT * WINFER_ARENA_ALIGNMENT;
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, Free> arena(static_cast<unsigned char*>(std::aligned_alloc(WINFER_ARENA_ALIGNMENT, bytes)));
+  std::memset(arena.get(), 0x33, bytes);
+  REQUIRE(winfer_session_config_set_arena(config.handle, arena.get(), plan.arena_bytes - 4) == WINFER_OK);
+  winfer_session* s = nullptr;
+  check_status(winfer_session_create_with_config(model.handle, config.handle, &s), WINFER_INVALID_ARGUMENT,
+               "winfer_session_create_with_config",
+               ("the session needs an arena of " + std::to_string(plan.arena_bytes) + " bytes").c_str());
+  REQUIRE(winfer_session_config_set_arena(config.handle, arena.get(), bytes) == WINFER_OK);
+  CSession given;
+  REQUIRE_MESSAGE(winfer_session_create_with_config(model.handle, config.handle, &given.handle) == WINFER_OK,
+                  winfer_last_error());
+  std::vector<float> input(io_counts(given.handle).input);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i % 11) * 0.25f - 1.f;
+  CHECK(c_run(given.handle, input) == c_run(own.handle, input));
+  size_t changed = 0;
+  for (size_t i = 0; i < bytes; ++i) changed += arena.get()[i] != 0x33;
+  CHECK(changed > 0);
+
+  // CUDA has no caller arena, and no plan.
+  REQUIRE(winfer_session_config_set_device(config.handle, "cuda") == WINFER_OK);
+  check_status(winfer_session_create_with_config(model.handle, config.handle, &s), WINFER_UNSUPPORTED,
+               "winfer_session_create_with_config", "supported on device 'cpu' only, not 'cuda'");
+  check_status(winfer_session_plan(model.handle, config.handle, &plan), WINFER_UNSUPPORTED, "winfer_session_plan",
+               "CPU only");
+  check_status(winfer_session_plan(model.handle, config.handle, nullptr), WINFER_INVALID_ARGUMENT,
+               "winfer_session_plan", "report is NULL");
 }
