@@ -19,7 +19,8 @@
 # scripts/fuzz.sh --build-dir build-asan --no-build runs them without a second build.
 #
 # TSan: the tests selected by name, -R '[Cc]oncurren|[Tt]hread' (so a new test only has to say
-# "threads" or "concurrent" in its name to be picked up). The kernels use OpenMP; libomp is not
+# "threads" or "concurrent" in its name to be picked up: CMake builds the files holding them
+# into winfer_thread_tests). The kernels use OpenMP; libomp is not
 # instrumented, and without help TSan reports its barriers as races (false positives). LLVM's
 # Archer tool (libarcher.so, in libomp-dev) tells TSan about OpenMP's synchronisation, and
 # ignore_noninstrumented_modules silences the runtime's own internals, so real races in winfer's
@@ -67,9 +68,10 @@ case "$kind" in
     ;;
   tsan)
     configure build-tsan thread
-    # Only the binaries that hold thread and concurrency tests (kernels: OpenMP thread counts;
-    # engine: the shared-model concurrency test, CLI runs with --threads).
-    cmake --build "$root/build-tsan" -j "$jobs" --target winfer winfer_kernel_tests winfer_engine_tests
+    # Only the test files that hold thread and concurrency tests, as one binary (CMakeLists.txt:
+    # winfer_thread_tests; kernels: OpenMP thread counts; engine: the shared-model concurrency
+    # tests, CLI runs with --threads), and the CLI they run.
+    cmake --build "$root/build-tsan" -j "$jobs" --target winfer winfer_thread_tests
     echo "sanitize.sh: build-tsan built in $(( $(date +%s) - start )) s"
     archer=$(ls /usr/lib/llvm-*/lib/libarcher.so 2>/dev/null | head -1 || true)
     export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1}
