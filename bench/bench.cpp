@@ -187,13 +187,6 @@ void measure_peak(const BenchOptions& o, BenchReport* report) {
   }
 }
 
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  double log_sum = 0;
-  for (double x : v) log_sum += std::log(x);
-  return std::exp(log_sum / double(v.size()));
-}
-
 }  // namespace
 
 Timing time_calls(const std::function<void()>& call, const TimingOptions& options) {
@@ -217,14 +210,7 @@ Timing time_calls(const std::function<void()>& call, const TimingOptions& option
     call();
     t = seconds_since(start) * 1e3;
   }
-  std::sort(ms.begin(), ms.end());
-  Timing timing;
-  timing.runs = runs;
-  timing.min_ms = ms.front();
-  timing.max_ms = ms.back();
-  const size_t mid = ms.size() / 2;
-  timing.median_ms = ms.size() % 2 ? ms[mid] : 0.5 * (ms[mid - 1] + ms[mid]);
-  return timing;
+  return summarize(std::move(ms));
 }
 
 // The peers are loaded here, and only those asked for (all built ones for "all"): their modules

@@ -12,6 +12,7 @@
 
 #include "bench/conv_provider.h"
 #include "bench/layer_set.h"
+#include "bench/stats.h"  // Timing
 #include "kernels/cpu/fma_probe.h"
 #include "winfer/status.h"
 
@@ -26,11 +27,6 @@ struct TimingOptions {
   int max_runs = 1000;
   double min_seconds = 0.25;
   double warmup_seconds = 0.02;
-};
-
-struct Timing {
-  double median_ms = 0, min_ms = 0, max_ms = 0;
-  int runs = 0;
 };
 
 // Times `call` as described above.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench.h"
+#include "bench/stats.h"
 
 namespace winfer::bench {
 namespace {
@@ -31,23 +32,20 @@ Json params_json(const ConvParams& p) {
 }
 
 Json result_json(const BenchResult& r) {
-  return Json{{"layer", r.layer},
-              {"conv", r.conv},
-              {"peer", r.peer},
-              {"median_ms", r.timing.median_ms},
-              {"min_ms", r.timing.min_ms},
-              {"max_ms", r.timing.max_ms},
-              {"runs", r.timing.runs},
-              {"gflops", r.gflops},
-              {"percent_peak", r.percent_peak},
-              {"flops", r.flops},
-              {"workspace_bytes", optional_json(r.workspace_bytes)},
-              {"packed_weight_bytes", optional_json(r.packed_weight_bytes)},
-              {"max_rel_error", optional_json(r.max_rel_error)},
-              {"mismatch", r.mismatch},
-              {"activation", activation_key(r.activation)},
-              {"note", r.note},
-              {"params", params_json(r.params)}};
+  Json j{{"layer", r.layer}, {"conv", r.conv}, {"peer", r.peer}};
+  add_timing(&j, r.timing);
+  const Json rest{{"gflops", r.gflops},
+                  {"percent_peak", r.percent_peak},
+                  {"flops", r.flops},
+                  {"workspace_bytes", optional_json(r.workspace_bytes)},
+                  {"packed_weight_bytes", optional_json(r.packed_weight_bytes)},
+                  {"max_rel_error", optional_json(r.max_rel_error)},
+                  {"mismatch", r.mismatch},
+                  {"activation", activation_key(r.activation)},
+                  {"note", r.note},
+                  {"params", params_json(r.params)}};
+  j.update(rest);
+  return j;
 }
 
 Json summary_json(const SummaryRow& s) {

@@ -23,6 +23,7 @@
 #include "apps/winfer/format.h"
 #include "apps/winfer/process_memory.h"
 #include "bench/bench.h"  // engine_isa()
+#include "bench/stats.h"
 #include "kernels/cpu/fma_probe.h"
 #include "kernels/cpu/gemm.h"
 #include "winfer/model.h"
@@ -138,14 +139,6 @@ Json config_json(const BenchArgs& args) {
   return c;
 }
 
-// Nearest-rank percentile of unsorted values.
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q / 100.0 * double(v.size()))));
-  return v[std::min(rank, v.size()) - 1];
-}
-
 // ---- one measurement (in the child) ------------------------------------------------------------
 
 using Clock = std::chrono::steady_clock;
@@ -167,8 +160,7 @@ Status time_runs(const BenchArgs& args, Session& session, const Tensor& input, s
   WINFER_RETURN_IF_ERROR(session.run_into(input, outputs));
   t->first_ms = ms_since(t0);
   const auto start = Clock::now();
-  while (static_cast<int>(t->times.size()) < args.runs ||
-         (ms_since(start) < args.min_time * 1e3 && t->times.size() < 1000)) {
+  while (bench::more_runs(t->times.size(), args.runs, ms_since(start), args.min_time)) {
     t0 = Clock::now();
     const Status run = session.run_into(input, outputs);
     const double ms = ms_since(t0);
@@ -182,18 +174,18 @@ Status time_runs(const BenchArgs& args, Session& session, const Tensor& input, s
 
 // The time and throughput fields: setup, first run, the distribution of the timed runs.
 void add_times(const RunTimes& t, double load_ms, double create_ms, double flops, Json* r) {
-  const double med = median(t.times);
+  const bench::Timing s = bench::summarize(t.times);
   (*r)["init_ms"] = load_ms + create_ms;
   (*r)["load_ms"] = load_ms;
   (*r)["session_create_ms"] = create_ms;
   (*r)["first_ms"] = t.first_ms;
-  (*r)["median_ms"] = med;
-  (*r)["min_ms"] = *std::min_element(t.times.begin(), t.times.end());
-  (*r)["p95_ms"] = percentile(t.times, 95);
-  (*r)["max_ms"] = *std::max_element(t.times.begin(), t.times.end());
+  (*r)["median_ms"] = s.median_ms;
+  (*r)["min_ms"] = s.min_ms;
+  (*r)["p95_ms"] = bench::percentile(t.times, 95);
+  (*r)["max_ms"] = s.max_ms;
   (*r)["runs"] = t.times.size();
   (*r)["gflop"] = flops / 1e9;
-  (*r)["gflops"] = flops / (med * 1e6);
+  (*r)["gflops"] = flops / (s.median_ms * 1e6);
 }
 
 // The memory fields: what the session planned, what was expected resident, and (where the
@@ -229,7 +221,7 @@ void add_layers(const BenchArgs& args, const Model& m, const Session& session, c
   Json layers = Json::array();
   const auto& lt = session.last_timings();
   for (size_t i = 0; i < lt.size(); ++i) {
-    const double lm = median(t.layer_times[i]);
+    const double lm = bench::median(t.layer_times[i]);
     const double lf = double(layer_flops.count(lt[i].name) ? layer_flops[lt[i].name] : 0) * double(batch) / double(declared);
     if (lt[i].type == "conv2d" && lt[i].kernel.rfind("depthwise", 0) != 0 && lt[i].kernel.rfind(conv, 0) != 0) ++fallbacks;
     if (!args.per_layer) continue;

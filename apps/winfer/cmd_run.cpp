@@ -8,6 +8,7 @@
 
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
+#include "bench/stats.h"
 #include "kernels/cpu/gemm.h"
 #include "winfer/model.h"
 #include "winfer/npy.h"
@@ -146,11 +147,10 @@ int run_run(const RunArgs& args) {
     std::fprintf(stderr, "device %s, conv %s%s; times include the input upload and output download\n",
                  session.value()->device().c_str(), args.conv.c_str(), args.tf32 ? ", TF32 allowed" : "");
   }
-  const double med = median(times);
+  const bench::Timing t = bench::summarize(times);
   std::fprintf(stderr, "load %.1f ms; run: median %.2f ms over %zu run(s)%s (min %.2f, max %.2f), %.1f GFLOP/s\n",
-               load_ms, med, times.size(), args.repeat == 0 ? " (cold)" : "", *std::min_element(times.begin(), times.end()),
-               *std::max_element(times.begin(), times.end()),
-               double(m.total_flops()) * double(batch) / double(m.input_shape().n()) / (med * 1e6));
+               load_ms, t.median_ms, times.size(), args.repeat == 0 ? " (cold)" : "", t.min_ms, t.max_ms,
+               double(m.total_flops()) * double(batch) / double(m.input_shape().n()) / (t.median_ms * 1e6));
   const MemoryReport& memory = session.value()->memory_report();
   std::fprintf(stderr, "memory (%s): activation arena %s, largest workspace %s, weights as run %s\n",
                session.value()->device().c_str(), human_bytes(double(memory.arena_bytes)).c_str(),

@@ -67,13 +67,6 @@ std::string pack_for(const std::string& device, const std::string& conv) {
   return LoadOptions().pack_for;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
-
 std::string json_quote(const std::string& text) {
   std::string out = "\"";
   for (const char ch : text) {

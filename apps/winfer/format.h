@@ -22,7 +22,6 @@ int fail(const Status& status);
 Result<Tensor> allocate_checked(const Shape& shape, const std::string& what);
 // A seeded uniform [-1, 1) tensor (NCHW for rank 4), checked as allocate_checked.
 Result<Tensor> random_tensor(const Shape& shape, uint64_t seed);
-double median(std::vector<double> values);
 // What to pack the model's weights for at load (LoadOptions::pack_for) when a session will run
 // `conv` on `device`: that algorithm on the CPU, so that the process holds one copy of the
 // weights, the default elsewhere (CUDA sessions upload their own; "auto" chooses per layer).

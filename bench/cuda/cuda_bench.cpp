@@ -18,6 +18,7 @@
 
 #include "bench/conv_provider.h"
 #include "bench/cuda/cuda_bench.h"
+#include "bench/stats.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/conv_algorithm.h"
 #include "kernels/cuda/im2win_tiles.cuh"
@@ -69,12 +70,6 @@ std::vector<std::string> default_convs(const ConvParams& p) {
   std::vector<std::string> names = {"im2win", "im2col", "direct", "cudnn"};
   if (p.is_depthwise()) names.insert(names.begin(), "depthwise");
   return names;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
 // The CPU reference: the engine's im2win, else its first algorithm that supports the layer.
@@ -148,7 +143,7 @@ Status time_algorithm(const cuda::ConvAlgorithm& algo, const cuda::Context& ctx,
     return device_error(cuda_message(cudaGetLastError(), "cudaEventCreate"));
   std::vector<double> times;
   double total_ms = 0;
-  while (static_cast<int>(times.size()) < o.runs || (total_ms < o.min_seconds * 1e3 && times.size() < 1000)) {
+  while (more_runs(times.size(), o.runs, total_ms, o.min_seconds)) {
     cudaEventRecord(ev.start, ctx.stream);
     WINFER_RETURN_IF_ERROR(call());
     cudaEventRecord(ev.stop, ctx.stream);
@@ -159,11 +154,8 @@ Status time_algorithm(const cuda::ConvAlgorithm& algo, const cuda::Context& ctx,
     times.push_back(ms);
     total_ms += ms;
   }
-  row->runs = static_cast<int>(times.size());
-  row->median_ms = median(times);
-  row->min_ms = *std::min_element(times.begin(), times.end());
-  row->max_ms = *std::max_element(times.begin(), times.end());
-  row->tflops = static_cast<double>(row->flops) / (row->median_ms * 1e-3) / 1e12;
+  row->timing = summarize(std::move(times));
+  row->tflops = static_cast<double>(row->flops) / (row->timing.median_ms * 1e-3) / 1e12;
   row->percent_peak = peak_tflops > 0 ? 100.0 * row->tflops / peak_tflops : 0;
   const size_t in_bytes = static_cast<size_t>(p.batch * p.in_h * p.in_w * p.in_channels) * sizeof(float);
   row->device_bytes = in_bytes + out_count * sizeof(float) + row->packed_weight_bytes +
@@ -285,7 +277,7 @@ Result<CudaBenchReport> run_cuda_bench(const LayerSet& set, const CudaBenchOptio
       if (o.log) {
         char line[256];
         std::snprintf(line, sizeof line, "%s %s: %.4f ms, %.2f TFLOPS%s", layer.name.c_str(), name.c_str(),
-                      row.median_ms, row.tflops, row.mismatch ? "  MISMATCH" : "");
+                      row.timing.median_ms, row.tflops, row.mismatch ? "  MISMATCH" : "");
         o.log(line);
       }
       report.rows.push_back(std::move(row));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/layer_set.h"
+#include "bench/stats.h"  // Timing
 #include "winfer/status.h"
 
 namespace winfer::bench {
@@ -41,8 +42,7 @@ struct CudaBenchRow {
   std::string layer, conv;
   ConvParams params;
   int64_t flops = 0;  // 2*N*Co*(C/g)*Kh*Kw*Ho*Wo
-  double median_ms = 0, min_ms = 0, max_ms = 0;
-  int runs = 0;
+  Timing timing;
   double tflops = 0, percent_peak = 0;
   size_t workspace_bytes = 0, packed_weight_bytes = 0;
   size_t device_bytes = 0;  // input + output + packed weights + bias + workspace

@@ -1,15 +1,17 @@
 // Printing the CUDA layer bench (cuda_bench.h): the side-by-side table, its summary against cudnn
 // and im2col, and JSON. Built with and without the CUDA backend.
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/cuda/cuda_bench.h"
+#include "bench/stats.h"
 
 namespace winfer::bench {
 namespace {
@@ -59,16 +61,16 @@ struct Versus {
 };
 Versus versus(const CudaBenchReport& r, const std::string& other) {
   Versus v;
-  double log_sum = 0;
+  std::vector<double> speedups;
   for (const std::string& layer : layer_order(r)) {
     const CudaBenchRow* a = find_row(r, layer, "im2win");
     const CudaBenchRow* b = find_row(r, layer, other);
-    if (!a || !b || a->median_ms <= 0) continue;
-    ++v.layers;
-    v.wins += a->median_ms < b->median_ms;
-    log_sum += std::log(b->median_ms / a->median_ms);
+    if (!a || !b || a->timing.median_ms <= 0) continue;
+    v.wins += a->timing.median_ms < b->timing.median_ms;
+    speedups.push_back(b->timing.median_ms / a->timing.median_ms);
   }
-  v.geomean = v.layers ? std::exp(log_sum / v.layers) : 0;
+  v.layers = static_cast<int>(speedups.size());
+  v.geomean = geomean(speedups);
   return v;
 }
 
@@ -100,27 +102,26 @@ std::string cuda_report_table(const CudaBenchReport& r) {
       if (row.layer != layer) continue;
       const std::string err = row.max_rel_error ? fmt("%.1e", *row.max_rel_error) : "-";
       std::snprintf(line, sizeof line, "  %-9s %10s %10s %8.2f %7.1f %11s %11s %5d %8s  %s%s\n", row.conv.c_str(),
-                    ms_text(row.median_ms).c_str(), ms_text(row.min_ms).c_str(), row.tflops, row.percent_peak,
-                    bytes_text(row.workspace_bytes).c_str(), bytes_text(row.device_bytes).c_str(), row.runs, err.c_str(),
+                    ms_text(row.timing.median_ms).c_str(), ms_text(row.timing.min_ms).c_str(), row.tflops,
+                    row.percent_peak, bytes_text(row.workspace_bytes).c_str(), bytes_text(row.device_bytes).c_str(),
+                    row.timing.runs, err.c_str(),
                     row.note.c_str(), row.mismatch ? "  MISMATCH" : "");
       out += line;
     }
   }
 
   // Summary: per algorithm geometric-mean TFLOPS; im2win against the others; memory ratios.
-  std::map<std::string, std::pair<int, double>> per_conv;  // conv -> (layers, sum of log TFLOPS)
+  std::map<std::string, std::vector<double>> per_conv;  // conv -> TFLOPS per layer
   std::vector<std::string> convs;
   for (const CudaBenchRow& row : r.rows) {
     if (!per_conv.count(row.conv)) convs.push_back(row.conv);
-    auto& [n, log_sum] = per_conv[row.conv];
-    ++n;
-    log_sum += std::log(std::max(row.tflops, 1e-12));
+    per_conv[row.conv].push_back(std::max(row.tflops, 1e-12));
   }
   if (!convs.empty()) {
     out += "\nsummary (geometric means over the layers each ran)\n";
     for (const std::string& c : convs) {
-      const auto& [n, log_sum] = per_conv[c];
-      const double tf = std::exp(log_sum / n);
+      const int n = static_cast<int>(per_conv[c].size());
+      const double tf = geomean(per_conv[c]);
       char line[256];
       std::snprintf(line, sizeof line, "  %-9s %2d layer(s) %8.2f TFLOPS %6.1f %% of peak\n", c.c_str(), n, tf,
                     r.peak_tflops > 0 ? 100 * tf / r.peak_tflops : 0.0);
@@ -172,10 +173,6 @@ std::string cuda_report_json(const CudaBenchReport& r) {
                         {"conv", row.conv},
                         {"params", row.params.to_string()},
                         {"flops", row.flops},
-                        {"median_ms", row.median_ms},
-                        {"min_ms", row.min_ms},
-                        {"max_ms", row.max_ms},
-                        {"runs", row.runs},
                         {"tflops", row.tflops},
                         {"percent_peak", row.percent_peak},
                         {"workspace_bytes", row.workspace_bytes},
@@ -183,6 +180,7 @@ std::string cuda_report_json(const CudaBenchReport& r) {
                         {"device_bytes", row.device_bytes},
                         {"mismatch", row.mismatch},
                         {"note", row.note}};
+    add_timing(&x, row.timing);
     x["max_rel_error"] = row.max_rel_error ? nlohmann::json(*row.max_rel_error) : nlohmann::json(nullptr);
     j["results"].push_back(std::move(x));
   }

@@ -36,8 +36,8 @@ TEST_CASE("bench cuda: the layer bench runs on the device or says there is no CU
     REQUIRE(r.rows.size() == 2);
     for (const auto& row : r.rows) {
       INFO(row.conv);
-      CHECK(row.runs >= 3);
-      CHECK(row.median_ms > 0);
+      CHECK(row.timing.runs >= 3);
+      CHECK(row.timing.median_ms > 0);
       CHECK(row.max_rel_error.has_value());
       CHECK_FALSE(row.mismatch);
       CHECK(row.device_bytes >= row.workspace_bytes + row.packed_weight_bytes);
@@ -85,8 +85,8 @@ TEST_CASE("bench cuda: the report's table, summary and JSON from known rows") {
     x.params.out_channels = 64;
     x.params.kernel_h = x.params.kernel_w = 3;
     x.flops = x.params.flops();
-    x.median_ms = x.min_ms = x.max_ms = ms;
-    x.runs = 20;
+    x.timing.median_ms = x.timing.min_ms = x.timing.max_ms = ms;
+    x.timing.runs = 20;
     x.tflops = static_cast<double>(x.flops) / (ms * 1e-3) / 1e12;
     x.percent_peak = 100 * x.tflops / 66.9;
     x.workspace_bytes = ws;
