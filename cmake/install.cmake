@@ -11,9 +11,8 @@
 #   lib/pkgconfig/winfer.pc       pkg-config --cflags --libs winfer (add --static for libwinfer.a)
 #   bin/winfer                    the CLI
 #
-# Both libraries are made of the objects of winfer_kernels, winfer_core, winfer_engine,
-# winfer_cuda_backend (the CUDA backend or its stub) and winfer_cuda when the CUDA backend is
-# built, compiled once. Operators are registered by an
+# Both libraries are made of the objects of winfer_kernels, winfer_core and winfer_engine, compiled
+# once, with the CUDA backend as below. Operators are registered by an
 # explicit table (layers/builtin_ops.cpp), not by static constructors, so a static link keeps
 # every operator. Every symbol of the shared library is visible; only the installed headers
 # are the API.
@@ -24,27 +23,40 @@ set(WINFER_PUBLIC_HEADERS
     engine/include/winfer/winfer.h engine/include/winfer/winfer_c.h engine/include/winfer/log.h
     engine/include/winfer/status.h engine/include/winfer/shape.h engine/include/winfer/tensor.h
     engine/include/winfer/model.h engine/include/winfer/session.h engine/include/winfer/image.h
-    engine/include/winfer/npy.h)
+    engine/include/winfer/npy.h engine/include/winfer/custom_op.h)
 
-set(winfer_lib_parts winfer_kernels winfer_core winfer_engine winfer_cuda_backend)
-if(TARGET winfer_cuda)
-  list(APPEND winfer_lib_parts winfer_cuda)
+# The shared library opens the CUDA backend as its plug-in (<libdir>/winfer/libwinfer_cuda.so,
+# installed beside it); the static archive links the backend in, since a statically linked
+# program exports no symbols for a plug-in to use.
+set(winfer_common_parts winfer_kernels winfer_core winfer_engine)
+if(TARGET winfer_cuda_plugin)
+  set(winfer_shared_parts ${winfer_common_parts} winfer_cuda_plugin_loader)
+  set(winfer_static_parts ${winfer_common_parts} winfer_cuda_backend winfer_cuda_backend_linked winfer_cuda)
+else()
+  set(winfer_shared_parts ${winfer_common_parts} winfer_cuda_backend)  # the stub: no CUDA backend
+  set(winfer_static_parts ${winfer_shared_parts})
 endif()
-set(winfer_lib_objects "")
-foreach(part IN LISTS winfer_lib_parts)
-  list(APPEND winfer_lib_objects $<TARGET_OBJECTS:${part}>)
+foreach(kind shared static)
+  set(winfer_${kind}_objects "")
+  foreach(part IN LISTS winfer_${kind}_parts)
+    list(APPEND winfer_${kind}_objects $<TARGET_OBJECTS:${part}>)
+  endforeach()
 endforeach()
 
 # What the objects need from elsewhere (PRIVATE for the shared library; the static archive
 # passes them on to whoever links it, and winferConfig.cmake finds them first).
 set(winfer_lib_deps OpenMP::OpenMP_CXX Threads::Threads yaml-cpp ZLIB::ZLIB ${CMAKE_DL_LIBS})
 # cuBLAS and cuDNN are not among them: they are opened on first use (kernels/cuda/native/loader.h).
+set(winfer_static_deps ${winfer_lib_deps})
 if(TARGET winfer_cuda)
-  list(APPEND winfer_lib_deps CUDA::cudart_static)
+  list(APPEND winfer_static_deps CUDA::cudart_static)
 endif()
 
-add_library(winfer_lib SHARED ${winfer_lib_objects})
-add_library(winfer_lib_static STATIC ${winfer_lib_objects})
+add_library(winfer_lib SHARED ${winfer_shared_objects})
+add_library(winfer_lib_static STATIC ${winfer_static_objects})
+if(TARGET winfer_cuda_plugin)
+  add_dependencies(winfer_lib winfer_cuda_plugin)
+endif()
 foreach(lib winfer_lib winfer_lib_static)
   set_target_properties(${lib} PROPERTIES OUTPUT_NAME winfer LINKER_LANGUAGE CXX
                                           ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib
@@ -57,7 +69,7 @@ set_target_properties(winfer_lib PROPERTIES EXPORT_NAME winfer VERSION ${PROJECT
                                             SOVERSION ${PROJECT_VERSION_MAJOR})
 set_target_properties(winfer_lib_static PROPERTIES EXPORT_NAME winfer_static)
 target_link_libraries(winfer_lib PRIVATE ${winfer_lib_deps})
-target_link_libraries(winfer_lib_static INTERFACE ${winfer_lib_deps})
+target_link_libraries(winfer_lib_static INTERFACE ${winfer_static_deps})
 # The same names inside this build tree, for tests and subprojects.
 add_library(winfer::winfer ALIAS winfer_lib)
 add_library(winfer::winfer_static ALIAS winfer_lib_static)

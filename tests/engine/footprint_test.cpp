@@ -30,7 +30,9 @@ using namespace winfer_test;
 
 namespace {
 
-const std::vector<std::string> kGpuAndPeerLibraries = {"libcublas", "libcudnn", "libdnnl", "libXNNPACK"};
+// libwinfer_cuda: the CUDA backend plug-in (engine/src/cuda/plugin/), cudart and CUDA kernels.
+const std::vector<std::string> kGpuAndPeerLibraries = {"libwinfer_cuda", "libcublas", "libcudnn", "libdnnl",
+                                                       "libXNNPACK"};
 
 struct ChildResult {
   int exit_code = -1;
@@ -224,6 +226,38 @@ TEST_CASE("footprint: a cuBLAS that cannot be mapped is an error naming the libr
   CHECK(contains(message, std::string("cuBLAS (") + cuda::cublas_soname() + ") could not be loaded: "));
   CHECK(contains(message, "install the CUDA toolkit's cuBLAS (or add its folder to LD_LIBRARY_PATH), or use --device cpu"));
 #endif
+}
+#endif
+
+#if defined(WINFER_TEST_NATIVE_CUDA)
+TEST_CASE("footprint: the CLI loads the CUDA backend plug-in for a CUDA session, and a missing one is named") {
+  std::vector<std::string> args = tiny_cpu_run();
+  args[5] = "cuda";  // --device cuda
+  {
+    // Loaded, whether or not this machine has a GPU: the error, if any, is the device's.
+    TempDir dir;
+    const ChildResult r = run_child(dir, winfer_cli(), args, {"LD_DEBUG=files"});
+    INFO("exit " << r.exit_code);
+    CHECK(contains(r.stderr_text, "libwinfer_cuda.so"));
+    CHECK_FALSE(contains(r.stderr_text, "plug-in could not be loaded"));
+    if (r.exit_code != 0) CHECK(contains(r.stderr_text, "no CUDA device: cuda"));
+  }
+  // A copy of the CLI without the plug-in beside it (an install missing it), and a file that is
+  // not one: refused with the path and the loader's reason, as a build without CUDA would be.
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("bin"));
+  const std::string copy = dir.file("bin/winfer");
+  std::filesystem::copy_file(winfer_cli(), copy);
+  const ChildResult missing = run_child(dir, copy, args, {});
+  INFO("stderr: " << missing.stderr_text);
+  CHECK(missing.exit_code != 0);
+  CHECK(contains(missing.stderr_text, "no CUDA device: the CUDA backend plug-in could not be loaded: "));
+  CHECK(contains(missing.stderr_text, "libwinfer_cuda.so"));
+  write_bytes(dir.file("not_a_plugin.so"), "text\n");
+  const ChildResult bad = run_child(dir, winfer_cli(), args, {"WINFER_CUDA_PLUGIN=" + dir.file("not_a_plugin.so")});
+  INFO("stderr: " << bad.stderr_text);
+  CHECK(bad.exit_code != 0);
+  CHECK(contains(bad.stderr_text, "the CUDA backend plug-in could not be loaded: " + dir.file("not_a_plugin.so")));
 }
 #endif
 

@@ -1,7 +1,9 @@
 // The CUDA backend behind the engine's DeviceBackend seam (engine/src/device_backend.h): the
 // devices the runtime finds, the selectable algorithms, the op table's coverage and sessions.
-// Linked into programs built with the CUDA backend (natively, or against the host emulator in
-// the tests); the others link stub/no_cuda_backend.cpp instead.
+// Built natively (linked in, or as the plug-in libwinfer_cuda.so) or against the host emulator
+// in the tests; builds without nvcc link stub/no_cuda_backend.cpp instead.
+#include "engine/src/cuda/cuda_backend.h"
+
 #include "engine/src/cuda/cuda_ops.h"
 #include "engine/src/cuda/cuda_session.h"
 #include "kernels/cuda/conv_algorithm.h"
@@ -41,7 +43,7 @@ std::vector<std::string> cuda_selectable_conv_algorithms() {
   return names;
 }
 
-const DeviceBackend& cuda_backend() {
+const DeviceBackend& cuda_backend_implementation() {
   static const CudaBackend backend;
   return backend;
 }
