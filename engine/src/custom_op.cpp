@@ -58,10 +58,13 @@ Scratch plan_scratch(const std::vector<Shape>& inputs, const std::vector<Shape>&
 
 class CustomKernel : public Kernel {
  public:
-  CustomKernel(std::shared_ptr<const CustomOp> op, std::vector<Shape> inputs, std::vector<Shape> outputs,
-               Layout layout)
-      : op_(std::move(op)), inputs_(std::move(inputs)), outputs_(std::move(outputs)), layout_(layout),
-        scratch_(plan_scratch(inputs_, outputs_, layout)) {}
+  CustomKernel(std::shared_ptr<const CustomOp> op, const std::vector<Shape>& inputs,
+               const std::vector<Shape>& outputs, Layout layout)
+      : op_(std::move(op)), layout_(layout), scratch_(plan_scratch(inputs, outputs, layout)),
+        in_views_(inputs.size()), out_views_(outputs.size()) {
+    for (const Tensor& t : in_views_) in_ptrs_.push_back(&t);
+    for (Tensor& t : out_views_) out_ptrs_.push_back(&t);
+  }
 
   size_t workspace_bytes() const override { return scratch_.bytes; }
   std::string describe() const override {
@@ -72,28 +75,21 @@ class CustomKernel : public Kernel {
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
            int threads) const override {
     char* base = static_cast<char*>(workspace);
-    std::vector<Tensor> in_views, out_views;
-    in_views.reserve(in.size());
-    out_views.reserve(out.size());
     for (size_t i = 0; i < in.size(); ++i) {
-      in_views.push_back(view_of(*in[i], base, scratch_.input_offset[i]));
+      in_views_[i] = view_of(*in[i], base, scratch_.input_offset[i]);
       if (scratch_.input_offset[i] != kInPlace) {
         const Shape& s = in[i]->shape();
-        nhwc_to_nchw(s.n(), s.c(), s.h(), s.w(), in[i]->data(), in_views.back().data(), threads);
+        nhwc_to_nchw(s.n(), s.c(), s.h(), s.w(), in[i]->data(), in_views_[i].data(), threads);
       }
     }
-    for (size_t i = 0; i < out.size(); ++i) out_views.push_back(view_of(*out[i], base, scratch_.output_offset[i]));
-    std::vector<const Tensor*> in_ptrs;
-    std::vector<Tensor*> out_ptrs;
-    for (const Tensor& t : in_views) in_ptrs.push_back(&t);
-    for (Tensor& t : out_views) out_ptrs.push_back(&t);
+    for (size_t i = 0; i < out.size(); ++i) out_views_[i] = view_of(*out[i], base, scratch_.output_offset[i]);
     CustomOpContext context;
     context.threads = threads;
-    op_->run(in_ptrs, out_ptrs, context);
+    op_->run(in_ptrs_, out_ptrs_, context);
     for (size_t i = 0; i < out.size(); ++i) {
       if (scratch_.output_offset[i] != kInPlace) {
         const Shape& s = out[i]->shape();
-        nchw_to_nhwc(s.n(), s.c(), s.h(), s.w(), out_views[i].data(), out[i]->data(), threads);
+        nchw_to_nhwc(s.n(), s.c(), s.h(), s.w(), out_views_[i].data(), out[i]->data(), threads);
       }
     }
   }
@@ -108,9 +104,13 @@ class CustomKernel : public Kernel {
   }
 
   std::shared_ptr<const CustomOp> op_;
-  std::vector<Shape> inputs_, outputs_;
   Layout layout_;
   Scratch scratch_;
+  // The views run() hands the op, rebuilt in place each run so that running allocates nothing
+  // (a kernel belongs to one session, which runs one inference at a time).
+  mutable std::vector<Tensor> in_views_, out_views_;
+  std::vector<const Tensor*> in_ptrs_;
+  std::vector<Tensor*> out_ptrs_;
 };
 
 // The engine's Op for one layer of a custom type.
