@@ -1,6 +1,7 @@
 /* Built by install_test.sh with the C compiler against the installed winfer_c.h and
  * libwinfer.so (through pkg-config): checks that the header is C and the library links from C.
- * c_smoke MODEL.yaml: runs the model on a zero input and prints "ok <outputs> <argmax>". */
+ * c_smoke MODEL.yaml: runs the model on a zero input, through a session config and a run bound
+ * by name, and prints "ok <outputs> <argmax>". */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,34 +10,51 @@
 int main(int argc, char** argv) {
   winfer_model* model = NULL;
   winfer_session* session = NULL;
-  winfer_session_options options;
+  winfer_session_config* config = NULL;
   int64_t dims[8];
   int rank = 0;
   size_t in_count = 1, out_count = 1, i, best = 0;
   float *input, *output;
+  const char* in_names[1];
+  const char* out_names[1];
+  const float* inputs[1];
+  float* outputs[1];
   if (argc != 2) return 2;
   if (winfer_model_load("/nonexistent.yaml", NULL, &model) == WINFER_OK || winfer_last_error()[0] == '\0') {
     fprintf(stderr, "loading a missing file must fail with a message\n");
     return 1;
   }
-  if (winfer_model_load(argv[1], NULL, &model) != WINFER_OK) {
+  if (winfer_model_load_with_config(argv[1], NULL, &model) != WINFER_OK) {
     fprintf(stderr, "%s\n", winfer_last_error());
     return 1;
   }
-  winfer_session_options_init(&options);
-  options.conv_algorithm = "auto";
-  if (winfer_session_create(model, &options, &session) != WINFER_OK) {
+  if (winfer_session_config_create(&config) != WINFER_OK ||
+      winfer_session_config_set_conv_algorithm(config, "auto") != WINFER_OK) {
     fprintf(stderr, "%s\n", winfer_last_error());
     return 1;
   }
-  winfer_model_destroy(model); /* the session keeps what it needs */
+  if (winfer_session_config_set_threads(config, 0) == WINFER_OK) {
+    fprintf(stderr, "threads 0 must be refused\n");
+    return 1;
+  }
+  if (winfer_session_create_with_config(model, config, &session) != WINFER_OK) {
+    fprintf(stderr, "%s\n", winfer_last_error());
+    return 1;
+  }
+  winfer_session_config_destroy(config); /* the session keeps a copy */
+  winfer_model_destroy(model);           /* the session keeps what it needs */
   winfer_session_input_shape(session, dims, 8, &rank);
   for (i = 0; i < (size_t)rank; ++i) in_count *= (size_t)dims[i];
   winfer_session_output_shape(session, 0, dims, 8, &rank);
   for (i = 0; i < (size_t)rank; ++i) out_count *= (size_t)dims[i];
   input = calloc(in_count, sizeof(float));
   output = calloc(out_count, sizeof(float));
-  if (winfer_session_run(session, input, in_count, output, out_count) != WINFER_OK) {
+  in_names[0] = winfer_session_input_name(session, 0);
+  out_names[0] = winfer_session_output_name(session, 0);
+  inputs[0] = input;
+  outputs[0] = output;
+  if (winfer_session_run_named(session, 1, in_names, inputs, &in_count, 1, out_names, outputs, &out_count) !=
+      WINFER_OK) {
     fprintf(stderr, "%s\n", winfer_last_error());
     return 1;
   }

@@ -22,7 +22,7 @@ die() { echo "FAIL: $*" >&2; exit 1; }
 
 step "install into $prefix"
 "$cmake_bin" --install "$build" --prefix "$prefix" > "$work/install.log" || die "cmake --install failed (see $work/install.log)"
-for f in include/winfer/winfer.h include/winfer/winfer_c.h "$libdir/libwinfer.a" "$libdir/cmake/winfer/winferConfig.cmake" \
+for f in include/winfer/winfer.h include/winfer/winfer_c.h include/winfer/custom_op.h "$libdir/libwinfer.a" "$libdir/cmake/winfer/winferConfig.cmake" \
          "$libdir/pkgconfig/winfer.pc" bin/winfer; do
   [ -e "$prefix/$f" ] || die "missing after install: $f"
 done
