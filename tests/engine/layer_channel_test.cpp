@@ -10,57 +10,7 @@ namespace winfer {
 namespace layer_test {
 namespace {
 
-// Elements of dim 1 at "row" r (all other indices fixed) of a 2-D or 4-D logical tensor,
-// as (flat index) = base(r) + channel * stride.
-struct ChannelView {
-  int64_t rows, channels, inner;  // inner = H*W for rank 4, 1 for rank 2
-  explicit ChannelView(const Shape& s)
-      : rows(s[0] * (s.rank() == 4 ? s.h() * s.w() : 1)), channels(s[1]), inner(s.rank() == 4 ? s.h() * s.w() : 1) {}
-  size_t index(int64_t row, int64_t c) const {
-    const int64_t n = row / inner, pixel = row % inner;
-    return static_cast<size_t>((n * channels + c) * inner + pixel);
-  }
-};
-
-RefTensor concat_reference(const std::vector<HostTensor>& inputs) {
-  Shape out = inputs[0].shape;
-  out[1] = 0;
-  for (const HostTensor& t : inputs) out[1] += t.shape[1];
-  RefTensor y{out, std::vector<double>(static_cast<size_t>(out.numel()))};
-  const ChannelView ov(out);
-  int64_t offset = 0;
-  for (const HostTensor& t : inputs) {
-    const ChannelView iv(t.shape);
-    for (int64_t r = 0; r < iv.rows; ++r)
-      for (int64_t c = 0; c < iv.channels; ++c) y.data[ov.index(r, offset + c)] = t.data[iv.index(r, c)];
-    offset += iv.channels;
-  }
-  return y;
-}
-
-RefTensor channel_slice(const HostTensor& x, int64_t begin, int64_t count) {
-  Shape out = x.shape;
-  out[1] = count;
-  RefTensor y{out, std::vector<double>(static_cast<size_t>(out.numel()))};
-  const ChannelView iv(x.shape), ov(out);
-  for (int64_t r = 0; r < iv.rows; ++r)
-    for (int64_t c = 0; c < count; ++c) y.data[ov.index(r, c)] = x.data[iv.index(r, begin + c)];
-  return y;
-}
-
 // ---- linear -----------------------------------------------------------------------------
-
-RefTensor linear_reference(const HostTensor& x, const HostTensor& w, const HostTensor* b) {
-  const int64_t rows = x.shape[0], in = x.shape[1], out = w.shape[0];
-  RefTensor y{Shape{rows, out}, {}};
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < out; ++o) {
-      double acc = b ? b->data[static_cast<size_t>(o)] : 0.0;
-      for (int64_t i = 0; i < in; ++i) acc += double(x.data[r * in + i]) * w.data[o * in + i];
-      y.data.push_back(acc);
-    }
-  return y;
-}
 
 TEST_CASE("layer linear matches the float64 reference") {
   struct Case {
@@ -174,21 +124,6 @@ TEST_CASE("layer split then concat restores the input") {
 
 // ---- channel_shuffle --------------------------------------------------------------------
 
-// PyTorch: x.view(N, g, C/g, H, W).transpose(1, 2).reshape(N, C, H, W), i.e. output
-// channel j*g + i is input channel i*(C/g) + j.
-RefTensor shuffle_reference(const HostTensor& x, int64_t groups) {
-  const Shape& s = x.shape;
-  const int64_t per_group = s.c() / groups, hw = s.h() * s.w();
-  RefTensor y{s, std::vector<double>(x.data.size())};
-  for (int64_t n = 0; n < s.n(); ++n)
-    for (int64_t i = 0; i < groups; ++i)
-      for (int64_t j = 0; j < per_group; ++j)
-        for (int64_t p = 0; p < hw; ++p)
-          y.data[static_cast<size_t>((n * s.c() + j * groups + i) * hw + p)] =
-              x.data[static_cast<size_t>((n * s.c() + i * per_group + j) * hw + p)];
-  return y;
-}
-
 TEST_CASE("layer channel_shuffle matches PyTorch's view/transpose definition") {
   struct Case {
     Shape shape;
@@ -218,18 +153,6 @@ TEST_CASE("layer flatten keeps PyTorch's NCHW element order") {
 }
 
 // ---- softmax ----------------------------------------------------------------------------
-
-RefTensor softmax_reference(const HostTensor& x) {
-  const ChannelView v(x.shape);
-  RefTensor y{x.shape, std::vector<double>(x.data.size())};
-  for (int64_t r = 0; r < v.rows; ++r) {
-    double max = -INFINITY, sum = 0;
-    for (int64_t c = 0; c < v.channels; ++c) max = std::max(max, double(x.data[v.index(r, c)]));
-    for (int64_t c = 0; c < v.channels; ++c) sum += std::exp(x.data[v.index(r, c)] - max);
-    for (int64_t c = 0; c < v.channels; ++c) y.data[v.index(r, c)] = std::exp(x.data[v.index(r, c)] - max) / sum;
-  }
-  return y;
-}
 
 TEST_CASE("layer softmax over dim 1, 2-D and 4-D, with large logits") {
   // Logits up to 100: exp() overflows float unless the row maximum is subtracted first.

@@ -11,15 +11,6 @@ namespace winfer {
 namespace layer_test {
 namespace {
 
-struct ConvCase {
-  const char* name;
-  int64_t n, c, h, w, co;
-  int64_t kh, kw, sh, sw, dh, dw;
-  int64_t pt, pl, pb, pr;  // padding: top, left, bottom, right
-  int64_t groups;
-  bool bias;
-};
-
 AttrList conv_attrs(const ConvCase& k) {
   return {{"in_channels", int_attr(k.c)},
           {"out_channels", int_attr(k.co)},
@@ -31,49 +22,10 @@ AttrList conv_attrs(const ConvCase& k) {
           {"bias", bool_attr(k.bias)}};
 }
 
-// PyTorch Conv2d in float64, NCHW, weights OIHW.
-RefTensor conv_reference(const ConvCase& k, const HostTensor& x, const HostTensor& weight, const HostTensor* bias) {
-  const int64_t ho = (k.h + k.pt + k.pb - k.dh * (k.kh - 1) - 1) / k.sh + 1;
-  const int64_t wo = (k.w + k.pl + k.pr - k.dw * (k.kw - 1) - 1) / k.sw + 1;
-  const int64_t cin_g = k.c / k.groups, cout_g = k.co / k.groups;
-  RefTensor y{Shape{k.n, k.co, ho, wo}, {}};
-  y.data.reserve(static_cast<size_t>(y.shape.numel()));
-  for (int64_t n = 0; n < k.n; ++n)
-    for (int64_t o = 0; o < k.co; ++o)
-      for (int64_t oy = 0; oy < ho; ++oy)
-        for (int64_t ox = 0; ox < wo; ++ox) {
-          double acc = bias ? bias->data[o] : 0.0;
-          const int64_t g = o / cout_g;
-          for (int64_t ci = 0; ci < cin_g; ++ci)
-            for (int64_t ky = 0; ky < k.kh; ++ky)
-              for (int64_t kx = 0; kx < k.kw; ++kx) {
-                const int64_t iy = oy * k.sh - k.pt + ky * k.dh, ix = ox * k.sw - k.pl + kx * k.dw;
-                if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
-                const double xv = x.data[((n * k.c + g * cin_g + ci) * k.h + iy) * k.w + ix];
-                const double wv = weight.data[((o * cin_g + ci) * k.kh + ky) * k.kw + kx];
-                acc += xv * wv;
-              }
-          y.data.push_back(acc);
-        }
-  return y;
-}
-
-// Inference batch norm in float64 on NCHW: (x - mean) / sqrt(var + eps) * gamma + beta.
+// bn_reference with the parameters named "<prefix>.weight" etc. in `p`.
 RefTensor bn_reference(const RefTensor& x, const MapParams& p, const std::string& prefix, double eps) {
-  const HostTensor &gamma = p.at(prefix + ".weight"), &beta = p.at(prefix + ".bias");
-  const HostTensor &mean = p.at(prefix + ".running_mean"), &var = p.at(prefix + ".running_var");
-  RefTensor y = x;
-  const int64_t C = x.shape.c(), HW = x.shape.h() * x.shape.w();
-  for (size_t i = 0; i < y.data.size(); ++i) {
-    const size_t c = static_cast<size_t>((static_cast<int64_t>(i) / HW) % C);
-    y.data[i] = (x.data[i] - mean.data[c]) / std::sqrt(var.data[c] + eps) * gamma.data[c] + beta.data[c];
-  }
-  return y;
-}
-
-RefTensor relu6_reference(RefTensor x, bool six) {
-  for (double& v : x.data) v = v < 0 ? 0 : (six && v > 6 ? 6 : v);
-  return x;
+  return bn_reference(x, p.at(prefix + ".weight"), p.at(prefix + ".bias"), p.at(prefix + ".running_mean"),
+                      p.at(prefix + ".running_var"), eps);
 }
 
 void add_bn_params(MapParams& p, const std::string& prefix, int64_t channels) {
@@ -94,26 +46,6 @@ std::unique_ptr<Op> loaded_conv(const ConvCase& k, MapParams& params, Shape* out
   return conv;
 }
 
-const ConvCase kConvCases[] = {
-    //  name                 n  c   h   w  co  kh kw sh sw dh dw pt pl pb pr  g  bias
-    {"3x3 pad 1 batch 3", 3, 5, 7, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true},
-    {"3x3 stride 2 odd", 1, 3, 11, 10, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, true},
-    {"3x3 dilation 2", 2, 4, 9, 8, 5, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, false},
-    {"groups 2", 2, 6, 6, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, true},
-    {"groups 3 stride 2", 1, 9, 8, 8, 6, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, 3, true},
-    {"1x1", 3, 17, 5, 3, 19, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, true},
-    {"1x1 stride 2", 2, 8, 7, 7, 16, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1, false},
-    {"7x7 stride 2 stem", 1, 3, 17, 17, 8, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, false},
-    {"asymmetric pad", 2, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1, 0, 1, 1, 0, 1, true},
-    {"1x3 kernel", 1, 4, 5, 9, 3, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, true},
-    {"kernel = input", 2, 3, 4, 4, 5, 4, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, true},
-    {"depthwise 3x3", 2, 6, 7, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6, true},
-    {"depthwise stride 2", 3, 5, 9, 8, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5, false},
-    {"depthwise dilation 2", 1, 4, 9, 9, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 4, true},
-    {"depthwise 5x5 odd", 1, 3, 6, 11, 3, 5, 5, 2, 1, 1, 1, 2, 2, 2, 2, 3, true},
-    // Larger than one GEMM tile in every direction (K = 360 taps per output).
-    {"40 -> 33 channels 3x3", 2, 40, 9, 9, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true},
-};
 
 TEST_CASE("layer conv2d matches the float64 reference with every algorithm") {
   for (const ConvCase& k : kConvCases) {

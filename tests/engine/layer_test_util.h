@@ -1,7 +1,7 @@
 // Helpers for the layer tests: build an op from a few attributes through the real registry,
 // feed it parameters from a map, run it on NCHW data the way the CPU backend would (rank-4
 // tensors converted to NHWC storage, everything else plain), and compare its output with a
-// float64 reference computed in the test.
+// float64 reference (layer_reference.h, shared with the op checker).
 //
 // The layout conversions here are written out on purpose instead of calling the kernels'
 // nchw_to_nhwc/nhwc_to_nchw: flatten uses those, and a test must not share code with what
@@ -25,24 +25,13 @@
 #include "engine/src/op.h"
 #include "engine/src/op_registry.h"
 #include "kernels/cpu/conv_algorithm.h"
+#include "layer_reference.h"
 #include "winfer/shape.h"
 #include "winfer/status.h"
 #include "winfer/tensor.h"
 
 namespace winfer {
 namespace layer_test {
-
-// A tensor in logical order: NCHW for rank 4, row-major otherwise.
-struct HostTensor {
-  Shape shape;
-  std::vector<float> data;
-};
-
-// A float64 reference result, also in logical order.
-struct RefTensor {
-  Shape shape;
-  std::vector<double> data;
-};
 
 // ---- attributes -------------------------------------------------------------------------
 
@@ -68,7 +57,7 @@ inline Attrs make_attrs(const AttrList& list) {
 // Creates an op through the built-in registry, as the model loader does. Also fails when the
 // factory left an attribute unread (the loader would report it as unknown).
 inline Result<std::unique_ptr<Op>> try_create_op(const std::string& type, const AttrList& list) {
-  const OpInfo* info = builtin_op_registry().find(type);
+  const auto* info = builtin_op_registry().find(type);
   if (info == nullptr) return not_found("no op '" + type + "' in the registry");
   Attrs attrs = make_attrs(list);
   Result<std::unique_ptr<Op>> op = info->create(attrs);
@@ -96,23 +85,6 @@ inline std::string shape_error(const Op& op, const std::vector<Shape>& inputs) {
   std::vector<Shape> outputs;
   Status s = op.infer_shapes(inputs, &outputs);
   return s.ok() ? std::string() : s.message();
-}
-
-// ---- data -------------------------------------------------------------------------------
-
-// Uniform in [-scale, scale] and never (close to) zero, so a missed term or a swapped sign
-// cannot hide behind a zero. Each call draws a fresh, reproducible sequence.
-inline HostTensor random_tensor(const Shape& shape, float scale = 1.f, float offset = 0.f) {
-  static uint32_t next_seed = 12345;
-  std::mt19937 rng(next_seed++);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  HostTensor t{shape, std::vector<float>(static_cast<size_t>(shape.numel()))};
-  for (float& v : t.data) {
-    float x = dist(rng);
-    if (std::fabs(x) < 1e-3f) x = x < 0 ? -0.5f : 0.5f;
-    v = offset + scale * x;
-  }
-  return t;
 }
 
 // ---- parameters -------------------------------------------------------------------------
@@ -253,20 +225,6 @@ inline HostTensor run_simple(const std::string& type, const AttrList& attrs, con
 }
 
 // ---- comparing --------------------------------------------------------------------------
-
-inline RefTensor to_ref(const HostTensor& t) { return {t.shape, std::vector<double>(t.data.begin(), t.data.end())}; }
-
-// "[n,c,h,w]" of a flat index into a logical tensor.
-inline std::string index_text(const Shape& s, int64_t flat) {
-  std::vector<int64_t> idx(static_cast<size_t>(s.rank()));
-  for (int d = s.rank() - 1; d >= 0; --d) {
-    idx[static_cast<size_t>(d)] = flat % s[d];
-    flat /= s[d];
-  }
-  std::string text = "[";
-  for (size_t i = 0; i < idx.size(); ++i) text += (i ? "," : "") + std::to_string(idx[i]);
-  return text + "]";
-}
 
 // |actual - expected| <= tol * (1 + |expected|) everywhere (NaN fails). One CHECK per call,
 // naming the worst element, so a broken kernel does not print thousands of lines.
