@@ -1,7 +1,7 @@
-// linear, add, concat, split, channel_shuffle, flatten, softmax, dropout and identity
-// against float64 references in PyTorch's (NCHW) element order.
-#include <cmath>
-#include <numeric>
+// linear, add, split, dropout and identity through the op interface: parameter counts, FLOPs,
+// fused activations, split's output count and pieces, running in place. The values of every
+// channel op (concat, split, channel_shuffle, flatten, softmax, ...) against float64 through
+// the public API: the op checker (op_check_test.cpp, op_cases.h).
 #include <string>
 
 #include "layer_test_util.h"
@@ -68,22 +68,6 @@ TEST_CASE("layer add, plain and with fused relu/relu6") {
 
 // ---- concat / split ---------------------------------------------------------------------
 
-TEST_CASE("layer concat of two and three inputs, 4-D and 2-D") {
-  const std::vector<std::vector<Shape>> cases = {
-      {Shape{3, 3, 5, 7}, Shape{3, 1, 5, 7}, Shape{3, 5, 5, 7}},
-      {Shape{1, 4, 3, 3}, Shape{1, 4, 3, 3}},
-      {Shape{3, 7}, Shape{3, 2}, Shape{3, 9}},
-  };
-  for (const auto& shapes : cases) {
-    std::vector<HostTensor> inputs;
-    for (const Shape& s : shapes) inputs.push_back(random_tensor(s));
-    std::unique_ptr<Op> concat = make_op("concat", {{"dim", int_attr(1)}});
-    MapParams none;
-    prepare(*concat, shapes, none);
-    check_close(run_op(*concat, inputs)[0], concat_reference(inputs), kExact, shapes[0].to_string());
-  }
-}
-
 // Runs split and checks every piece against the matching channel slice.
 void check_split(const HostTensor& x, const AttrList& attrs, const std::vector<int64_t>& expected_sizes) {
   INFO("split of ", x.shape.to_string());
@@ -120,49 +104,6 @@ TEST_CASE("layer split then concat restores the input") {
   const std::vector<Shape> pieces = prepare(*split, {x.shape}, none);
   prepare(*concat, pieces, none);
   check_close(run_op(*concat, run_op(*split, {x}))[0], x, kExact);
-}
-
-// ---- channel_shuffle --------------------------------------------------------------------
-
-TEST_CASE("layer channel_shuffle matches PyTorch's view/transpose definition") {
-  struct Case {
-    Shape shape;
-    int64_t groups;
-  };
-  for (const Case& c : {Case{Shape{3, 12, 3, 5}, 3}, Case{Shape{2, 6, 4, 4}, 2}, Case{Shape{1, 5, 2, 3}, 1},
-                        Case{Shape{1, 7, 3, 3}, 7}, Case{Shape{2, 116, 1, 1}, 2}}) {
-    const HostTensor x = random_tensor(c.shape);
-    const HostTensor y = run_simple("channel_shuffle", {{"groups", int_attr(c.groups)}}, x);
-    check_close(y, shuffle_reference(x, c.groups), kExact,
-                c.shape.to_string() + " groups " + std::to_string(c.groups));
-  }
-}
-
-// ---- flatten ----------------------------------------------------------------------------
-
-TEST_CASE("layer flatten keeps PyTorch's NCHW element order") {
-  for (const Shape& shape : {Shape{3, 5, 3, 2}, Shape{2, 7, 1, 1}, Shape{2, 1, 3, 3}, Shape{1, 4, 1, 5}}) {
-    const HostTensor x = random_tensor(shape);
-    const HostTensor y = run_simple("flatten", {{"start_dim", int_attr(1)}}, x);
-    // The logical data of x is already NCHW: flattening only renames the shape.
-    HostTensor expected{Shape{shape.n(), shape.c() * shape.h() * shape.w()}, x.data};
-    check_close(y, expected, kExact, "flatten " + shape.to_string());
-  }
-  const HostTensor flat = random_tensor(Shape{3, 7});
-  check_close(run_simple("flatten", {}, flat), flat, kExact, "2-D input is copied");
-}
-
-// ---- softmax ----------------------------------------------------------------------------
-
-TEST_CASE("layer softmax over dim 1, 2-D and 4-D, with large logits") {
-  // Logits up to 100: exp() overflows float unless the row maximum is subtracted first.
-  for (const Shape& shape : {Shape{3, 10}, Shape{2, 5, 3, 3}, Shape{1, 1000}, Shape{2, 1, 2, 2}}) {
-    for (float scale : {1.f, 100.f}) {
-      const HostTensor x = random_tensor(shape, scale);
-      check_close(run_simple("softmax", {{"dim", int_attr(1)}}, x), softmax_reference(x), 1e-5,
-                  "softmax " + shape.to_string() + " scale " + std::to_string(scale));
-    }
-  }
 }
 
 // ---- dropout / identity -----------------------------------------------------------------
