@@ -172,7 +172,7 @@ Status time_algorithm(const cuda::ConvAlgorithm& algo, const cuda::Context& ctx,
 
 }  // namespace
 
-Result<CudaBenchReport> run_cuda_bench(const LayerSet& set, const CudaBenchOptions& o) {
+Result<CudaBenchReport> run_cuda_bench_on_device(const LayerSet& set, const CudaBenchOptions& o) {
   int device = 0;
   if (o.device.rfind("cuda:", 0) == 0) {
     try {

@@ -4,9 +4,12 @@
 // the device's FP32 peak, workspace bytes and the layer's total device memory, each output
 // checked against the CPU engine.
 //
-// cuda_bench.cpp is the native implementation (built when the CUDA backend is); no_cuda_bench.cpp
-// the stub of a CPU-only build, whose run_cuda_bench() says so. cuda_report.cpp (both builds)
-// prints the report.
+// cuda_bench.cpp is the native implementation (run_cuda_bench_on_device, built when the CUDA
+// backend is), reached through run_cuda_bench(): linked in (linked/cuda_bench_linked.cpp: the
+// tests) or in the bench's CUDA module, libwinfer_bench_cuda.so, which module/cuda_bench_loader.cpp
+// opens the first time (the CLI: so that the CLI itself holds no CUDA code or cudart).
+// no_cuda_bench.cpp is the stub of a CPU-only build, whose run_cuda_bench() says so.
+// cuda_report.cpp (every build) prints the report.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +69,9 @@ struct CudaBenchReport {
 
 // Fails with "no CUDA device: <reason>" when there is none (or the build has no CUDA backend).
 Result<CudaBenchReport> run_cuda_bench(const LayerSet& set, const CudaBenchOptions& options);
+// The implementation (cuda_bench.cpp); named apart so that inside the module no call can bind to
+// the loading program's run_cuda_bench().
+Result<CudaBenchReport> run_cuda_bench_on_device(const LayerSet& set, const CudaBenchOptions& options);
 
 // The side-by-side table: per layer one row per algorithm, then a summary against cudnn and
 // im2col (geometric means, wins, workspace and memory ratios).

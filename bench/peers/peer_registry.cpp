@@ -1,10 +1,10 @@
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <map>
 #include <mutex>
 
 #include "bench/peers/peers.h"
+#include "engine/src/core/module_path.h"
 
 namespace winfer::bench {
 namespace {
@@ -15,18 +15,8 @@ std::string join(const std::vector<std::string>& items) {
   return s;
 }
 
-// <folder of this executable>/../<libdir>/winfer: build/bin -> build/lib/winfer, and the same
-// below an install prefix (peers.h).
-std::string module_dir() {
-  char path[4096];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  const std::string exe = n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string(".");
-  const size_t slash = exe.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : exe.substr(0, slash)) + "/../" WINFER_PEER_MODULE_SUBDIR;
-}
-
 Result<const ConvProvider*> open_module(const std::string& name) {
-  const std::string path = module_dir() + "/libwinfer_peer_" + name + ".so";
+  const std::string path = detail::find_module("libwinfer_peer_" + name + ".so");
   const std::string remedy = "; rebuild (cmake --build) or reinstall winfer, or leave " + name + " out of --conv";
   // Never closed: the provider and the objects it prepares live in the module.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

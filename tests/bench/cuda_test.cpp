@@ -51,6 +51,8 @@ TEST_CASE("bench cuda: the layer bench runs on the device or says there is no CU
 TEST_CASE("bench cuda: winfer bench --device cuda --layers paper12 exits 1 with the reason when there is no device") {
   const CommandResult r = run_cli("bench --device cuda --layers paper12 --filter conv12 --batch 1 --runs 2 --conv im2win");
   INFO("stdout: ", r.stdout_text, "\nstderr: ", r.stderr_text);
+  // The CLI opens the bench's CUDA module (libwinfer_bench_cuda.so) for this: it must load.
+  CHECK(r.stderr_text.find("could not be loaded") == std::string::npos);
   if (r.stderr_text.find("no CUDA device: ") != std::string::npos) {
     CHECK(r.exit_code == 1);
     CHECK(r.stdout_text.empty());

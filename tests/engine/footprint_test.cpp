@@ -30,9 +30,10 @@ using namespace winfer_test;
 
 namespace {
 
-// libwinfer_cuda: the CUDA backend plug-in (engine/src/cuda/plugin/), cudart and CUDA kernels.
-const std::vector<std::string> kGpuAndPeerLibraries = {"libwinfer_cuda", "libcublas", "libcudnn", "libdnnl",
-                                                       "libXNNPACK"};
+// libwinfer_cuda: the CUDA backend plug-in (engine/src/cuda/plugin/), libwinfer_bench_cuda the
+// bench's CUDA layer timing (bench/cuda/module/): cudart and CUDA kernels, each.
+const std::vector<std::string> kGpuAndPeerLibraries = {"libwinfer_cuda", "libwinfer_bench_cuda", "libcublas",
+                                                       "libcudnn",       "libdnnl",              "libXNNPACK"};
 
 struct ChildResult {
   int exit_code = -1;
