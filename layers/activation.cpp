@@ -41,9 +41,4 @@ Result<std::unique_ptr<Op>> create_relu6(const Attrs&) {
   return std::unique_ptr<Op>(new ActivationOp(Activation::kRelu6));
 }
 
-Activation activation_of(const Op& next) {
-  const auto* act = dynamic_cast<const ActivationOp*>(&next);
-  return act == nullptr ? Activation::kNone : act->kind();
-}
-
 }  // namespace winfer

@@ -1,4 +1,5 @@
-// relu / relu6: element-wise activations. Convolutions and adds absorb them (fused epilogue).
+// relu / relu6: element-wise activations. At load the layer before one may take it into its
+// kernel's epilogue (the rule activation_epilogue, engine/src/rewrites/).
 #pragma once
 
 #include "engine/src/op.h"
@@ -24,9 +25,6 @@ class ActivationOp : public Op {
 
 Result<std::unique_ptr<Op>> create_relu(const Attrs& attrs);
 Result<std::unique_ptr<Op>> create_relu6(const Attrs& attrs);
-
-// The activation `next` applies, if it is a relu/relu6 op (for fusion), else kNone.
-Activation activation_of(const Op& next);
 
 // What a layer that absorbed `act` says in the profile: "fused relu", or "" for kNone.
 std::string fused_activation_note(Activation act);

@@ -37,14 +37,6 @@ Result<std::unique_ptr<Kernel>> AddOp::compile(const std::vector<Shape>&, const 
   return std::unique_ptr<Kernel>(new AddKernel(activation_));
 }
 
-bool AddOp::try_absorb(const Op& next) {
-  if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
-  const Activation act = activation_of(next);
-  if (act == Activation::kNone) return false;
-  activation_ = act;
-  return true;
-}
-
 Result<std::unique_ptr<Op>> create_add(const Attrs&) {
   return std::unique_ptr<Op>(new AddOp());
 }

@@ -69,13 +69,6 @@ Status BatchNorm2dOp::load_params(const std::string& prefix, const std::vector<S
   return Status::Ok();
 }
 
-bool BatchNorm2dOp::try_absorb(const Op& next) {
-  const Activation act = activation_of(next);
-  if (act == Activation::kNone || activation_ != Activation::kNone) return false;
-  activation_ = act;
-  return true;
-}
-
 Result<std::unique_ptr<Kernel>> BatchNorm2dOp::compile(const std::vector<Shape>&, const std::vector<Shape>&,
                                                        const CompileOptions&) const {
   return std::unique_ptr<Kernel>(new BatchNormKernel(*this, activation_));

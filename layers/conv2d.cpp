@@ -6,10 +6,6 @@
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/conv_pool.h"
 #include "kernels/cpu/conv_then_conv.h"
-#include "layers/activation.h"
-#include "layers/add.h"
-#include "layers/batchnorm2d.h"
-#include "layers/maxpool2d.h"
 
 namespace winfer {
 namespace {
@@ -188,72 +184,47 @@ Shape Conv2dOp::conv_output_shape(const Shape& input) const {
   return Shape{input.n(), attrs_.out_channels, p.out_h(), p.out_w()};
 }
 
-bool Conv2dOp::can_absorb_conv(const Conv2dOp& next) const {
-  const Conv2dAttrs& a = next.attrs_;
-  const bool depthwise = a.groups > 1 && a.groups == a.in_channels && a.groups == a.out_channels;
-  const bool self_depthwise = attrs_.groups > 1 && attrs_.groups == attrs_.in_channels && attrs_.groups == attrs_.out_channels;
-  // The bands need every window of the depthwise convolution to read at least one row of this
-  // one's output: its padding along H at most its dilated kernel less one (PyTorch's usual
-  // "same" padding is half of that).
-  const int64_t extent = (a.kernel_h - 1) * a.dilation_h;
-  return depthwise && !self_depthwise && a.in_channels == attrs_.out_channels && !has_residual_ && !pool_ &&
-         !next.has_residual_ && !next.pool_ && !next.then_ && next.packed_for_ == nullptr &&
-         next.activation_ == Activation::kNone && a.padding.top <= extent && a.padding.bottom <= extent;
+bool Conv2dOp::fold_batchnorm(const std::vector<float>& scale, const std::vector<float>& shift) {
+  const size_t channels = static_cast<size_t>(attrs_.out_channels);
+  if (weight_.empty() || scale.size() != channels || shift.size() != channels) return false;
+  // w'[o] = w[o] * scale[o];  b'[o] = b[o] * scale[o] + shift[o].
+  const int64_t per_output = weight_.numel() / attrs_.out_channels;
+  if (bias_.empty()) bias_ = Tensor::allocate(Shape{attrs_.out_channels});
+  for (int64_t o = 0; o < attrs_.out_channels; ++o) {
+    const float s = scale[o];
+    float* w = weight_.data() + o * per_output;
+    for (int64_t i = 0; i < per_output; ++i) w[i] *= s;
+    bias_.data()[o] = bias_.data()[o] * s + shift[o];
+  }
+  return true;
 }
 
-bool Conv2dOp::try_absorb(const Op& next) {
-  if (then_) {
-    // The absorbed depthwise convolution takes its own batch norm and activation; nothing else.
-    if (dynamic_cast<const MaxPool2dOp*>(&next) != nullptr || dynamic_cast<const Conv2dOp*>(&next) != nullptr) {
-      return false;
-    }
-    return then_->try_absorb(next);
-  }
-  if (const auto* conv = dynamic_cast<const Conv2dOp*>(&next)) {
-    if (!can_absorb_conv(*conv)) return false;
-    then_ = std::make_shared<Conv2dOp>(*conv);
-    return true;
-  }
-  if (pool_) return false;  // nothing may follow the pooling
-  if (const auto* pool = dynamic_cast<const MaxPool2dOp*>(&next)) {
-    if (has_residual_) return false;  // conv_pool computes no residual
-    pool_ = pool->attrs();
-    return true;
-  }
-  if (activation_ != Activation::kNone) return false;  // only pooling may follow the activation
-  if (const auto* bn = dynamic_cast<const BatchNorm2dOp*>(&next)) {
-    if (has_residual_) return false;  // folding would scale the residual too
-    // w'[o] = w[o] * scale[o];  b'[o] = b[o] * scale[o] + shift[o].
-    const int64_t per_output = weight_.numel() / attrs_.out_channels;
-    if (bias_.empty()) bias_ = Tensor::allocate(Shape{attrs_.out_channels});
-    for (int64_t o = 0; o < attrs_.out_channels; ++o) {
-      const float s = bn->scale()[o];
-      float* w = weight_.data() + o * per_output;
-      for (int64_t i = 0; i < per_output; ++i) w[i] *= s;
-      bias_.data()[o] = bias_.data()[o] * s + bn->shift()[o];
-    }
-    return true;
-  }
-  const Activation act = activation_of(next);
-  if (act == Activation::kNone) return false;
+bool Conv2dOp::add_residual(Activation act) {
+  // The epilogue computes act(conv(x) + bias + residual): an activation already there would
+  // have to apply before the sum.
+  if (has_residual_ || pool_ || then_ || activation_ != Activation::kNone) return false;
+  has_residual_ = true;
   activation_ = act;
+  return true;
+}
+
+bool Conv2dOp::absorb_pool(const Pool2dAttrs& pool) {
+  if (pool_ || has_residual_ || then_) return false;
+  pool_ = pool;
+  return true;
+}
+
+bool Conv2dOp::absorb_depthwise(const Conv2dOp& depthwise) {
+  const bool bare = !depthwise.has_residual_ && !depthwise.pool_ && !depthwise.then_ &&
+                    depthwise.packed_for_ == nullptr && depthwise.activation_ == Activation::kNone;
+  if (then_ || has_residual_ || pool_ || !bare) return false;
+  then_ = std::make_shared<Conv2dOp>(depthwise);
   return true;
 }
 
 std::optional<PoolParams> Conv2dOp::pool_params(const ConvParams& p, const Shape& output) const {
   if (!pool_) return std::nullopt;
   return pool2d_params(*pool_, Shape{p.batch, p.out_channels, p.out_h(), p.out_w()}, output);
-}
-
-bool Conv2dOp::try_absorb_residual(const Op& next) {
-  const auto* add = dynamic_cast<const AddOp*>(&next);
-  // One residual at most, and it must be added before any activation (act(conv) + r is not
-  // act(conv + r)) and before pooling; the add's own activation, if it absorbed one, becomes
-  // this op's.
-  if (add == nullptr || has_residual_ || pool_ || then_ || activation_ != Activation::kNone) return false;
-  has_residual_ = true;
-  activation_ = add->activation();
-  return true;
 }
 
 Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,

@@ -1,12 +1,14 @@
 // conv2d: 2-D convolution with stride, asymmetric padding, dilation, groups and bias
-// (PyTorch nn.Conv2d semantics, weights OIHW). Absorbs a following batchnorm2d (folded into
-// weight and bias at load), relu/relu6 (fused epilogue), an add of its output and a residual
-// (a ResNet shortcut: the residual becomes a second input, added in the epilogue before the
-// activation, out = act(conv(x) + bias + residual)), a maxpool2d after the activation
-// (computed band by band, kernels/cpu/conv_pool.h: the convolution's full output is never
-// stored), or a depthwise conv2d reading its output, with that one's own batch norm and
-// activation (ShuffleNet's and MobileNet's pointwise -> depthwise pair, band by band too,
-// kernels/cpu/conv_then_conv.h).
+// (PyTorch nn.Conv2d semantics, weights OIHW). At load the fusion rules (engine/src/rewrites/)
+// may fold into it a following batchnorm2d (into weight and bias), relu/relu6 (fused epilogue),
+// an add of its output and a residual (a ResNet shortcut: the residual becomes a second input,
+// added in the epilogue before the activation, out = act(conv(x) + bias + residual)), a
+// maxpool2d after the activation (computed band by band, kernels/cpu/conv_pool.h: the
+// convolution's full output is never stored), or a depthwise conv2d reading its output, with
+// that one's own batch norm and activation (ShuffleNet's and MobileNet's pointwise ->
+// depthwise pair, band by band too, kernels/cpu/conv_then_conv.h). The op only offers the
+// mutators below and refuses what its kernel cannot compute; when a pattern may be fused is
+// the rules' business.
 #pragma once
 
 #include <memory>
@@ -26,6 +28,9 @@ struct Conv2dAttrs {
   Padding padding;
   int64_t groups = 1;
   bool bias = true;
+
+  // One filter per channel: groups == in_channels == out_channels (> 1).
+  bool depthwise() const { return groups > 1 && groups == in_channels && groups == out_channels; }
 };
 
 class Conv2dOp : public Op, public ConvCapability {
@@ -44,10 +49,36 @@ class Conv2dOp : public Op, public ConvCapability {
   size_t weight_bytes() const override {
     return weight_.bytes() + packed_.bytes() + bias_.bytes() + absorbed_conv_weight_bytes();
   }
-  bool try_absorb(const Op& next) override;
-  bool try_absorb_residual(const Op& next) override;
   void pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) override;
   const ConvCapability* conv() const override { return this; }
+
+  const Conv2dAttrs& attrs() const { return attrs_; }
+
+  // Fusion mutators, called by the rewrite rules (engine/src/rewrites/) at load, before
+  // pack_weights_at_load. Each returns false, changing nothing, where the op's kernel could not
+  // compute the result: one activation, one residual, one pooling and one absorbed convolution
+  // at most, and the band-by-band schedules (pooling, depthwise) add no residual.
+  //
+  // The convolution that produces the op's output: the absorbed depthwise one (then()) when
+  // there is one, else this one. A batch norm or activation after the op goes there.
+  Conv2dOp& output_stage() { return then_ ? *then_ : *this; }
+  // Folds a per-channel affine map y = x * scale[o] + shift[o] into the weights and bias:
+  // w'[o] = w[o] * scale[o], b'[o] = b[o] * scale[o] + shift[o] (a zero bias is created where
+  // there is none). False once the weights are packed (no OIHW copy left) or on a size mismatch.
+  bool fold_batchnorm(const std::vector<float>& scale, const std::vector<float>& shift);
+  // The epilogue's activation; false when there is one already.
+  bool set_activation(Activation act) { return set_fused_activation(&activation_, act); }
+  // A second input, the residual, added in the epilogue before `act` (the add's own activation,
+  // which becomes this op's): act(conv(x) + bias + residual). False with an activation or a
+  // residual already, or a pooling or depthwise convolution (their band schedules add none).
+  bool add_residual(Activation act);
+  // Max pooling of this op's output; false with a pooling, a residual or a depthwise
+  // convolution already.
+  bool absorb_pool(const Pool2dAttrs& pool);
+  // A copy of `depthwise`, run on this op's output band by band; false when this op has a
+  // residual, a pooling or an absorbed convolution already, or `depthwise` has absorbed anything
+  // or been packed (the copy must be the bare layer).
+  bool absorb_depthwise(const Conv2dOp& depthwise);
 
   // The convolution for a given input shape (NCHW).
   ConvParams params_for(const Shape& input) const override;
@@ -83,9 +114,6 @@ class Conv2dOp : public Op, public ConvCapability {
   // The weights in `algorithm`'s layout for params p: the model's copy packed at load (*shared
   // set) or a new one packed from OIHW.
   Result<Tensor> weights_for(const ConvAlgorithm& algorithm, const ConvParams& p, bool* shared) const;
-  // Whether `next` (a depthwise convolution) may be absorbed as then_.
-  bool can_absorb_conv(const Conv2dOp& next) const;
-
   Conv2dAttrs attrs_;
   Tensor weight_, bias_;  // weight_ is empty once packed at load
   // Set by pack_weights_at_load: the weights in packed_for_'s layout, shared by every session

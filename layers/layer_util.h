@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/src/attrs.h"
+#include "kernels/cpu/conv_params.h"
 #include "winfer/shape.h"
 #include "winfer/status.h"
 
@@ -31,6 +32,14 @@ Status read_padding(const Attrs& attrs, const std::string& key, Padding* pad);
 // would start inside the right padding). Returns < 1 when the window does not fit.
 int64_t pooled_extent(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel,
                       int64_t stride, int64_t dilation, bool ceil_mode);
+
+// The fusion mutator of a layer whose kernel applies one activation to its output (called by
+// the rules in engine/src/rewrites/): sets *slot to `act` unless it holds one already.
+inline bool set_fused_activation(Activation* slot, Activation act) {
+  if (*slot != Activation::kNone) return false;
+  *slot = act;
+  return true;
+}
 
 // Parameter count helper.
 inline int64_t numel_of(const std::vector<int64_t>& dims) {

@@ -52,14 +52,6 @@ Result<std::unique_ptr<Kernel>> LinearOp::compile(const std::vector<Shape>& inpu
   return std::unique_ptr<Kernel>(new LinearKernel(weight_, bias_, inputs[0][0], activation_));
 }
 
-bool LinearOp::try_absorb(const Op& next) {
-  if (activation_ != Activation::kNone) return false;  // nothing may follow the activation
-  const Activation act = activation_of(next);
-  if (act == Activation::kNone) return false;
-  activation_ = act;
-  return true;
-}
-
 Result<std::unique_ptr<Op>> create_linear(const Attrs& attrs) {
   int64_t in_features = 0, out_features = 0;
   bool bias = true;

@@ -1,11 +1,13 @@
 // linear: PyTorch nn.Linear on [N, in_features] -> [N, out_features]; weight [out, in],
-// optional bias [out]. Absorbs a following relu/relu6 (fused into the kernel's epilogue).
+// optional bias [out]. At load it may take a following relu/relu6 into its kernel's epilogue
+// (the rule activation_epilogue, engine/src/rewrites/).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "engine/src/op.h"
+#include "layers/layer_util.h"
 
 namespace winfer {
 
@@ -24,12 +26,13 @@ class LinearOp : public Op {
   }
   int64_t param_count() const override { return out_features_ * in_features_ + (has_bias_ ? out_features_ : 0); }
   size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
-  bool try_absorb(const Op& next) override;
 
   const Tensor& weight() const { return weight_; }  // [out_features, in_features]
   const Tensor& bias() const { return bias_; }      // [out_features]; empty when there is none
   // The activation of its epilogue (kNone unless a relu/relu6 was absorbed).
   Activation activation() const { return activation_; }
+  // Fusion (engine/src/rewrites/): false when there is an activation already.
+  bool set_activation(Activation act) { return set_fused_activation(&activation_, act); }
 
  private:
   int64_t in_features_, out_features_;

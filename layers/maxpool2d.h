@@ -9,7 +9,8 @@
 
 namespace winfer {
 
-// flops() stays 0: comparisons are not multiply-adds. A conv2d may absorb it (layers/conv2d.h).
+// flops() stays 0: comparisons are not multiply-adds. A conv2d may absorb it at load (the rule
+// conv_maxpool, engine/src/rewrites/).
 class MaxPool2dOp : public Op {
  public:
   explicit MaxPool2dOp(const Pool2dAttrs& a) : attrs_(a) {}

@@ -1,15 +1,20 @@
-// Load-time graph rewrites: a node absorbs the single consumer of its single output when its
-// op agrees (conv <- batchnorm2d folded into the weights; conv/add/linear/batchnorm <- relu or
-// relu6 fused into the epilogue; conv <- add, the add's other operand becoming the conv's
-// residual input, when that operand is produced before the conv). Graph outputs are never fused
-// away.
+// The fusion pass: load-time graph rewrites, one rule per file in engine/src/rewrites/
+// (rules.h lists them), applied by fuse_graph in a fixed order. ModelLoader calls it after the
+// parameters are loaded and before the weights are packed, unless LoadOptions::fuse is false
+// (--no-fuse) or the model has no weights; dead tensors are dropped after it
+// (Graph::remove_dead_tensors). docs/ARCHITECTURE.md, loading step 6, describes every fusion.
 #pragma once
 
 #include "engine/src/graph.h"
 
 namespace winfer {
 
-// Returns the number of nodes removed.
+// Rewrites the graph; returns the number of nodes removed.
 int fuse_graph(Graph& graph);
+
+// The rules whose pattern is a node and the node that alone reads its output, applied to two ops
+// outside a graph, in the pass's order: true when one folded `consumer` into `producer` (what
+// the pass does where `consumer` alone reads `producer`'s only output). For the layer tests.
+bool fuse_pair(Op& producer, const Op& consumer);
 
 }  // namespace winfer

@@ -105,15 +105,10 @@ class Op {
   // one at the same place must not.
   virtual bool can_run_in_place(const std::vector<Shape>& /*inputs*/) const { return false; }
 
-  // Fusion: absorb the op that consumes this op's only output (e.g. conv <- batchnorm, relu;
-  // add <- relu). Returns true if absorbed; `next` is then removed from the graph.
-  virtual bool try_absorb(const Op& /*next*/) { return false; }
-  // Fusion of a two-operand sum (conv <- add): `next` adds this op's only output to another
-  // tensor that is ready before this op runs. Returns true if absorbed; the fusion pass then
-  // appends that tensor to this op's inputs (compile() and infer_shapes() see one more input,
-  // the residual, with the output's shape) and removes `next`.
-  virtual bool try_absorb_residual(const Op& /*next*/) { return false; }
-  // Layers this op absorbed (for display) and their parameter count (so totals stay PyTorch's).
+  // Fusion is not the op's business: the rules in engine/src/rewrites/ match patterns of nodes,
+  // check their conditions and call the ops' own typed mutators (Conv2dOp::fold_batchnorm, ...).
+  // An op only records what it absorbed: the layers (for display) and their parameter count
+  // (so totals stay PyTorch's).
   const std::vector<std::string>& fused_names() const { return fused_names_; }
   int64_t fused_param_count() const { return fused_params_; }
   void record_fused(const std::string& name, int64_t params) {

@@ -1,8 +1,9 @@
 // Fusion of a depthwise convolution into the convolution whose output it alone reads
-// (Conv2dOp::try_absorb, kernels/cpu/conv_then_conv.h): ShuffleNet's and MobileNet's
-// pointwise -> depthwise pair becomes one conv2d node computed band by band, so the pointwise
-// output (the block's largest tensor) is never stored. The fused graph must compute what the
-// unfused one does, for every algorithm, and plan less memory where that tensor was the peak.
+// (engine/src/rewrites/pointwise_depthwise.cpp, kernels/cpu/conv_then_conv.h): ShuffleNet's and
+// MobileNet's pointwise -> depthwise pair becomes one conv2d node computed band by band, so the
+// pointwise output (the block's largest tensor) is never stored. The fused graph must compute
+// what the unfused one does, for every algorithm, and plan less memory where that tensor was the
+// peak.
 #include "engine/fusion_test_util.h"
 
 using namespace winfer_test;

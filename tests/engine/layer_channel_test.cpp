@@ -4,6 +4,7 @@
 // the public API: the op checker (op_check_test.cpp, op_cases.h).
 #include <string>
 
+#include "engine/src/fusion.h"
 #include "layer_test_util.h"
 
 namespace winfer {
@@ -37,8 +38,8 @@ TEST_CASE("layer linear matches the float64 reference") {
     // Fused relu equals linear then relu.
     std::unique_ptr<Op> relu = make_op("relu");
     const HostTensor separate = run_op(*relu, run_op(*fc, {x}))[0];
-    REQUIRE(fc->try_absorb(*relu));
-    CHECK_FALSE(fc->try_absorb(*make_op("relu6")));
+    REQUIRE(fuse_pair(*fc, *relu));
+    CHECK_FALSE(fuse_pair(*fc, *make_op("relu6")));
     check_close(run_op(*fc, {x})[0], separate, kExact, "linear + relu");
   }
 }
@@ -59,7 +60,7 @@ TEST_CASE("layer add, plain and with fused relu/relu6") {
     for (const char* act : {"relu", "relu6"}) {
       std::unique_ptr<Op> fused = make_op("add");
       std::unique_ptr<Op> activation = make_op(act);
-      REQUIRE(fused->try_absorb(*activation));
+      REQUIRE(fuse_pair(*fused, *activation));
       const HostTensor separate = run_op(*activation, run_op(*add, {a, b}))[0];
       check_close(run_op(*fused, {a, b})[0], separate, kExact, std::string("add + ") + act);
     }

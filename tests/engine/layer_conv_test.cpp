@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "engine/src/fusion.h"
 #include "layer_test_util.h"
 #include "layers/conv2d.h"
 
@@ -126,7 +127,7 @@ TEST_CASE("layer batchnorm2d and relu/relu6 standalone") {
   check_close(run_simple("relu6", {}, flat), relu6_reference(to_ref(flat), true), kExact, "relu6 2-D");
 
   // batchnorm2d absorbs an activation.
-  REQUIRE(bn->try_absorb(*make_op("relu6")));
+  REQUIRE(fuse_pair(*bn, *make_op("relu6")));
   check_close(run_op(*bn, {x})[0], relu6_reference(expected, true), kSumTol, "batchnorm2d + relu6");
 }
 
@@ -142,14 +143,14 @@ void check_bn_folding(const ConvCase& k, const char* activation) {
 
   std::unique_ptr<Op> fused_conv = make_op("conv2d", conv_attrs(k));
   prepare(*fused_conv, {Shape{k.n, k.c, k.h, k.w}}, params, "conv");
-  REQUIRE(fused_conv->try_absorb(*bn));
+  REQUIRE(fuse_pair(*fused_conv, *bn));
 
   std::unique_ptr<Op> act;
   if (activation != nullptr) {
     act = make_op(activation);
-    REQUIRE(fused_conv->try_absorb(*act));
+    REQUIRE(fuse_pair(*fused_conv, *act));
     // The activation ends the chain: nothing more may be absorbed after it.
-    CHECK_FALSE(fused_conv->try_absorb(*bn));
+    CHECK_FALSE(fuse_pair(*fused_conv, *bn));
   }
 
   const HostTensor x = random_tensor(Shape{k.n, k.c, k.h, k.w}, 3.f);  // large enough to reach 6
@@ -186,14 +187,14 @@ TEST_CASE("layer conv2d + relu6 fusion equals conv then relu6") {
     std::unique_ptr<Op> fused = make_op("conv2d", conv_attrs(k));
     prepare(*fused, {Shape{k.n, k.c, k.h, k.w}}, params, "conv");
     std::unique_ptr<Op> relu6 = make_op("relu6");
-    REQUIRE(fused->try_absorb(*relu6));
-    CHECK_FALSE(fused->try_absorb(*make_op("relu")));  // only one activation
+    REQUIRE(fuse_pair(*fused, *relu6));
+    CHECK_FALSE(fuse_pair(*fused, *make_op("relu")));  // only one activation
 
     const HostTensor x = random_tensor(Shape{k.n, k.c, k.h, k.w}, 4.f);
     const HostTensor separate = run_op(*relu6, run_op(*conv, {x}))[0];
     check_close(run_op(*fused, {x})[0], separate, kSumTol, k.name);
     // Not an op conv2d can absorb.
-    CHECK_FALSE(fused->try_absorb(*make_op("identity")));
+    CHECK_FALSE(fuse_pair(*fused, *make_op("identity")));
   }
 }
 

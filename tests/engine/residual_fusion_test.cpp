@@ -1,5 +1,5 @@
-// Fusion of a ResNet shortcut into a convolution (engine/src/fusion.cpp, Conv2dOp::
-// try_absorb_residual): add(conv(x), r) [+ relu] becomes one conv2d node with inputs (x, r)
+// Fusion of a ResNet shortcut into a convolution (engine/src/rewrites/conv_add.cpp):
+// add(conv(x), r) [+ relu] becomes one conv2d node with inputs (x, r)
 // computing act(conv(x) + bias + r). The fused graph must compute what the unfused one does, for
 // every algorithm; the add disappears only where that is safe.
 #include "engine/fusion_test_util.h"
