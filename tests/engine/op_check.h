@@ -29,6 +29,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -612,6 +613,40 @@ inline bool expected_conv_kernel(const PreparedCheck& c, const std::string& algo
   if (c.depthwise()) return kernel.rfind("depthwise", 0) == 0;
   return kernel.rfind(algorithm, 0) == 0 || kernel.find(algorithm) != std::string::npos;
 }
+
+// The runs of a sweep over the cases: each checked, and the largest error per op type (and
+// convolution algorithm) kept in units of u * magnitude, printed at the end so that the
+// tolerances' margins stay visible.
+class Sweep {
+ public:
+  // The algorithms to run `c` with: every one of `conv_algorithms` for a convolution, else one
+  // (the others never look at it).
+  static std::vector<std::string> algorithms_for(const PreparedCheck& c,
+                                                 const std::vector<std::string>& conv_algorithms) {
+    return c.is_conv() ? conv_algorithms : std::vector<std::string>{"im2win"};
+  }
+  // CHECKs a run made with `algorithm`: its values, and for a convolution the kernel that ran.
+  void check(const PreparedCheck& c, const Run& r, const std::string& algorithm, const std::string& where) {
+    double& w = worst_[c.is_conv() ? c.op().type() + " " + algorithm : c.op().type()];
+    w = std::max(w, c.check(r, where + " with " + algorithm));
+    if (c.is_conv()) {
+      INFO(c.op().describe(), ": requested ", algorithm, ", kernel '", r.kernel, "'");
+      CHECK(expected_conv_kernel(c, algorithm, r.kernel));
+    }
+    ++runs_;
+  }
+  void count_run() { ++runs_; }
+  void report(const std::string& what) const {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    for (const auto& kv : worst_) MESSAGE("largest error of ", kv.first, ": ", kv.second, " u x magnitude");
+    MESSAGE(runs_, " runs ", what, " in ", seconds, " s");
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  int runs_ = 0;
+  std::map<std::string, double> worst_;
+};
 
 // A model whose one layer has an unknown op: loading it fails with the list of known ones.
 constexpr const char* kUnknownOpModel =

@@ -4,8 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
 #include <set>
 #include <string>
 
@@ -45,36 +43,25 @@ TEST_CASE("op check: every registered op type has a case and a reference") {
 }
 
 TEST_CASE("op check: every case matches float64 on the CPU, convolutions with every algorithm") {
-  const auto start = std::chrono::steady_clock::now();
   const std::vector<std::string> algorithms = conv_algorithm_names("cpu");
   REQUIRE_FALSE(algorithms.empty());
-  std::map<std::string, double> worst;  // per op type, in units of u * magnitude
-  int runs = 0;
+  Sweep sweep;
   for (const OpCheck& c : all_op_cases()) {
     const PreparedCheck check(c);
     SessionOptions options;
     options.threads = 2;
     options.poison_unused_memory = true;
-    for (const std::string& algorithm : check.is_conv() ? algorithms : std::vector<std::string>{"im2win"}) {
+    for (const std::string& algorithm : Sweep::algorithms_for(check, algorithms)) {
       options.conv_algorithm = algorithm;
-      const Run r = check.run(options);
-      double& w = worst[check.is_conv() ? c.type() + " " + algorithm : c.type()];
-      w = std::max(w, check.check(r, "on the CPU with " + algorithm));
-      if (check.is_conv()) {
-        INFO(c.describe(), ": requested ", algorithm, ", kernel '", r.kernel, "'");
-        CHECK(expected_conv_kernel(check, algorithm, r.kernel));
-      }
-      ++runs;
+      sweep.check(check, check.run(options), algorithm, "on the CPU");
     }
     // Unplanned memory: every tensor its own allocation, no layer in place of its input.
     SessionOptions unplanned;
     unplanned.plan_memory = false;
     check.check(check.run(unplanned), "on the CPU, unplanned");
-    ++runs;
+    sweep.count_run();
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const auto& kv : worst) MESSAGE("largest error of ", kv.first, ": ", kv.second, " u x magnitude");
-  MESSAGE(all_op_cases().size(), " cases, ", runs, " runs on the CPU in ", seconds, " s");
+  sweep.report("of " + std::to_string(all_op_cases().size()) + " cases on the CPU");
 }
 
 }  // namespace

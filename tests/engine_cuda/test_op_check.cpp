@@ -9,8 +9,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
 #include <set>
 #include <string>
 
@@ -48,11 +46,10 @@ TEST_CASE("op check cuda: the expected refusals are registered op types") {
 }
 
 TEST_CASE("op check cuda: every case matches float64 on CUDA, convolutions with every algorithm") {
-  const auto start = std::chrono::steady_clock::now();
   const std::vector<std::string> algorithms = conv_algorithm_names("cuda");
   REQUIRE_FALSE(algorithms.empty());
-  std::map<std::string, double> worst;  // per op type (and algorithm), in units of u * magnitude
-  int runs = 0, refusals = 0;
+  Sweep sweep;
+  int refusals = 0;
   for (const OpCheck& c : all_op_cases()) {
     const PreparedCheck check(c);
     if (kNoCudaKernel.count(c.type())) {
@@ -64,7 +61,7 @@ TEST_CASE("op check cuda: every case matches float64 on CUDA, convolutions with 
       ++refusals;
       continue;
     }
-    for (const std::string& algorithm : check.is_conv() ? algorithms : std::vector<std::string>{"im2win"}) {
+    for (const std::string& algorithm : Sweep::algorithms_for(check, algorithms)) {
       const Run r = check.run(on_cuda(algorithm));
       // A depthwise layer takes the depthwise kernel whatever the algorithm: no library needed.
       if (kEmulated && needs_libraries(algorithm) && !check.depthwise()) {
@@ -73,19 +70,11 @@ TEST_CASE("op check cuda: every case matches float64 on CUDA, convolutions with 
         ++refusals;
         continue;
       }
-      double& w = worst[check.is_conv() ? c.type() + " " + algorithm : c.type()];
-      w = std::max(w, check.check(r, "on CUDA with " + algorithm));
-      if (check.is_conv()) {
-        INFO(c.describe(), ": requested ", algorithm, ", kernel '", r.kernel, "'");
-        CHECK(expected_conv_kernel(check, algorithm, r.kernel));
-      }
-      ++runs;
+      sweep.check(check, r, algorithm, "on CUDA");
     }
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const auto& kv : worst) MESSAGE("largest error of ", kv.first, ": ", kv.second, " u x magnitude");
-  MESSAGE(all_op_cases().size(), " cases, ", runs, " runs on CUDA", std::string(kEmulated ? " (emulated)" : ""), ", ",
-          refusals, " expected refusals, in ", seconds, " s");
+  sweep.report("of " + std::to_string(all_op_cases().size()) + " cases on CUDA" + (kEmulated ? " (emulated)" : "") +
+               ", and " + std::to_string(refusals) + " expected refusals,");
 }
 
 }  // namespace
