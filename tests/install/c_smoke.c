@@ -1,9 +1,11 @@
 /* Built by install_test.sh with the C compiler against the installed winfer_c.h and
  * libwinfer.so (through pkg-config): checks that the header is C and the library links from C.
  * c_smoke MODEL.yaml: runs the model on a zero input, through a session config and a run bound
- * by name, and prints "ok <outputs> <argmax>". */
+ * by name, and prints "ok <outputs> <argmax>". With WINFER_EXPECT_CUDA_PLUGIN set, a session on
+ * "cuda" must find the CUDA backend plug-in (it may still fail for want of a GPU). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <winfer/winfer_c.h>
 
@@ -40,6 +42,23 @@ int main(int argc, char** argv) {
   if (winfer_session_create_with_config(model, config, &session) != WINFER_OK) {
     fprintf(stderr, "%s\n", winfer_last_error());
     return 1;
+  }
+  if (getenv("WINFER_EXPECT_CUDA_PLUGIN") != NULL && getenv("WINFER_EXPECT_CUDA_PLUGIN")[0] != '\0') {
+    /* libwinfer.so opens <libdir>/winfer/libwinfer_cuda.so on this first use of CUDA. */
+    winfer_session_config* cuda = NULL;
+    winfer_session* cuda_session = NULL;
+    if (winfer_session_config_create(&cuda) != WINFER_OK || winfer_session_config_set_device(cuda, "cuda") != WINFER_OK ||
+        winfer_session_config_set_conv_algorithm(cuda, "im2win") != WINFER_OK) {
+      fprintf(stderr, "%s\n", winfer_last_error());
+      return 1;
+    }
+    if (winfer_session_create_with_config(model, cuda, &cuda_session) == WINFER_OK) {
+      winfer_session_destroy(cuda_session);
+    } else if (strstr(winfer_last_error(), "could not be loaded") != NULL) {
+      fprintf(stderr, "%s\n", winfer_last_error());
+      return 1;
+    }
+    winfer_session_config_destroy(cuda);
   }
   winfer_session_config_destroy(config); /* the session keeps a copy */
   winfer_model_destroy(model);           /* the session keeps what it needs */

@@ -32,6 +32,18 @@ for f in bin/winfer "$libdir/libwinfer.so"; do
   deps=$(ldd "$prefix/$f")
   if grep -E 'libcublas|libcudnn|libdnnl|libXNNPACK' <<< "$deps"; then die "$f links a library it should open on first use"; fi
 done
+# The CUDA backend and the bench's CUDA timing are modules opened on first use, installed beside
+# the library where this build has them; then the installed CLI must find its plug-in.
+cuda_plugin=""
+if [ -e "$build/$libdir/winfer/libwinfer_cuda.so" ]; then
+  for f in "$libdir/winfer/libwinfer_cuda.so" "$libdir/winfer/libwinfer_bench_cuda.so"; do
+    [ -e "$prefix/$f" ] || die "missing after install: $f"
+  done
+  cuda_plugin=1
+  out=$("$prefix/bin/winfer" run "$src/models/examples/tiny_net.yaml" --input "$src/models/examples/tiny_net.input.npy" \
+        --device cuda 2>&1) || true
+  if grep -q "could not be loaded" <<< "$out"; then die "the installed CLI does not find its CUDA plug-in: $out"; fi
+fi
 # Only the public headers are installed: nothing internal (engine/src, kernels, layers).
 if grep -rhoE '#include "(engine/src|kernels|layers)/' "$prefix/include"; then die "an installed header includes an internal one"; fi
 
@@ -95,7 +107,7 @@ fi
 # shellcheck disable=SC2086
 "$cc" -std=c99 -Wall -Wextra -Werror -o "$work/c_smoke" "$src/tests/install/c_smoke.c" $flags \
   -Wl,-rpath,"$prefix/$libdir" || die "compiling the C smoke test failed"
-out=$("$work/c_smoke" "$src/models/fashion/fashion_resnet.yaml") || die "c_smoke failed"
+out=$(WINFER_EXPECT_CUDA_PLUGIN=$cuda_plugin "$work/c_smoke" "$src/models/fashion/fashion_resnet.yaml") || die "c_smoke failed"
 echo "$out"
 [[ "$out" == "ok 10 "* ]] || die "c_smoke printed '$out'"
 
