@@ -192,6 +192,14 @@ inline double nchw_at(const HostTensor& x, int64_t n, int64_t c, int64_t y, int6
   return x.data[static_cast<size_t>(((n * s.c() + c) * s.h() + y) * s.w() + xx)];
 }
 
+// The sum of x[n][c] over rows [y0, y1) and columns [x0, x1).
+inline double window_sum(const HostTensor& x, int64_t n, int64_t c, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+  double sum = 0;
+  for (int64_t iy = y0; iy < y1; ++iy)
+    for (int64_t ix = x0; ix < x1; ++ix) sum += nchw_at(x, n, c, iy, ix);
+  return sum;
+}
+
 // Max over the in-bounds taps of each (dilated) window.
 inline RefTensor maxpool_reference(const PoolCase& k, const HostTensor& x) {
   RefTensor y{pooled_shape(k), {}};
@@ -227,9 +235,7 @@ inline RefTensor avgpool_reference(const PoolCase& k, bool count_include_pad, co
           x0 = std::max<int64_t>(x0, 0);
           y1 = std::min(y1, s.h());
           x1 = std::min(x1, s.w());
-          double sum = 0;
-          for (int64_t iy = y0; iy < y1; ++iy)
-            for (int64_t ix = x0; ix < x1; ++ix) sum += nchw_at(x, n, c, iy, ix);
+          const double sum = window_sum(x, n, c, y0, y1, x0, x1);
           y.data.push_back(sum / static_cast<double>(count_include_pad ? padded_count : (y1 - y0) * (x1 - x0)));
         }
   return y;
@@ -245,10 +251,7 @@ inline RefTensor adaptive_reference(const HostTensor& x, int64_t out_h, int64_t 
         for (int64_t ox = 0; ox < out_w; ++ox) {
           const int64_t y0 = oy * s.h() / out_h, y1 = ((oy + 1) * s.h() + out_h - 1) / out_h;
           const int64_t x0 = ox * s.w() / out_w, x1 = ((ox + 1) * s.w() + out_w - 1) / out_w;
-          double sum = 0;
-          for (int64_t iy = y0; iy < y1; ++iy)
-            for (int64_t ix = x0; ix < x1; ++ix) sum += nchw_at(x, n, c, iy, ix);
-          y.data.push_back(sum / static_cast<double>((y1 - y0) * (x1 - x0)));
+          y.data.push_back(window_sum(x, n, c, y0, y1, x0, x1) / static_cast<double>((y1 - y0) * (x1 - x0)));
         }
   return y;
 }
