@@ -11,8 +11,8 @@ namespace {
 // whose consumer has two inputs), so the order changes no result; it is the order in which
 // the layers come in a block (conv, bn, relu, then pooling, a depthwise convolution or an add).
 const std::vector<const AbsorbConsumerRule*>& consumer_rules() {
-  static const std::vector<const AbsorbConsumerRule*> rules = {
-      &conv_batchnorm_rule(), &activation_epilogue_rule(), &conv_maxpool_rule(), &pointwise_depthwise_rule()};
+  static const std::vector<const AbsorbConsumerRule*> rules = {&conv_batchnorm_rule(), &activation_epilogue_rule(),
+                                                               &conv_maxpool_rule(), &pointwise_depthwise_rule()};
   return rules;
 }
 

@@ -16,10 +16,11 @@ namespace {
 // padding -1: kernel / 2; input empty: the previous layer.
 std::string conv(const std::string& name, int64_t in, int64_t out, int64_t kernel, int64_t stride = 1,
                  int64_t groups = 1, int64_t padding = -1, const std::string& input = "", bool bias = false) {
-  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) + ", out_channels: " +
-         std::to_string(out) + ", kernel_size: " + std::to_string(kernel) + ", stride: " + std::to_string(stride) +
-         ", groups: " + std::to_string(groups) + ", padding: " + std::to_string(padding < 0 ? kernel / 2 : padding) +
-         ", bias: " + (bias ? "true" : "false") + (input.empty() ? "" : ", input: " + input) + "}\n";
+  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) +
+         ", out_channels: " + std::to_string(out) + ", kernel_size: " + std::to_string(kernel) +
+         ", stride: " + std::to_string(stride) + ", groups: " + std::to_string(groups) +
+         ", padding: " + std::to_string(padding < 0 ? kernel / 2 : padding) + ", bias: " + (bias ? "true" : "false") +
+         (input.empty() ? "" : ", input: " + input) + "}\n";
 }
 // A layer without attributes (relu, relu6, flatten, ...), reading `input` or the previous layer.
 std::string layer(const std::string& name, const std::string& op, const std::string& input = "") {
@@ -91,9 +92,9 @@ TEST_CASE("rewrite conv_batchnorm: not after an activation, a fused add or pooli
   // A per-channel scale does not commute with max.
   CHECK(kept(head + "layers:\n" + conv("a", 4, 4, 3) + maxpool("pool", 2) + bn("a.bn", 4), "a.bn"));
   // The convolution's output is read by another layer too, or is a graph output.
-  CHECK(kept(head + "outputs: [a.bn, other]\nlayers:\n" + conv("a", 4, 4, 3) + bn("a.bn", 4) +
-                 layer("other", "relu", "a"),
-             "a.bn"));
+  CHECK(kept(
+      head + "outputs: [a.bn, other]\nlayers:\n" + conv("a", 4, 4, 3) + bn("a.bn", 4) + layer("other", "relu", "a"),
+      "a.bn"));
   CHECK(kept(head + "outputs: [a.bn, a]\nlayers:\n" + conv("a", 4, 4, 3) + bn("a.bn", 4), "a.bn"));
   // The unfused batch norm still computes what it did.
   winfer_test::check_fused_equals_unfused(after_add, winfer::Shape{1, 4, 6, 6}, {"im2win", "direct"}, kSeed);
@@ -118,8 +119,8 @@ TEST_CASE("rewrite activation_epilogue: relu/relu6 into a batchnorm2d, conv2d, a
 TEST_CASE("rewrite activation_epilogue: one activation per layer, none after a fused pooling or on an output") {
   const std::string head = model_header(4, 6, 6);
   // A second activation stays a layer.
-  const std::string twice = head + "layers:\n" + conv("a", 4, 4, 3) + layer("a.relu", "relu") +
-                            layer("a.relu6", "relu6");
+  const std::string twice =
+      head + "layers:\n" + conv("a", 4, 4, 3) + layer("a.relu", "relu") + layer("a.relu6", "relu6");
   CHECK(fused_into(twice, "a") == std::vector<std::string>{"a.relu"});
   CHECK(kept(twice, "a.relu6"));
   // The epilogue runs before the pooling; the relu was written after it.
@@ -143,8 +144,7 @@ TEST_CASE("rewrite conv_maxpool: a max pooling after the convolution's batch nor
 TEST_CASE("rewrite conv_maxpool: not after a fused add or a depthwise pair, nor on a shared tensor") {
   const std::string head = model_header(4, 6, 6);
   // conv_pool adds no residual.
-  const std::string after_add = head + "layers:\n" + conv("a", 4, 4, 3) + add("sum", "a", "input") +
-                                maxpool("pool", 2);
+  const std::string after_add = head + "layers:\n" + conv("a", 4, 4, 3) + add("sum", "a", "input") + maxpool("pool", 2);
   CHECK(fused_into(after_add, "a") == std::vector<std::string>{"sum"});
   CHECK(kept(after_add, "pool"));
   // The pair's band schedule pools nothing.
@@ -157,7 +157,8 @@ TEST_CASE("rewrite conv_maxpool: not after a fused add or a depthwise pair, nor 
 
 // ---- pointwise_depthwise ----------------------------------------------------------------
 
-TEST_CASE("rewrite pointwise_depthwise: a depthwise convolution, its batch norm and activation join the pointwise one") {
+TEST_CASE(
+    "rewrite pointwise_depthwise: a depthwise convolution, its batch norm and activation join the pointwise one") {
   const std::string yaml = model_header(4, 9, 7) + "layers:\n" + conv("pw", 4, 12, 1) + bn("pw.bn", 12) +
                            layer("pw.relu", "relu") + conv("dw", 12, 12, 3, 2, 12) + bn("dw.bn", 12) +
                            layer("dw.relu6", "relu6");
@@ -165,7 +166,8 @@ TEST_CASE("rewrite pointwise_depthwise: a depthwise convolution, its batch norm 
   CHECK(kernel_description(load_ok(yaml), winfer::Shape{1, 4, 9, 7}, "pw") == "im2win (then depthwise, fused)");
 }
 
-TEST_CASE("rewrite pointwise_depthwise: not depthwise after depthwise, with padding beyond the kernel, nor on an output") {
+TEST_CASE(
+    "rewrite pointwise_depthwise: not depthwise after depthwise, with padding beyond the kernel, nor on an output") {
   const std::string head = model_header(6, 9, 9);
   CHECK(kept(head + "layers:\n" + conv("a", 6, 6, 3, 1, 6) + conv("dw", 6, 6, 3, 1, 6), "dw"));
   // A window of padding only would have no band to compute.
@@ -175,14 +177,14 @@ TEST_CASE("rewrite pointwise_depthwise: not depthwise after depthwise, with padd
 
 // ---- conv_add ---------------------------------------------------------------------------
 
-TEST_CASE("rewrite conv_add: the convolution that runs last takes the add and its relu, the other operand as residual") {
+TEST_CASE(
+    "rewrite conv_add: the convolution that runs last takes the add and its relu, the other operand as residual") {
   // A downsampling block: b (the shortcut) is listed after a, so b absorbs the add; then a basic
   // block whose identity shortcut is the downsampling block's output.
-  const std::string yaml = model_header(4, 8, 7) + "layers:\n" + conv("stem", 4, 8, 3) +
-                           layer("stem.relu", "relu") + conv("a", 8, 16, 3, 2) + bn("a.bn", 16) +
-                           conv("b", 8, 16, 1, 2, 1, 0, "stem.relu") + bn("b.bn", 16) +
-                           add("sum", "a.bn", "b.bn") + layer("sum.relu", "relu") + conv("c1", 16, 16, 3) +
-                           conv("c2", 16, 16, 3) + add("sum2", "c2", "sum.relu");
+  const std::string yaml = model_header(4, 8, 7) + "layers:\n" + conv("stem", 4, 8, 3) + layer("stem.relu", "relu") +
+                           conv("a", 8, 16, 3, 2) + bn("a.bn", 16) + conv("b", 8, 16, 1, 2, 1, 0, "stem.relu") +
+                           bn("b.bn", 16) + add("sum", "a.bn", "b.bn") + layer("sum.relu", "relu") +
+                           conv("c1", 16, 16, 3) + conv("c2", 16, 16, 3) + add("sum2", "c2", "sum.relu");
   check_rewrite(yaml, winfer::Shape{2, 4, 8, 7}, "b", {"b.bn", "sum", "sum.relu"});
   CHECK(fused_into(yaml, "a") == std::vector<std::string>{"a.bn"});
   CHECK(fused_into(yaml, "c2") == std::vector<std::string>{"sum2"});
@@ -195,15 +197,14 @@ TEST_CASE("rewrite conv_add: the convolution that runs last takes the add and it
 TEST_CASE("rewrite conv_add: not after an activation, not add(y, y), not with fuse = false") {
   const std::string head = model_header(4, 6, 6);
   // relu(conv) + r is not relu(conv + r).
-  CHECK(kept(head + "layers:\n" + conv("a", 4, 4, 3) + layer("a.relu", "relu") + add("sum", "a.relu", "input"),
-             "sum"));
+  CHECK(kept(head + "layers:\n" + conv("a", 4, 4, 3) + layer("a.relu", "relu") + add("sum", "a.relu", "input"), "sum"));
   // Both operands are the convolution's output: there is no residual to take.
   const std::string twice = head + "layers:\n" + conv("a", 4, 4, 3) + add("sum", "a", "a");
   CHECK(kept(twice, "sum"));
   winfer_test::check_fused_equals_unfused(twice, winfer::Shape{1, 4, 6, 6}, {"im2win"}, kSeed);
   // LoadOptions::fuse = false turns every rule off.
-  const std::string plain = head + "layers:\n" + conv("a", 4, 4, 3) + bn("a.bn", 4) + add("sum", "a.bn", "input") +
-                            layer("sum.relu", "relu");
+  const std::string plain =
+      head + "layers:\n" + conv("a", 4, 4, 3) + bn("a.bn", 4) + add("sum", "a.bn", "input") + layer("sum.relu", "relu");
   CHECK(load_ok(plain, false)->layers().size() == 4);
   CHECK(load_ok(plain, true)->layers().size() == 1);
 }
