@@ -1,7 +1,7 @@
 // The op checker's cases (op_check.h): every registered op type with its edge shapes, tiny so
 // that all of them run in about a second on the CPU and a few under the CUDA emulator. Shared
 // by tests/engine/op_check_test.cpp (CPU, every algorithm) and tests/engine_cuda/
-// test_op_check.cpp (CUDA). A new op type needs cases here (op_check_test.cpp fails until it
+// op_check_test.cpp (CUDA). A new op type needs cases here (op_check_test.cpp fails until it
 // has some) and a reference in op_check.h's op_specs().
 #pragma once
 

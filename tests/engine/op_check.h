@@ -3,7 +3,7 @@
 // public API only (Model::load, Session with a device and a convolution algorithm), and every
 // output is compared with a float64 reference from layer_reference.h. Header-only so that the
 // CPU tests (tests/engine/op_check_test.cpp) and the CUDA tests (tests/engine_cuda/
-// test_op_check.cpp, built against the host emulator and natively) share it without either
+// op_check_test.cpp, built against the host emulator and natively) share it without either
 // binary linking the other's sources.
 //
 //   OpCheck("conv2d").attr("in_channels", 5).attr("out_channels", 4).attr("kernel_size", 3)

@@ -1,6 +1,6 @@
 // The op checker on the CPU (op_check.h, cases in op_cases.h): every registered op type against
 // its float64 reference through the public API, convolutions with every selectable algorithm.
-// The same cases run on CUDA in tests/engine_cuda/test_op_check.cpp.
+// The same cases run on CUDA in tests/engine_cuda/op_check_test.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
