@@ -56,7 +56,12 @@ void add_in_place_aliases(const Graph& graph, const std::vector<Shape>& shapes, 
     if (node.op->can_run_in_place(in)) {
       candidates = node.inputs;
     } else if (kernels[n].in_place_input >= 0 && kernels[n].in_place_input < static_cast<int>(node.inputs.size())) {
-      candidates = {node.inputs[kernels[n].in_place_input]};
+      // The kernel may overwrite this input as it writes its output (a fused residual, read
+      // element by element just before the store), but not when the node reads the same tensor
+      // through another input too: add(conv(y), y) would overwrite y while the convolution
+      // still reads it.
+      const int t = node.inputs[kernels[n].in_place_input];
+      if (std::count(node.inputs.begin(), node.inputs.end(), t) == 1) candidates = {t};
     }
     const int out = node.outputs[0];
     for (int t : candidates) {

@@ -153,3 +153,17 @@ TEST_CASE("residual fusion: zoo resnet18 and resnet50 fused equal unfused") {
   check_zoo("resnet18", 64, {"im2win", "indirect", "im2col"});
   check_zoo("resnet50", 64, {"im2win"});
 }
+
+// A residual that is also the convolution's own input, add(conv(y), y): the output may take over
+// the residual's storage only where no other input of the node is that same tensor (im2win and
+// indirect write the output while they still read the input). indirect gave errors up to 1.2
+// here when the plan let the output overwrite y.
+TEST_CASE("residual fusion: add(conv(y), y) keeps y intact for every algorithm") {
+  const std::string yaml = model_header(3, 5, 7) + "outputs: [add]\nlayers:\n" + conv("stem", 3, 8, 3, 1) +
+                           conv("conv", 8, 8, 3, 1, "stem") + "  - {name: add, op: add, inputs: [conv, stem]}\n";
+  const std::vector<winfer::LayerInfo> layers = load_ok(yaml, true)->layers();
+  const winfer::LayerInfo& layer = layer_named(layers, "conv");
+  REQUIRE(layer.inputs.size() == 2);
+  CHECK(layer.inputs[0] == layer.inputs[1]);  // the conv reads stem twice: input and residual
+  check_fused_equals_unfused(yaml, winfer::Shape{2, 3, 5, 7}, user_algorithms());
+}
