@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 #include "winfer/status.h"
 
 namespace winfer::bench {

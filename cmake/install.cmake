@@ -28,7 +28,7 @@ set(WINFER_PUBLIC_HEADERS
 # The shared library opens the CUDA backend as its plug-in (<libdir>/winfer/libwinfer_cuda.so,
 # installed beside it); the static archive links the backend in, since a statically linked
 # program exports no symbols for a plug-in to use.
-set(winfer_common_parts winfer_kernels winfer_core winfer_engine)
+set(winfer_common_parts winfer_kernels winfer_core winfer_op_interface winfer_layers winfer_engine)
 if(TARGET winfer_cuda_plugin)
   set(winfer_shared_parts ${winfer_common_parts} winfer_cuda_plugin_loader)
   set(winfer_static_parts ${winfer_common_parts} winfer_cuda_backend winfer_cuda_backend_linked winfer_cuda)

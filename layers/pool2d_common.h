@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "engine/src/attrs.h"
-#include "kernels/cpu/pooling.h"
+#include "kernels/common/pool_params.h"
 #include "winfer/shape.h"
 #include "winfer/status.h"
 

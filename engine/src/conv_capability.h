@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 #include "winfer/shape.h"
 #include "winfer/status.h"
 #include "winfer/tensor.h"

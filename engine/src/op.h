@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "engine/src/attrs.h"
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 #include "winfer/shape.h"
 #include "winfer/status.h"
 #include "winfer/tensor.h"

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 
 namespace winfer {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/conv_algorithm.h"
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 #include "kernels/cpu/ukernel_conv.h"  // kPanel
 
 namespace winfer {

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/conv_algorithm.h"
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 
 namespace winfer {
 namespace cpu {

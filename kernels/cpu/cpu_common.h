@@ -27,7 +27,7 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 
 #if !defined(__GNUC__) && !defined(__clang__)
 #error "winfer's CPU kernels use GCC/Clang extensions (vector types, always_inline, target)"

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/conv_params.h"  // Activation
+#include "kernels/common/conv_params.h"  // Activation
 
 namespace winfer {
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/status.h"
 

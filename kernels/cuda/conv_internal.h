@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 #include "kernels/cuda/conv_algorithm.h"
 #include "kernels/cuda/status.h"
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 #include "kernels/cuda/runtime.h"
 
 namespace winfer {

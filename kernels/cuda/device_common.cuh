@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "kernels/cpu/conv_params.h"  // Activation
+#include "kernels/common/conv_params.h"  // Activation
 #include "kernels/cuda/runtime.h"
 
 namespace winfer {

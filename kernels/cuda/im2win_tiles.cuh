@@ -27,7 +27,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 
 namespace winfer {
 namespace cuda {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/conv_params.h"  // Activation
+#include "kernels/common/conv_params.h"  // Activation
 #include "kernels/cuda/context.h"
 #include "kernels/cuda/status.h"
 

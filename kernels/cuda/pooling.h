@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/pooling.h"  // PoolParams
+#include "kernels/common/pool_params.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/status.h"
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "kernels/cpu/conv_indirect.h"
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 #include "kernels/cpu/ukernel_conv.h"
 #include "reference.h"
 #include "test_util.h"

@@ -13,7 +13,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 #include "kernels/cpu/pooling.h"
 
 namespace winfer {

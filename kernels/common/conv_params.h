@@ -1,21 +1,15 @@
-// Plain description of one 2-D convolution, shared by every algorithm and backend.
-// Free of graph types on purpose: kernels see only this struct and raw pointers.
+// Plain description of one 2-D convolution: the vocabulary shared by every algorithm of every
+// backend (kernels/cpu, kernels/cuda), the layers and the bench. Free of graph types on purpose:
+// kernels see only this struct and raw pointers. Every convolution has an epilogue activation,
+// so this header brings Activation along.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "kernels/common/activation.h"
+
 namespace winfer {
-
-// Activation fused into a kernel's epilogue.
-enum class Activation { kNone, kRelu, kRelu6 };
-const char* activation_name(Activation a);
-
-inline float apply_activation(float v, Activation a) {
-  if (a == Activation::kRelu) return v > 0.f ? v : 0.f;
-  if (a == Activation::kRelu6) return v < 0.f ? 0.f : (v > 6.f ? 6.f : v);
-  return v;
-}
 
 struct ConvParams {
   int64_t batch = 1;

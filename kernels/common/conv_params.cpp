@@ -1,15 +1,6 @@
-#include "kernels/cpu/conv_params.h"
+#include "kernels/common/conv_params.h"
 
 namespace winfer {
-
-const char* activation_name(Activation a) {
-  switch (a) {
-    case Activation::kNone: return "none";
-    case Activation::kRelu: return "relu";
-    case Activation::kRelu6: return "relu6";
-  }
-  return "?";
-}
 
 std::string ConvParams::to_string() const {
   auto s = [](int64_t v) { return std::to_string(v); };
