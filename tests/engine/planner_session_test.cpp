@@ -56,6 +56,11 @@ void* operator new(std::size_t size, std::align_val_t a) { return or_throw(count
 void* operator new[](std::size_t size, std::align_val_t a) { return or_throw(counted_aligned(size, a)); }
 void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept { return counted_aligned(size, a); }
 void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept { return counted_aligned(size, a); }
+// GCC (at -O1) takes these free() calls for a mismatch with the operator new they pair with; they
+// are the pair: every new above is malloc/aligned_alloc.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
