@@ -18,9 +18,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string join(const std::vector<std::string>& items) {
   std::string s;
@@ -159,13 +157,16 @@ void bench_layer(const BenchLayer& layer, size_t index, const std::vector<const 
   std::vector<float> reference;
   if (o.verify) {
     auto ref = reference_output(problem, o.threads);
-    if (ref.ok()) reference = std::move(ref).value();
-    else if (o.log) o.log("cannot verify " + layer.name + ": " + ref.status().message());
+    if (ref.ok())
+      reference = std::move(ref).value();
+    else if (o.log)
+      o.log("cannot verify " + layer.name + ": " + ref.status().message());
   }
   const std::vector<const ConvProvider*> convs = convs_for_layer(requested, layer.params);
   for (const ConvProvider* provider : requested) {
     if (std::find(convs.begin(), convs.end(), provider) == convs.end() && !default_list) {
-      report->skipped.push_back(layer.name + ": " + provider->name() + ": does not support " + layer.params.to_string());
+      report->skipped.push_back(layer.name + ": " + provider->name() + ": does not support " +
+                                layer.params.to_string());
     }
   }
   for (const ConvProvider* provider : convs) {
@@ -237,7 +238,8 @@ Result<std::vector<const ConvProvider*>> resolve_convs(const std::vector<std::st
     }
     if (p == nullptr) {
       if (contains(known_peer_names(), name)) {
-        return unsupported("--conv " + name + ": this peer is not built in; install its library and reconfigure "
+        return unsupported("--conv " + name +
+                           ": this peer is not built in; install its library and reconfigure "
                            "with -DWINFER_BENCH_PEERS=ON (see docs/PERFORMANCE.md)");
       }
       return invalid_argument("--conv: unknown implementation '" + name + "' (known: " + join(known) + ")");

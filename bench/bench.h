@@ -80,12 +80,12 @@ struct BenchReport {
   int threads = 1;
   int64_t batch = 1;
   std::string isa, gemm, peers;
-  double peak_gflops = 0;                 // best FMA variant at `threads`
+  double peak_gflops = 0;                   // best FMA variant at `threads`
   std::vector<FmaProbeResult> peak_probes;  // every variant, at 1 thread and at `threads`
-  std::string started_at;                 // local time, ISO 8601
-  double load_average = -1;               // 1-minute load average at the start (-1: unknown)
+  std::string started_at;                   // local time, ISO 8601
+  double load_average = -1;                 // 1-minute load average at the start (-1: unknown)
   std::vector<BenchResult> results;
-  std::vector<std::string> skipped;       // "layer: conv: why"
+  std::vector<std::string> skipped;  // "layer: conv: why"
   std::vector<SummaryRow> summary;
   int mismatches = 0;
 };

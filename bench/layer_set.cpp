@@ -228,9 +228,11 @@ Result<LayerSet> parse_layer_set(const std::string& yaml_text, const std::string
   }
   Activation default_activation = Activation::kRelu;
   if (root["activation"]) {
-    WINFER_ASSIGN_OR_RETURN(default_activation, parse_activation(root["activation"].Scalar(), where(path, root["activation"])));
+    WINFER_ASSIGN_OR_RETURN(default_activation,
+                            parse_activation(root["activation"].Scalar(), where(path, root["activation"])));
   }
-  static const std::set<std::string> kKeys = {"format", "name", "description", "batch", "activation", "layers", "models"};
+  static const std::set<std::string> kKeys = {"format",     "name",   "description", "batch",
+                                              "activation", "layers", "models"};
   for (const auto& kv : root) {
     if (!kKeys.count(kv.first.Scalar())) {
       return invalid_argument(where(path, kv.first) + ": unknown key '" + kv.first.Scalar() +
@@ -238,11 +240,13 @@ Result<LayerSet> parse_layer_set(const std::string& yaml_text, const std::string
     }
   }
   if (root["layers"]) {
-    if (!root["layers"].IsSequence()) return invalid_argument(where(path, root["layers"]) + ": 'layers' must be a list");
+    if (!root["layers"].IsSequence())
+      return invalid_argument(where(path, root["layers"]) + ": 'layers' must be a list");
     std::set<std::string> names;
     for (const YAML::Node& node : root["layers"]) {
       WINFER_ASSIGN_OR_RETURN(BenchLayer layer, parse_layer(node, set, default_activation));
-      if (!names.insert(layer.name).second) return invalid_argument(where(path, node) + ": duplicate layer name '" + layer.name + "'");
+      if (!names.insert(layer.name).second)
+        return invalid_argument(where(path, node) + ": duplicate layer name '" + layer.name + "'");
       set.layers.push_back(std::move(layer));
     }
   }
@@ -279,8 +283,8 @@ std::vector<std::string> available_layer_sets() {
 
 Result<LayerSet> load_layer_set(const std::string& name_or_path) {
   std::string path = name_or_path;
-  const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
-                               fs::path(name_or_path).extension() == ".yaml";
+  const bool looks_like_path =
+      name_or_path.find('/') != std::string::npos || fs::path(name_or_path).extension() == ".yaml";
   if (!looks_like_path) {
     path.clear();
     for (const std::string& dir : layer_set_dirs()) {

@@ -16,16 +16,16 @@
 namespace winfer::bench {
 
 struct BenchLayer {
-  std::string name;      // "conv1", or "resnet50:layer1.0.conv2" for a layer taken from a model
-  ConvParams params;     // batch = the set's batch
+  std::string name;   // "conv1", or "resnet50:layer1.0.conv2" for a layer taken from a model
+  ConvParams params;  // batch = the set's batch
   Activation activation = Activation::kRelu;
   bool bias = true;
-  int count = 1;         // layers of the source models with this shape (1 for listed layers)
+  int count = 1;  // layers of the source models with this shape (1 for listed layers)
 };
 
 struct LayerSet {
   std::string name, description;
-  std::string path;      // the file it was read from
+  std::string path;  // the file it was read from
   int64_t batch = 1;
   std::vector<BenchLayer> layers;
 };

@@ -8,8 +8,7 @@ namespace {
 class ActivationKernel : public Kernel {
  public:
   explicit ActivationKernel(Activation kind) : kind_(kind) {}
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     activation_inplace_or_copy(in[0]->data(), out[0]->data(), in[0]->numel(), kind_, threads);
   }
 

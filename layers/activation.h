@@ -13,8 +13,7 @@ class ActivationOp : public Op {
   Activation kind() const { return kind_; }
 
   Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override;
-  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
-                                          const std::vector<Shape>& outputs,
+  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
                                           const CompileOptions& options) const override;
   // activation_inplace_or_copy reads element i only to write element i.
   bool can_run_in_place(const std::vector<Shape>&) const override { return true; }

@@ -12,10 +12,9 @@ namespace {
 class AdaptiveAvgPoolKernel : public Kernel {
  public:
   explicit AdaptiveAvgPoolKernel(const Shape& in, const Shape& out) : in_(in), out_(out) {}
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
-    adaptive_avgpool2d_nhwc(in_.n(), in_.c(), in_.h(), in_.w(), out_.h(), out_.w(), in[0]->data(),
-                            out[0]->data(), threads);
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
+    adaptive_avgpool2d_nhwc(in_.n(), in_.c(), in_.h(), in_.w(), out_.h(), out_.w(), in[0]->data(), out[0]->data(),
+                            threads);
   }
 
  private:

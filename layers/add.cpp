@@ -12,8 +12,7 @@ class AddKernel : public Kernel {
   explicit AddKernel(Activation act) : act_(act) {}
   std::string describe() const override { return fused_activation_note(act_); }
   // Both inputs have the same shape and therefore the same layout: a flat sum is exact.
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     add(in[0]->data(), in[1]->data(), out[0]->data(), in[0]->numel(), act_, threads);
   }
 
@@ -37,8 +36,6 @@ Result<std::unique_ptr<Kernel>> AddOp::compile(const std::vector<Shape>&, const 
   return std::unique_ptr<Kernel>(new AddKernel(activation_));
 }
 
-Result<std::unique_ptr<Op>> create_add(const Attrs&) {
-  return std::unique_ptr<Op>(new AddOp());
-}
+Result<std::unique_ptr<Op>> create_add(const Attrs&) { return std::unique_ptr<Op>(new AddOp()); }
 
 }  // namespace winfer

@@ -10,8 +10,7 @@ namespace {
 class AvgPoolKernel : public Kernel {
  public:
   AvgPoolKernel(const PoolParams& p, bool count_include_pad) : params_(p), count_include_pad_(count_include_pad) {}
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     avgpool2d_nhwc(params_, count_include_pad_, in[0]->data(), out[0]->data(), threads);
   }
 
@@ -29,8 +28,8 @@ Status AvgPool2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<S
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Kernel>> AvgPool2dOp::compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                  const CompileOptions&) const {
+Result<std::unique_ptr<Kernel>> AvgPool2dOp::compile(const std::vector<Shape>& inputs,
+                                                     const std::vector<Shape>& outputs, const CompileOptions&) const {
   return std::unique_ptr<Kernel>(new AvgPoolKernel(pool2d_params(attrs_, inputs[0], outputs[0]), count_include_pad_));
 }
 

@@ -16,8 +16,7 @@ class BatchNormKernel : public Kernel {
   BatchNormKernel(const BatchNorm2dOp& op, Activation act) : op_(op), act_(act) {}
   std::string describe() const override { return op_.kernel_description(); }
   size_t shared_weight_bytes() const override { return op_.weight_bytes(); }
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     const Shape& s = in[0]->shape();  // NCHW logical, stored NHWC
     scale_shift_channels_nhwc(in[0]->data(), op_.scale().data(), op_.shift().data(), out[0]->data(),
                               s.n() * s.h() * s.w(), s.c(), act_, threads);
@@ -37,16 +36,14 @@ std::string BatchNorm2dOp::kernel_description() const {
 Status BatchNorm2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const {
   WINFER_RETURN_IF_ERROR(expect_rank(inputs[0], 4, "input"));
   if (inputs[0].c() != num_features_) {
-    return shape_mismatch("input has " + std::to_string(inputs[0].c()) + " channels " +
-                          inputs[0].to_string() + ", expected num_features = " +
-                          std::to_string(num_features_));
+    return shape_mismatch("input has " + std::to_string(inputs[0].c()) + " channels " + inputs[0].to_string() +
+                          ", expected num_features = " + std::to_string(num_features_));
   }
   *outputs = {inputs[0]};
   return Status::Ok();
 }
 
-Status BatchNorm2dOp::load_params(const std::string& prefix, const std::vector<Shape>&,
-                                  ParamSource& params) {
+Status BatchNorm2dOp::load_params(const std::string& prefix, const std::vector<Shape>&, ParamSource& params) {
   const Shape shape{num_features_};
   Tensor weight, bias, mean, var;
   WINFER_RETURN_IF_ERROR(params.get(prefix + ".weight", shape, &weight));

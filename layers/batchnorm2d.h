@@ -17,10 +17,8 @@ class BatchNorm2dOp : public Op {
   const char* type() const override { return "batchnorm2d"; }
 
   Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override;
-  Status load_params(const std::string& prefix, const std::vector<Shape>& inputs,
-                     ParamSource& params) override;
-  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
-                                          const std::vector<Shape>& outputs,
+  Status load_params(const std::string& prefix, const std::vector<Shape>& inputs, ParamSource& params) override;
+  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
                                           const CompileOptions& options) const override;
   int64_t param_count() const override { return 2 * num_features_; }  // weight, bias
   size_t weight_bytes() const override { return (scale_.size() + shift_.size()) * sizeof(float); }

@@ -14,9 +14,7 @@
 namespace winfer {
 
 // Number of rows of dim-1 elements: N*H*W for rank 4, N for rank 2.
-inline int64_t channel_rows(const Shape& s) {
-  return s.rank() == 4 ? s.n() * s.h() * s.w() : s[0];
-}
+inline int64_t channel_rows(const Shape& s) { return s.rank() == 4 ? s.n() * s.h() * s.w() : s[0]; }
 
 // Ops whose channel axis is dim 1 of a 2-D [N,F] or 4-D NCHW tensor.
 inline Status expect_rank_2_or_4(const Shape& shape, const std::string& what) {

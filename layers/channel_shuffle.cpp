@@ -10,8 +10,7 @@ namespace {
 class ChannelShuffleKernel : public Kernel {
  public:
   ChannelShuffleKernel(const Shape& in, int64_t groups) : in_(in), groups_(groups) {}
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     channel_shuffle_nhwc(in_.n() * in_.h() * in_.w(), in_.c(), groups_, in[0]->data(), out[0]->data(), threads);
   }
 
@@ -34,7 +33,7 @@ Status ChannelShuffleOp::infer_shapes(const std::vector<Shape>& inputs, std::vec
 }
 
 Result<std::unique_ptr<Kernel>> ChannelShuffleOp::compile(const std::vector<Shape>& inputs, const std::vector<Shape>&,
-                                                       const CompileOptions&) const {
+                                                          const CompileOptions&) const {
   return std::unique_ptr<Kernel>(new ChannelShuffleKernel(inputs[0], groups_));
 }
 

@@ -11,8 +11,7 @@ class ConcatKernel : public Kernel {
  public:
   ConcatKernel(int64_t rows, std::vector<int64_t> channels)
       : rows_(rows), channels_(std::move(channels)), sources_(channels_.size()) {}
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     for (size_t i = 0; i < in.size(); ++i) sources_[i] = in[i]->data();
     concat_channels_nhwc(rows_, static_cast<int>(in.size()), sources_.data(), channels_.data(), out[0]->data(),
                          threads);
@@ -52,8 +51,8 @@ class ConcatOp : public Op {
  private:
   // Input i may differ from input 0 only in dim 1.
   static Status check_compatible(const Shape& first, const Shape& other, size_t i) {
-    const std::string prefix = "input " + std::to_string(i) + " " + other.to_string() + " does not match input 0 " +
-                               first.to_string();
+    const std::string prefix =
+        "input " + std::to_string(i) + " " + other.to_string() + " does not match input 0 " + first.to_string();
     if (other.rank() != first.rank()) return shape_mismatch(prefix + ": the ranks differ");
     for (int d = 0; d < first.rank(); ++d) {
       if (d != 1 && other[d] != first[d]) return shape_mismatch(prefix + ": only dim 1 may differ");

@@ -28,10 +28,17 @@ class ConvKernel : public Kernel {
   // shared with every session using this algorithm) or one packed for this kernel (`owned`).
   // With `pool`, the output is the max-pooled convolution, computed band by band; with `then`,
   // the output is the fused depthwise convolution's, computed band by band too.
-  ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op, Tensor packed,
-             bool owned, std::optional<ConvPool> pool, std::optional<ThenStage> then, std::string note)
-      : algorithm_(algorithm), params_(params), packed_(std::move(packed)), owned_(owned), bias_(op.bias()),
-        activation_(op.activation()), residual_(op.has_residual()), pool_(std::move(pool)), then_(std::move(then)),
+  ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op, Tensor packed, bool owned,
+             std::optional<ConvPool> pool, std::optional<ThenStage> then, std::string note)
+      : algorithm_(algorithm),
+        params_(params),
+        packed_(std::move(packed)),
+        owned_(owned),
+        bias_(op.bias()),
+        activation_(op.activation()),
+        residual_(op.has_residual()),
+        pool_(std::move(pool)),
+        then_(std::move(then)),
         description_(op.kernel_description(algorithm->name(), note)) {}
   size_t workspace_bytes() const override {
     if (then_) return then_->pair.workspace_bytes();
@@ -45,9 +52,7 @@ class ConvKernel : public Kernel {
     if (then_) bytes += then_->bias.bytes() + (then_->owned ? 0 : then_->packed.bytes());
     return bytes;
   }
-  std::string describe() const override {
-    return description_;
-  }
+  std::string describe() const override { return description_; }
   // The output may take over the residual's storage where the algorithm adds it element by
   // element in its store (im2win, indirect); never in a band-by-band pooling (no residual).
   int in_place_input() const override { return residual_ && algorithm_->residual_may_alias_output() ? 1 : -1; }
@@ -63,8 +68,8 @@ class ConvKernel : public Kernel {
     } else if (pool_) {
       pool_->run(in[0]->data(), packed_.data(), bias, out[0]->data(), workspace, activation_, threads);
     } else {
-      algorithm_->run(params_, in[0]->data(), packed_.data(), bias, residual_ ? in[1]->data() : nullptr,
-                      out[0]->data(), workspace, activation_, threads);
+      algorithm_->run(params_, in[0]->data(), packed_.data(), bias, residual_ ? in[1]->data() : nullptr, out[0]->data(),
+                      workspace, activation_, threads);
     }
   }
 
@@ -88,7 +93,9 @@ const ConvAlgorithm* choose_algorithm(const ConvParams& p, const ConvAlgorithm* 
                                       std::string* note) {
   return choose_conv_algorithm(
       p, requested, "im2win", find_conv_algorithm,
-      [may_decline](const ConvAlgorithm& a, const ConvParams& q) { return may_decline ? a.declines(q) : std::string(); },
+      [may_decline](const ConvAlgorithm& a, const ConvParams& q) {
+        return may_decline ? a.declines(q) : std::string();
+      },
       note);
 }
 
@@ -152,8 +159,7 @@ Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shap
   if (!fits) {
     return shape_mismatch("input " + in.to_string() + " is smaller than the dilated kernel " +
                           std::to_string(attrs_.dilation_h * (attrs_.kernel_h - 1) + 1) + "x" +
-                          std::to_string(attrs_.dilation_w * (attrs_.kernel_w - 1) + 1) +
-                          " plus padding");
+                          std::to_string(attrs_.dilation_w * (attrs_.kernel_w - 1) + 1) + " plus padding");
   }
   const Shape conv = conv_output_shape(in);
   if (has_residual_ && inputs[1] != conv) {
@@ -172,8 +178,7 @@ Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shap
 }
 
 Status Conv2dOp::load_params(const std::string& prefix, const std::vector<Shape>&, ParamSource& params) {
-  const Shape weight_shape{attrs_.out_channels, attrs_.in_channels / attrs_.groups, attrs_.kernel_h,
-                           attrs_.kernel_w};
+  const Shape weight_shape{attrs_.out_channels, attrs_.in_channels / attrs_.groups, attrs_.kernel_h, attrs_.kernel_w};
   WINFER_RETURN_IF_ERROR(params.get(prefix + ".weight", weight_shape, &weight_));
   if (attrs_.bias) WINFER_RETURN_IF_ERROR(params.get(prefix + ".bias", Shape{attrs_.out_channels}, &bias_));
   return Status::Ok();
@@ -340,8 +345,7 @@ Result<std::unique_ptr<Op>> create_conv2d(const Attrs& attrs) {
   WINFER_RETURN_IF_ERROR(expect_at_least("groups", a.groups, 1));
   if (a.in_channels % a.groups != 0 || a.out_channels % a.groups != 0) {
     return invalid_argument("groups = " + std::to_string(a.groups) + " must divide in_channels = " +
-                            std::to_string(a.in_channels) + " and out_channels = " +
-                            std::to_string(a.out_channels));
+                            std::to_string(a.in_channels) + " and out_channels = " + std::to_string(a.out_channels));
   }
   // Reject absurd sizes before any sum or product of them can overflow.
   constexpr int64_t kMaxExtent = int64_t(1) << 24;

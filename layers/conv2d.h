@@ -39,10 +39,8 @@ class Conv2dOp : public Op, public ConvCapability {
   const char* type() const override { return "conv2d"; }
 
   Status infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const override;
-  Status load_params(const std::string& prefix, const std::vector<Shape>& inputs,
-                     ParamSource& params) override;
-  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
-                                          const std::vector<Shape>& outputs,
+  Status load_params(const std::string& prefix, const std::vector<Shape>& inputs, ParamSource& params) override;
+  Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
                                           const CompileOptions& options) const override;
   int64_t flops(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) const override;
   int64_t param_count() const override;
@@ -135,8 +133,8 @@ Result<std::unique_ptr<Op>> create_conv2d(const Attrs& attrs);
 // slower there (`declines(algorithm, p)`: why, or empty), takes `fallback`, and *note says why.
 // Null when nothing supports p.
 template <class Algorithm, class Find, class Declines>
-const Algorithm* choose_conv_algorithm(const ConvParams& p, const Algorithm* requested, const char* fallback,
-                                       Find find, Declines declines, std::string* note) {
+const Algorithm* choose_conv_algorithm(const ConvParams& p, const Algorithm* requested, const char* fallback, Find find,
+                                       Declines declines, std::string* note) {
   const Algorithm* algorithm = requested;
   if (p.is_depthwise()) {
     algorithm = find("depthwise");

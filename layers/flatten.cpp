@@ -11,8 +11,7 @@ class FlattenKernel : public Kernel {
  public:
   explicit FlattenKernel(const Shape& in) : in_(in) {}
   std::string describe() const override { return flatten_needs_reorder(in_) ? "NHWC to NCHW order" : "copy"; }
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     if (flatten_needs_reorder(in_)) {
       nhwc_to_nchw(in_.n(), in_.c(), in_.h(), in_.w(), in[0]->data(), out[0]->data(), threads);
     } else {

@@ -9,8 +9,7 @@ namespace {
 
 class CopyKernel : public Kernel {
  public:
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int) const override {
     copy_unless_aliased(*in[0], *out[0]);
   }
 };
@@ -37,9 +36,7 @@ class PassThroughOp : public Op {
 
 }  // namespace
 
-Result<std::unique_ptr<Op>> create_identity(const Attrs&) {
-  return std::unique_ptr<Op>(new PassThroughOp("identity"));
-}
+Result<std::unique_ptr<Op>> create_identity(const Attrs&) { return std::unique_ptr<Op>(new PassThroughOp("identity")); }
 
 Result<std::unique_ptr<Op>> create_dropout(const Attrs& attrs) {
   double p = 0.5;

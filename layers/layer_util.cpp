@@ -10,8 +10,8 @@ Status expect_rank(const Shape& shape, int rank, const std::string& what) {
 
 Status expect_at_least(const std::string& key, int64_t value, int64_t minimum) {
   if (value >= minimum) return Status::Ok();
-  return invalid_argument("attribute '" + key + "' must be >= " + std::to_string(minimum) +
-                          ", got " + std::to_string(value));
+  return invalid_argument("attribute '" + key + "' must be >= " + std::to_string(minimum) + ", got " +
+                          std::to_string(value));
 }
 
 Status read_hw(const Attrs& attrs, const std::string& key, int64_t* h, int64_t* w) {
@@ -22,8 +22,8 @@ Status read_hw(const Attrs& attrs, const std::string& key, int64_t* h, int64_t* 
   return Status::Ok();
 }
 
-Status read_hw(const Attrs& attrs, const std::string& key, int64_t* h, int64_t* w,
-               int64_t fallback_h, int64_t fallback_w) {
+Status read_hw(const Attrs& attrs, const std::string& key, int64_t* h, int64_t* w, int64_t fallback_h,
+               int64_t fallback_w) {
   if (!attrs.has(key)) {
     *h = fallback_h;
     *w = fallback_w;
@@ -46,8 +46,8 @@ Status read_padding(const Attrs& attrs, const std::string& key, Padding* pad) {
   return Status::Ok();
 }
 
-int64_t pooled_extent(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel,
-                      int64_t stride, int64_t dilation, bool ceil_mode) {
+int64_t pooled_extent(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel, int64_t stride, int64_t dilation,
+                      bool ceil_mode) {
   const int64_t span = in + pad_begin + pad_end - dilation * (kernel - 1) - 1;
   if (span < 0) return 0;
   int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;

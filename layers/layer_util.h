@@ -19,8 +19,8 @@ Status expect_at_least(const std::string& key, int64_t value, int64_t minimum);
 
 // kernel_size / stride / dilation: an int or [h, w].
 Status read_hw(const Attrs& attrs, const std::string& key, int64_t* h, int64_t* w);
-Status read_hw(const Attrs& attrs, const std::string& key, int64_t* h, int64_t* w,
-               int64_t fallback_h, int64_t fallback_w);
+Status read_hw(const Attrs& attrs, const std::string& key, int64_t* h, int64_t* w, int64_t fallback_h,
+               int64_t fallback_w);
 
 struct Padding {
   int64_t top = 0, left = 0, bottom = 0, right = 0;
@@ -30,8 +30,8 @@ Status read_padding(const Attrs& attrs, const std::string& key, Padding* pad);
 
 // Output extent of a sliding window (PyTorch's formula; ceil_mode drops a last window that
 // would start inside the right padding). Returns < 1 when the window does not fit.
-int64_t pooled_extent(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel,
-                      int64_t stride, int64_t dilation, bool ceil_mode);
+int64_t pooled_extent(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t kernel, int64_t stride, int64_t dilation,
+                      bool ceil_mode);
 
 // The fusion mutator of a layer whose kernel applies one activation to its output (called by
 // the rules in engine/src/rewrites/): sets *slot to `act` unless it holds one already.

@@ -15,11 +15,10 @@ class LinearKernel : public Kernel {
       : weight_(weight), bias_(bias), rows_(rows), act_(act) {}
   std::string describe() const override { return fused_activation_note(act_); }
   size_t shared_weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     const Shape& w = weight_.shape();  // [out, in]
-    linear(in[0]->data(), weight_.data(), bias_.empty() ? nullptr : bias_.data(), out[0]->data(), rows_,
-           w[1], w[0], act_, threads);
+    linear(in[0]->data(), weight_.data(), bias_.empty() ? nullptr : bias_.data(), out[0]->data(), rows_, w[1], w[0],
+           act_, threads);
   }
 
  private:

@@ -8,8 +8,7 @@ namespace {
 class MaxPoolKernel : public Kernel {
  public:
   explicit MaxPoolKernel(const PoolParams& p) : params_(p) {}
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     maxpool2d_nhwc(params_, in[0]->data(), out[0]->data(), threads);
   }
 
@@ -26,8 +25,8 @@ Status MaxPool2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<S
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Kernel>> MaxPool2dOp::compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
-                                                     const CompileOptions&) const {
+Result<std::unique_ptr<Kernel>> MaxPool2dOp::compile(const std::vector<Shape>& inputs,
+                                                     const std::vector<Shape>& outputs, const CompileOptions&) const {
   return std::unique_ptr<Kernel>(new MaxPoolKernel(pool2d_params(attrs_, inputs[0], outputs[0])));
 }
 

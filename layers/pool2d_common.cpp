@@ -9,16 +9,14 @@
 namespace winfer {
 namespace {
 
-std::string hw_text(int64_t h, int64_t w) {
-  return "[" + std::to_string(h) + "," + std::to_string(w) + "]";
-}
+std::string hw_text(int64_t h, int64_t w) { return "[" + std::to_string(h) + "," + std::to_string(w) + "]"; }
 
 // PyTorch rejects padding wider than half the (undilated) window, which guarantees that
 // every window overlaps the input: no output is taken from padding alone.
 Status check_padding_fits(const Pool2dAttrs& a) {
   if (a.pad_h <= a.kernel_h / 2 && a.pad_w <= a.kernel_w / 2) return Status::Ok();
-  return invalid_argument("attribute 'padding' " + hw_text(a.pad_h, a.pad_w) +
-                          " must be at most half of kernel_size " + hw_text(a.kernel_h, a.kernel_w) +
+  return invalid_argument("attribute 'padding' " + hw_text(a.pad_h, a.pad_w) + " must be at most half of kernel_size " +
+                          hw_text(a.kernel_h, a.kernel_w) +
                           " in each dimension (PyTorch requires padding <= kernel_size / 2)");
 }
 
@@ -54,10 +52,8 @@ Status read_pool2d_attrs(const Attrs& attrs, bool with_dilation, Pool2dAttrs* ou
 
 Status pool2d_output_shape(const Pool2dAttrs& a, const Shape& input, Shape* output) {
   WINFER_RETURN_IF_ERROR(expect_rank(input, 4, "input"));
-  const int64_t out_h = pooled_extent(input.h(), a.pad_h, a.pad_h, a.kernel_h, a.stride_h, a.dilation_h,
-                                      a.ceil_mode);
-  const int64_t out_w = pooled_extent(input.w(), a.pad_w, a.pad_w, a.kernel_w, a.stride_w, a.dilation_w,
-                                      a.ceil_mode);
+  const int64_t out_h = pooled_extent(input.h(), a.pad_h, a.pad_h, a.kernel_h, a.stride_h, a.dilation_h, a.ceil_mode);
+  const int64_t out_w = pooled_extent(input.w(), a.pad_w, a.pad_w, a.kernel_w, a.stride_w, a.dilation_w, a.ceil_mode);
   if (out_h < 1 || out_w < 1) {
     return shape_mismatch("input " + input.to_string() + " is smaller than the pooling window " +
                           std::to_string(a.dilation_h * (a.kernel_h - 1) + 1) + "x" +

@@ -12,8 +12,7 @@ namespace {
 class SoftmaxKernel : public Kernel {
  public:
   explicit SoftmaxKernel(const Shape& in) : rows_(channel_rows(in)), cols_(in[1]) {}
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     softmax_rows(in[0]->data(), out[0]->data(), rows_, cols_, threads);
   }
 

@@ -31,8 +31,8 @@ Status read_sizes(const Attrs& attrs, std::vector<int64_t>* sizes) {
   if (s.ok() || s.code() == ErrorCode::kNotFound) return s;
   const std::string& m = s.message();
   const size_t got = m.find(", got ");
-  return invalid_argument("attribute 'sizes': expected a list of at most " + std::to_string(kMaxPieces) +
-                          " integers" + (got == std::string::npos ? std::string() : m.substr(got)));
+  return invalid_argument("attribute 'sizes': expected a list of at most " + std::to_string(kMaxPieces) + " integers" +
+                          (got == std::string::npos ? std::string() : m.substr(got)));
 }
 
 Status read_split_attrs(const Attrs& attrs, SplitAttrs* out) {
@@ -88,13 +88,11 @@ Status chunk_sizes(int64_t channels, int64_t chunks, std::vector<int64_t>* sizes
 class SplitKernel : public Kernel {
  public:
   SplitKernel(int64_t rows, std::vector<int64_t> sizes) : rows_(rows), sizes_(std::move(sizes)) {}
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*,
-           int threads) const override {
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     // On the stack: a session allocates nothing while it runs (at most kMaxPieces outputs).
     std::array<float*, kMaxPieces> targets;
     for (size_t i = 0; i < out.size(); ++i) targets[i] = out[i]->data();
-    split_channels_nhwc(rows_, in[0]->data(), static_cast<int>(out.size()), sizes_.data(), targets.data(),
-                        threads);
+    split_channels_nhwc(rows_, in[0]->data(), static_cast<int>(out.size()), sizes_.data(), targets.data(), threads);
   }
 
  private:

@@ -63,7 +63,7 @@ case "$kind" in
     # The deepest zoo models' whole-network planner runs (VGG-13/16/19, ResNet-101/152) are left to
     # the uninstrumented stage: the same layers as VGG-11 and ResNet-18/34/50, which stay here, at
     # 8-12 s each under ASan.
-    ctest --output-on-failure -j "$jobs" -LE 'parity|models' \
+    ctest --output-on-failure -j "$jobs" -LE 'parity|models|format' \
           -E '^cuda[.].*native$|^slow: zoo (vgg1[369]|vgg1[369]_bn|resnet101|resnet152) |^winfer_engine_cuda_emu_tests_NOT_BUILT' "$@"
     ;;
   tsan)

@@ -15,6 +15,8 @@ packages+=(dataset-fashion-mnist python3-pil)
 # libFuzzer runtimes (scripts/sanitize.sh, scripts/fuzz.sh), libomp for clang's OpenMP and its
 # Archer tool (OpenMP under ThreadSanitizer), llvm for llvm-symbolizer (readable reports).
 packages+=(clang libclang-rt-14-dev libomp-dev llvm)
+# The format check of the test suite (scripts/format.sh --check, ctest format.check).
+packages+=(clang-format)
 # `scripts/setup.sh --bench`: also the peer libraries of `winfer bench --layers` and of
 # scripts/bench_report.sh (oneDNN, XNNPACK and the pthreadpool header XNNPACK's includes);
 # the default build and the tests do not need them.

@@ -41,7 +41,8 @@ std::string short_shape(const bench::BenchLayer& l) {
                        std::to_string(p.pad_bottom) + "," + std::to_string(p.pad_right);
   if (p.dilation_h != 1 || p.dilation_w != 1) s += " d" + hw(p.dilation_h, p.dilation_w);
   if (p.groups != 1) s += (p.is_depthwise() ? " depthwise g" : " g") + std::to_string(p.groups);
-  s += std::string(", N") + std::to_string(p.batch) + (l.bias ? ", bias" : "") + ", " + bench::activation_key(l.activation);
+  s += std::string(", N") + std::to_string(p.batch) + (l.bias ? ", bias" : "") + ", " +
+       bench::activation_key(l.activation);
   if (l.count > 1) s += ", x" + std::to_string(l.count) + " in the models";
   return s;
 }
@@ -63,8 +64,8 @@ std::string percent(double v) {
 std::string optional_bytes(const std::optional<size_t>& b) { return b ? human_bytes(double(*b)) : "n/a"; }
 
 void print_header(const bench::BenchReport& r) {
-  std::printf("layer set %s (%s): %zu layer(s), batch %lld, threads %d\n", r.layer_set.c_str(), r.layer_set_path.c_str(),
-              r.layers.size(), static_cast<long long>(r.batch), r.threads);
+  std::printf("layer set %s (%s): %zu layer(s), batch %lld, threads %d\n", r.layer_set.c_str(),
+              r.layer_set_path.c_str(), r.layers.size(), static_cast<long long>(r.batch), r.threads);
   std::printf("isa %s; gemm: %s\npeers: %s\n", r.isa.c_str(), r.gemm.c_str(), r.peers.c_str());
   if (!r.peak_probes.empty()) {
     std::printf("FMA peak (FP32):");
@@ -75,15 +76,17 @@ void print_header(const bench::BenchReport& r) {
 }
 
 void print_layer_rows(const bench::BenchReport& r, const bench::BenchLayer& layer) {
-  std::printf("\n%s  %s  %sFLOP\n", layer.name.c_str(), short_shape(layer).c_str(), human_count(double(layer.params.flops())).c_str());
+  std::printf("\n%s  %s  %sFLOP\n", layer.name.c_str(), short_shape(layer).c_str(),
+              human_count(double(layer.params.flops())).c_str());
   std::printf("  %-10s %10s %10s %10s %9s %7s %11s %11s %5s %9s\n", "conv", "median ms", "min ms", "max ms", "GFLOP/s",
               "% peak", "workspace", "packed W", "runs", "rel err");
   for (const bench::BenchResult& x : r.results) {
     if (x.layer != layer.name) continue;
     char err[32] = "-";
     if (x.max_rel_error) std::snprintf(err, sizeof err, "%.1e", *x.max_rel_error);
-    std::printf("  %-10s %10s %10s %10s %9.1f %7s %11s %11s %5d %9s%s%s\n", x.conv.c_str(), ms(x.timing.median_ms).c_str(),
-                ms(x.timing.min_ms).c_str(), ms(x.timing.max_ms).c_str(), x.gflops, percent(x.percent_peak).c_str(), optional_bytes(x.workspace_bytes).c_str(),
+    std::printf("  %-10s %10s %10s %10s %9.1f %7s %11s %11s %5d %9s%s%s\n", x.conv.c_str(),
+                ms(x.timing.median_ms).c_str(), ms(x.timing.min_ms).c_str(), ms(x.timing.max_ms).c_str(), x.gflops,
+                percent(x.percent_peak).c_str(), optional_bytes(x.workspace_bytes).c_str(),
                 optional_bytes(x.packed_weight_bytes).c_str(), x.timing.runs, err, x.mismatch ? "  MISMATCH" : "",
                 x.note.empty() ? "" : ("  " + x.note).c_str());
   }
@@ -97,7 +100,8 @@ void print_summary(const bench::BenchReport& r) {
     for (const auto& [base, ratio] : s.speedup_vs)
       if (std::find(bases.begin(), bases.end(), base) == bases.end()) bases.push_back(base);
   std::stable_partition(bases.begin(), bases.end(), [](const std::string& b) { return b == "im2col"; });
-  std::printf("\nsummary over dense layers (groups == 1), geometric means; \"vs X\" = X's time / this one's (> 1: faster)\n");
+  std::printf(
+      "\nsummary over dense layers (groups == 1), geometric means; \"vs X\" = X's time / this one's (> 1: faster)\n");
   std::printf("  %-10s %6s %9s %7s", "conv", "layers", "GFLOP/s", "% peak");
   for (const std::string& b : bases) std::printf(" %11s", ("vs " + b).c_str());
   std::printf("\n");
@@ -105,8 +109,10 @@ void print_summary(const bench::BenchReport& r) {
     std::printf("  %-10s %6d %9.1f %7s", s.conv.c_str(), s.layers, s.gflops, percent(s.percent_peak).c_str());
     for (const std::string& b : bases) {
       auto it = s.speedup_vs.find(b);
-      if (it == s.speedup_vs.end()) std::printf(" %11s", "-");
-      else std::printf(" %10.2fx", it->second);
+      if (it == s.speedup_vs.end())
+        std::printf(" %11s", "-");
+      else
+        std::printf(" %10.2fx", it->second);
     }
     std::printf("\n");
   }
@@ -122,7 +128,8 @@ void print_table(const bench::BenchReport& r) {
 int list_layers(const bench::LayerSet& set) {
   std::printf("layer set %s (%s): %s\n", set.name.c_str(), set.path.c_str(), set.description.c_str());
   for (const bench::BenchLayer& l : set.layers) {
-    std::printf("  %-36s %s  %sFLOP\n", l.name.c_str(), short_shape(l).c_str(), human_count(double(l.params.flops())).c_str());
+    std::printf("  %-36s %s  %sFLOP\n", l.name.c_str(), short_shape(l).c_str(),
+                human_count(double(l.params.flops())).c_str());
   }
   return 0;
 }
@@ -138,7 +145,8 @@ Status check_layer_set_memory(const bench::LayerSet& set) {
   for (const bench::BenchLayer& l : set.layers) {
     const ConvParams& p = l.params;
     const double input = double(p.batch) * double(p.in_channels) * double(p.in_h) * double(p.in_w);
-    const double weights = double(p.out_channels) * double(p.in_channels_per_group()) * double(p.kernel_h) * double(p.kernel_w);
+    const double weights =
+        double(p.out_channels) * double(p.in_channels_per_group()) * double(p.kernel_h) * double(p.kernel_w);
     const double output = double(p.batch) * double(p.out_channels) * double(p.out_h()) * double(p.out_w());
     const double bytes = (input + weights + 2 * output) * sizeof(float);
     if (bytes > largest) {
@@ -147,9 +155,9 @@ Status check_layer_set_memory(const bench::LayerSet& set) {
     }
   }
   const double limit = double(SIZE_MAX / 2);
-  return check_host_memory_for("layer '" + name + "' at batch " + std::to_string(set.batch) +
-                                   " (input, weights and two outputs)",
-                               largest < limit ? static_cast<size_t>(largest) : static_cast<size_t>(limit));
+  return check_host_memory_for(
+      "layer '" + name + "' at batch " + std::to_string(set.batch) + " (input, weights and two outputs)",
+      largest < limit ? static_cast<size_t>(largest) : static_cast<size_t>(limit));
 }
 
 // The layer mode: `winfer bench --layers NAME|FILE`.
@@ -158,10 +166,12 @@ int run_bench_layers(const BenchArgs& args) {
   if (!set.ok()) return fail(set.status());
   if (!args.filter.empty()) {
     auto& layers = set.value().layers;
-    layers.erase(std::remove_if(layers.begin(), layers.end(),
-                                [&](const bench::BenchLayer& l) { return l.name.find(args.filter) == std::string::npos; }),
-                 layers.end());
-    if (layers.empty()) return fail(invalid_argument("--filter '" + args.filter + "' matches no layer of " + args.layers));
+    layers.erase(
+        std::remove_if(layers.begin(), layers.end(),
+                       [&](const bench::BenchLayer& l) { return l.name.find(args.filter) == std::string::npos; }),
+        layers.end());
+    if (layers.empty())
+      return fail(invalid_argument("--filter '" + args.filter + "' matches no layer of " + args.layers));
   }
   if (args.batch > 0) bench::set_batch(&set.value(), args.batch);
   if (args.list) return list_layers(set.value());

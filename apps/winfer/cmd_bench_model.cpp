@@ -222,8 +222,10 @@ void add_layers(const BenchArgs& args, const Model& m, const Session& session, c
   const auto& lt = session.last_timings();
   for (size_t i = 0; i < lt.size(); ++i) {
     const double lm = bench::median(t.layer_times[i]);
-    const double lf = double(layer_flops.count(lt[i].name) ? layer_flops[lt[i].name] : 0) * double(batch) / double(declared);
-    if (lt[i].type == "conv2d" && lt[i].kernel.rfind("depthwise", 0) != 0 && lt[i].kernel.rfind(conv, 0) != 0) ++fallbacks;
+    const double lf =
+        double(layer_flops.count(lt[i].name) ? layer_flops[lt[i].name] : 0) * double(batch) / double(declared);
+    if (lt[i].type == "conv2d" && lt[i].kernel.rfind("depthwise", 0) != 0 && lt[i].kernel.rfind(conv, 0) != 0)
+      ++fallbacks;
     if (!args.per_layer) continue;
     layers.push_back(Json{{"name", lt[i].name},
                           {"type", lt[i].type},
@@ -242,8 +244,8 @@ void add_layers(const BenchArgs& args, const Model& m, const Session& session, c
 // The same load, session and one run measured again in this process, warm (what the first run
 // paid once for the process is then in the baseline: process_memory.h). The caller has freed
 // its model and session first.
-void add_warm_memory(const std::string& path, const LoadOptions& load, const SessionOptions& options,
-                     size_t expected, Json* r) {
+void add_warm_memory(const std::string& path, const LoadOptions& load, const SessionOptions& options, size_t expected,
+                     Json* r) {
   const std::optional<size_t> warm = warm_peak_growth([&] {
     auto again = Model::load(path, load);
     if (!again.ok()) return false;
@@ -344,11 +346,13 @@ std::string mib(const Json& v) {
 }
 
 void print_config(const Json& c) {
-  std::printf("threads %d, isa %s, build %s, commit %s\ngemm: %s\nOPENBLAS_CORETYPE=%s, OMP_WAIT_POLICY=%s, started %s, load average %.2f\n",
-              c.value("threads", 0), c.value("isa", "").c_str(), c.value("build_type", "").c_str(),
-              c.value("git_commit", "").c_str(), c.value("gemm", "").c_str(), c.value("openblas_coretype", "").c_str(),
-              c.value("omp_wait_policy", "(unset)").empty() ? "(unset)" : c.value("omp_wait_policy", "").c_str(),
-              c.value("started_at", "").c_str(), c.value("load_average", -1.0));
+  std::printf(
+      "threads %d, isa %s, build %s, commit %s\ngemm: %s\nOPENBLAS_CORETYPE=%s, OMP_WAIT_POLICY=%s, started %s, load "
+      "average %.2f\n",
+      c.value("threads", 0), c.value("isa", "").c_str(), c.value("build_type", "").c_str(),
+      c.value("git_commit", "").c_str(), c.value("gemm", "").c_str(), c.value("openblas_coretype", "").c_str(),
+      c.value("omp_wait_policy", "(unset)").empty() ? "(unset)" : c.value("omp_wait_policy", "").c_str(),
+      c.value("started_at", "").c_str(), c.value("load_average", -1.0));
 }
 
 void print_table(const std::vector<Json>& results) {
@@ -358,11 +362,11 @@ void print_table(const std::vector<Json>& results) {
       break;
     }
   }
-  std::printf("\n%-20s %-9s %5s %9s %9s %9s %9s %9s %9s %5s %8s %10s %10s %10s %8s %10s %8s\n", "model", "conv", "batch",
-              "init ms", "first ms", "median", "min", "p95", "max", "runs", "GFLOP/s", "planned", "expected", "measured",
-              "meas/exp", "warm", "warm/exp");
-  std::printf("%-20s %-9s %5s %9s %9s %9s %9s %9s %9s %5s %8s %10s %10s %10s %8s %10s %8s\n", "", "", "", "", "", "ms", "ms",
-              "ms", "ms", "", "", "MiB", "MiB", "MiB", "", "MiB", "");
+  std::printf("\n%-20s %-9s %5s %9s %9s %9s %9s %9s %9s %5s %8s %10s %10s %10s %8s %10s %8s\n", "model", "conv",
+              "batch", "init ms", "first ms", "median", "min", "p95", "max", "runs", "GFLOP/s", "planned", "expected",
+              "measured", "meas/exp", "warm", "warm/exp");
+  std::printf("%-20s %-9s %5s %9s %9s %9s %9s %9s %9s %5s %8s %10s %10s %10s %8s %10s %8s\n", "", "", "", "", "", "ms",
+              "ms", "ms", "ms", "", "", "MiB", "MiB", "MiB", "", "MiB", "");
   for (const Json& r : results) {
     if (r.contains("error")) {
       std::printf("%-20s %-9s error: %s\n", r.value("model", "").c_str(), r.value("conv", "").c_str(),
@@ -370,18 +374,22 @@ void print_table(const std::vector<Json>& results) {
       continue;
     }
     char ratio[16] = "-", warm_ratio[16] = "-";
-    if (r.contains("measured_over_expected")) std::snprintf(ratio, sizeof ratio, "%.3f", r["measured_over_expected"].get<double>());
-    if (r.contains("warm_over_expected")) std::snprintf(warm_ratio, sizeof warm_ratio, "%.3f", r["warm_over_expected"].get<double>());
+    if (r.contains("measured_over_expected"))
+      std::snprintf(ratio, sizeof ratio, "%.3f", r["measured_over_expected"].get<double>());
+    if (r.contains("warm_over_expected"))
+      std::snprintf(warm_ratio, sizeof warm_ratio, "%.3f", r["warm_over_expected"].get<double>());
     std::printf("%-20s %-9s %5lld %9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %5d %8.1f %10s %10s %10s %8s %10s %8s\n",
                 r["model"].get<std::string>().c_str(), r["conv"].get<std::string>().c_str(),
-                static_cast<long long>(r["batch"].get<int64_t>()), r["init_ms"].get<double>(), r["first_ms"].get<double>(),
-                r["median_ms"].get<double>(), r["min_ms"].get<double>(), r["p95_ms"].get<double>(), r["max_ms"].get<double>(),
-                r["runs"].get<int>(), r["gflops"].get<double>(), mib(r["planned_bytes"]).c_str(),
-                mib(r["expected_resident_bytes"]).c_str(), mib(r["measured_peak_bytes"]).c_str(), ratio,
-                mib(r.value("measured_warm_bytes", Json())).c_str(), warm_ratio);
+                static_cast<long long>(r["batch"].get<int64_t>()), r["init_ms"].get<double>(),
+                r["first_ms"].get<double>(), r["median_ms"].get<double>(), r["min_ms"].get<double>(),
+                r["p95_ms"].get<double>(), r["max_ms"].get<double>(), r["runs"].get<int>(), r["gflops"].get<double>(),
+                mib(r["planned_bytes"]).c_str(), mib(r["expected_resident_bytes"]).c_str(),
+                mib(r["measured_peak_bytes"]).c_str(), ratio, mib(r.value("measured_warm_bytes", Json())).c_str(),
+                warm_ratio);
   }
   std::printf(
-      "\ninit = load (random weights) + Session::create; first = the first run; median/min/p95/max over the timed runs.\n"
+      "\ninit = load (random weights) + Session::create; first = the first run; median/min/p95/max over the timed "
+      "runs.\n"
       "planned = packed weights + arena (winfer plan's total); expected = weights as loaded + weights the session\n"
       "packed + arena + input + output; measured = growth of the peak resident set (VmHWM) of a process of its own;\n"
       "warm = the same load and one run again in that process after freeing everything, with the peak restarted\n"
@@ -431,7 +439,8 @@ int run_bench_models(const BenchArgs& args) {
   }
   std::vector<std::string> convs = split_commas(args.conv);
   if (convs.empty()) convs.push_back(SessionOptions().conv_algorithm);
-  if (convs.size() == 1 && convs[0] == "all") convs = conv_algorithm_names(args.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu");
+  if (convs.size() == 1 && convs[0] == "all")
+    convs = conv_algorithm_names(args.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu");
   // The algorithms of the device's backend; where the list is empty (auto, or a build without
   // CUDA) the session says what is wrong.
   const std::vector<std::string> known = conv_algorithm_names(args.device.rfind("cuda", 0) == 0 ? "cuda" : args.device);
@@ -454,8 +463,8 @@ int run_bench_models(const BenchArgs& args) {
       const std::string text = run_in_child([&] { return measure(args, model, conv).dump(); }, &error);
       Json r;
       if (text.empty()) {
-        r = Json{{"model", model}, {"device", args.device}, {"conv", conv}, {"threads", args.threads},
-                 {"batch", args.batch}, {"error", error}};
+        r = Json{{"model", model},          {"device", args.device}, {"conv", conv},
+                 {"threads", args.threads}, {"batch", args.batch},   {"error", error}};
       } else {
         r = Json::parse(text, nullptr, false);
         if (r.is_discarded()) r = Json{{"model", model}, {"conv", conv}, {"error", "unreadable result"}};
@@ -464,8 +473,8 @@ int run_bench_models(const BenchArgs& args) {
         ++errors;
         std::cerr << "bench: " << model << ", conv " << conv << ": error: " << r["error"].get<std::string>() << "\n";
       } else {
-        std::cerr << "bench: " << model << ", conv " << conv << ": median " << r["median_ms"].get<double>() << " ms over "
-                  << r["runs"].get<int>() << " runs\n";
+        std::cerr << "bench: " << model << ", conv " << conv << ": median " << r["median_ms"].get<double>()
+                  << " ms over " << r["runs"].get<int>() << " runs\n";
       }
       if (args.json) {
         std::printf("%s\n", r.dump().c_str());
@@ -477,7 +486,8 @@ int run_bench_models(const BenchArgs& args) {
   if (!args.json) print_table(results);
   if (errors > 0) {
     if (results.size() == 1) return fail(unsupported(results[0]["error"].get<std::string>()));
-    return fail(internal_error(std::to_string(errors) + " of " + std::to_string(results.size()) + " measurement(s) failed (see above)"));
+    return fail(internal_error(std::to_string(errors) + " of " + std::to_string(results.size()) +
+                               " measurement(s) failed (see above)"));
   }
   return 0;
 }

@@ -36,8 +36,10 @@ struct ImageResult {
 // (so that a README next to the photos is not an error); a file named explicitly is always tried.
 bool has_image_extension(const fs::path& path) {
   std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const char* known : {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".pgm", ".ppm", ".pnm", ".tga", ".psd", ".hdr", ".pic"}) {
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* known :
+       {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".pgm", ".ppm", ".pnm", ".tga", ".psd", ".hdr", ".pic"}) {
     if (ext == known) return true;
   }
   return false;
@@ -73,7 +75,6 @@ std::vector<std::string> collect_images(const std::vector<std::string>& argument
   }
   return paths;
 }
-
 
 // Loads the model and checks that its preprocessing can produce its input.
 Result<std::shared_ptr<const Model>> load_classifier(const ClassifyArgs& args) {
@@ -249,15 +250,16 @@ int run_classify(const ClassifyArgs& args) {
   if (!results.ok()) return fail(results.status());
   const double run_seconds = seconds_since(run_start);
 
-  if (args.json) std::printf("%s\n", to_json(*model.value(), results.value(), classifier.labels(), classifier.failed()).c_str());
+  if (args.json)
+    std::printf("%s\n", to_json(*model.value(), results.value(), classifier.labels(), classifier.failed()).c_str());
   const int64_t ok = static_cast<int64_t>(paths.size()) - classifier.failed();
   std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld; load %.2f s\n",
-               model.value()->name().c_str(), model.value()->weights_source().c_str(),
-               classifier_device.c_str(), options.conv_algorithm.c_str(), args.threads,
-               static_cast<long long>(options.batch), setup_seconds);
-  std::fprintf(stderr, "classified %lld of %zu image(s) in %.3f s (%.1f images/s; decode+preprocess %.3f s, inference %.3f s)\n",
-               static_cast<long long>(ok), paths.size(), run_seconds, run_seconds > 0 ? double(ok) / run_seconds : 0.0,
-               classifier.decode_seconds(), classifier.inference_seconds());
+               model.value()->name().c_str(), model.value()->weights_source().c_str(), classifier_device.c_str(),
+               options.conv_algorithm.c_str(), args.threads, static_cast<long long>(options.batch), setup_seconds);
+  std::fprintf(
+      stderr, "classified %lld of %zu image(s) in %.3f s (%.1f images/s; decode+preprocess %.3f s, inference %.3f s)\n",
+      static_cast<long long>(ok), paths.size(), run_seconds, run_seconds > 0 ? double(ok) / run_seconds : 0.0,
+      classifier.decode_seconds(), classifier.inference_seconds());
   if (classifier.failed() > 0) {
     std::fprintf(stderr, "error: %lld image(s) could not be classified (see above)\n",
                  static_cast<long long>(classifier.failed()));

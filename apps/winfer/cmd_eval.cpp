@@ -39,8 +39,9 @@ Result<ImageDataset> load_dataset(const EvalArgs& args) {
   auto dataset = load_mnist_split(dir, args.split);
   if (!dataset.ok() && dataset.status().code() == ErrorCode::kNotFound && args.data.empty()) {
     Status s = dataset.status();
-    return s.with_context("Fashion-MNIST not found (install Debian's dataset-fashion-mnist, e.g. scripts/setup.sh, "
-                          "or give --data DIR)");
+    return s.with_context(
+        "Fashion-MNIST not found (install Debian's dataset-fashion-mnist, e.g. scripts/setup.sh, "
+        "or give --data DIR)");
   }
   return dataset;
 }
@@ -132,8 +133,8 @@ int run_eval(const EvalArgs& args) {
   const int64_t classes = outputs[0][1];
   const uint8_t max_label = *std::max_element(data.labels.begin(), data.labels.begin() + total);
   if (max_label >= classes) {
-    return fail(invalid_argument(args.model + ": the dataset has label " + std::to_string(max_label) + ", the model only " +
-                                 std::to_string(classes) + " classes"));
+    return fail(invalid_argument(args.model + ": the dataset has label " + std::to_string(max_label) +
+                                 ", the model only " + std::to_string(classes) + " classes"));
   }
 
   if (!args.predictions.empty() && classes > 256) {
@@ -184,8 +185,8 @@ int run_eval(const EvalArgs& args) {
   }
   const double seconds = preprocess_seconds + inference_seconds;
   std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld\n", model->name().c_str(),
-               model->weights_source().c_str(), session.value()->device().c_str(), options.conv_algorithm.c_str(), args.threads,
-               static_cast<long long>(options.batch));
+               model->weights_source().c_str(), session.value()->device().c_str(), options.conv_algorithm.c_str(),
+               args.threads, static_cast<long long>(options.batch));
   std::fprintf(stderr, "%lld images in %.3f s: %.0f images/s (preprocess %.3f s, inference %.3f s: %.0f images/s)\n",
                static_cast<long long>(total), seconds, double(total) / seconds, preprocess_seconds, inference_seconds,
                double(total) / inference_seconds);

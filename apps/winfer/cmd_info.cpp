@@ -38,7 +38,8 @@ int run_info(const InfoArgs& args) {
     outputs += (i ? ", " : "") + m.output_names()[i] + " " + m.output_shapes()[i].to_string();
   }
   std::printf("\noutputs  %s\n", outputs.c_str());
-  std::printf("params   %lld (%s)\n", static_cast<long long>(m.total_params()), human_count(double(m.total_params())).c_str());
+  std::printf("params   %lld (%s)\n", static_cast<long long>(m.total_params()),
+              human_count(double(m.total_params())).c_str());
   // FLOPs count a multiply-add as 2 operations; torchvision's model cards list multiply-adds
   // ("GFLOPS" 4.09 for resnet50), so print both.
   std::printf("FLOPs    %s (%lld), i.e. %s multiply-adds, per batch of %lld (FLOPs = 2 x multiply-adds)\n",

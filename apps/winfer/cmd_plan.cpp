@@ -68,7 +68,6 @@ Result<std::vector<std::string>> algorithm_list(const std::string& conv) {
 
 // ---- the measurement (in the child) ------------------------------------------------------------
 
-
 // Packed at load for `conv`, as the sessions of run and bench are.
 Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, const std::string& conv, ModelFacts* facts) {
   LoadOptions options;
@@ -138,8 +137,7 @@ bool measure_once(const PlanArgs& args, const std::string& conv) {
 }
 
 // Everything one algorithm costs. `baseline` is the process's VmHWM before loading.
-PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional<size_t> baseline,
-                    ModelFacts* facts) {
+PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional<size_t> baseline, ModelFacts* facts) {
   PlanColumn column;
   column.conv = conv;
   auto model = load_model(args, conv, facts);
@@ -184,7 +182,10 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
   session.value().reset();
   model.value().reset();
   column.measured_warm_bytes = warm_peak_growth([&] { return measure_once(args, conv); });
-  if (getenv("WARM3")) { auto x = warm_peak_growth([&] { return measure_once(args, conv); }); fprintf(stderr, "third %zu\n", x ? *x : 0); }
+  if (getenv("WARM3")) {
+    auto x = warm_peak_growth([&] { return measure_once(args, conv); });
+    fprintf(stderr, "third %zu\n", x ? *x : 0);
+  }
   return column;
 }
 
@@ -206,10 +207,10 @@ std::string serialize(const PlanColumn& c, const ModelFacts& f) {
   const MemoryReport& r = c.report;
   out << "weights_bytes\t" << r.weights_bytes << "\npacked\t" << r.packed_weights_bytes << "\nsum\t"
       << r.activations_sum_bytes << "\nlower\t" << r.activations_lower_bound_bytes << "\narena\t" << r.arena_bytes
-      << "\nsession_weights\t" << r.session_weights_bytes << "\nmax_ws\t" << r.max_workspace_bytes << "\nalignment\t" << r.alignment << "\nin_place\t"
-      << r.in_place_layers << "\ninput_bytes\t" << c.input_bytes << "\noutput_bytes\t" << c.output_bytes
-      << "\nconv_layers\t" << c.conv_layers << "\ndepthwise_layers\t" << c.depthwise_layers << "\nfallback_layers\t"
-      << c.fallback_layers << "\nmeasure_note\t" << clean(c.measure_note) << "\n";
+      << "\nsession_weights\t" << r.session_weights_bytes << "\nmax_ws\t" << r.max_workspace_bytes << "\nalignment\t"
+      << r.alignment << "\nin_place\t" << r.in_place_layers << "\ninput_bytes\t" << c.input_bytes << "\noutput_bytes\t"
+      << c.output_bytes << "\nconv_layers\t" << c.conv_layers << "\ndepthwise_layers\t" << c.depthwise_layers
+      << "\nfallback_layers\t" << c.fallback_layers << "\nmeasure_note\t" << clean(c.measure_note) << "\n";
   if (c.measured_peak_bytes) out << "measured\t" << *c.measured_peak_bytes << "\n";
   if (c.measured_warm_bytes) out << "measured_warm\t" << *c.measured_warm_bytes << "\n";
   for (const std::string& s : r.steps) out << "step\t" << clean(s) << "\n";
@@ -231,31 +232,56 @@ std::vector<std::string> split_tabs(const std::string& line) {
 void parse_field(const std::string& key, const std::string& value, PlanColumn* c, ModelFacts* f) {
   MemoryReport& r = c->report;
   const auto number = [&] { return static_cast<size_t>(std::stoull(value)); };
-  if (key == "model") f->name = value;
-  else if (key == "weights") f->weights_source = value;
-  else if (key == "random_default") f->random_by_default = value == "1";
-  else if (key == "batch") f->batch = std::stoll(value);
-  else if (key == "load_error") f->load_error = value;
-  else if (key == "available") c->available = value == "1";
-  else if (key == "error") c->error = value;
-  else if (key == "weights_bytes") r.weights_bytes = number();
-  else if (key == "packed") r.packed_weights_bytes = number();
-  else if (key == "sum") r.activations_sum_bytes = number();
-  else if (key == "lower") r.activations_lower_bound_bytes = number();
-  else if (key == "arena") r.arena_bytes = number();
-  else if (key == "session_weights") r.session_weights_bytes = number();
-  else if (key == "max_ws") r.max_workspace_bytes = number();
-  else if (key == "alignment") r.alignment = number();
-  else if (key == "in_place") r.in_place_layers = std::stoi(value);
-  else if (key == "input_bytes") c->input_bytes = number();
-  else if (key == "output_bytes") c->output_bytes = number();
-  else if (key == "conv_layers") c->conv_layers = std::stoi(value);
-  else if (key == "depthwise_layers") c->depthwise_layers = std::stoi(value);
-  else if (key == "fallback_layers") c->fallback_layers = std::stoi(value);
-  else if (key == "measure_note") c->measure_note = value;
-  else if (key == "measured") c->measured_peak_bytes = number();
-  else if (key == "measured_warm") c->measured_warm_bytes = number();
-  else if (key == "step") r.steps.push_back(value);
+  if (key == "model")
+    f->name = value;
+  else if (key == "weights")
+    f->weights_source = value;
+  else if (key == "random_default")
+    f->random_by_default = value == "1";
+  else if (key == "batch")
+    f->batch = std::stoll(value);
+  else if (key == "load_error")
+    f->load_error = value;
+  else if (key == "available")
+    c->available = value == "1";
+  else if (key == "error")
+    c->error = value;
+  else if (key == "weights_bytes")
+    r.weights_bytes = number();
+  else if (key == "packed")
+    r.packed_weights_bytes = number();
+  else if (key == "sum")
+    r.activations_sum_bytes = number();
+  else if (key == "lower")
+    r.activations_lower_bound_bytes = number();
+  else if (key == "arena")
+    r.arena_bytes = number();
+  else if (key == "session_weights")
+    r.session_weights_bytes = number();
+  else if (key == "max_ws")
+    r.max_workspace_bytes = number();
+  else if (key == "alignment")
+    r.alignment = number();
+  else if (key == "in_place")
+    r.in_place_layers = std::stoi(value);
+  else if (key == "input_bytes")
+    c->input_bytes = number();
+  else if (key == "output_bytes")
+    c->output_bytes = number();
+  else if (key == "conv_layers")
+    c->conv_layers = std::stoi(value);
+  else if (key == "depthwise_layers")
+    c->depthwise_layers = std::stoi(value);
+  else if (key == "fallback_layers")
+    c->fallback_layers = std::stoi(value);
+  else if (key == "measure_note")
+    c->measure_note = value;
+  else if (key == "measured")
+    c->measured_peak_bytes = number();
+  else if (key == "measured_warm")
+    c->measured_warm_bytes = number();
+  else if (key == "step")
+    r.steps.push_back(value);
 }
 
 void parse(const std::string& text, PlanColumn* c, ModelFacts* f) {
@@ -344,24 +370,28 @@ std::string bytes_cell(size_t bytes) {
 std::string other_cell(const std::optional<size_t>& measured, const PlanColumn& c) {
   if (!measured) return "-";
   const size_t expected = c.expected_resident_bytes();
-  return (*measured >= expected ? "+" : "-") + bytes_cell(*measured >= expected ? *measured - expected : expected - *measured);
+  return (*measured >= expected ? "+" : "-") +
+         bytes_cell(*measured >= expected ? *measured - expected : expected - *measured);
 }
 
 const Row kRows[] = {
     {"weights, as loaded", [](const PlanColumn& c) { return bytes_cell(c.report.weights_bytes); }},
-    {"weights, packed for the algorithm", [](const PlanColumn& c) { return bytes_cell(c.report.packed_weights_bytes); }},
+    {"weights, packed for the algorithm",
+     [](const PlanColumn& c) { return bytes_cell(c.report.packed_weights_bytes); }},
     {"activations, no reuse (sum)", [](const PlanColumn& c) { return bytes_cell(c.report.activations_sum_bytes); }},
     {"activations, lower bound (max live)",
      [](const PlanColumn& c) { return bytes_cell(c.report.activations_lower_bound_bytes); }},
     {"planned arena", [](const PlanColumn& c) { return bytes_cell(c.report.arena_bytes); }},
     {"  arena over lower bound",
      [](const PlanColumn& c) { return percent_over(c.report.arena_bytes, c.report.activations_lower_bound_bytes); }},
-    {"  largest conv workspace (in arena)", [](const PlanColumn& c) { return bytes_cell(c.report.max_workspace_bytes); }},
+    {"  largest conv workspace (in arena)",
+     [](const PlanColumn& c) { return bytes_cell(c.report.max_workspace_bytes); }},
     {"  layers run in place", [](const PlanColumn& c) { return std::to_string(c.report.in_place_layers); }},
     {"total = packed weights + arena", [](const PlanColumn& c) { return bytes_cell(c.total_bytes()); }},
     {"measured peak resident (VmHWM)",
      [](const PlanColumn& c) { return c.measured_peak_bytes ? bytes_cell(*c.measured_peak_bytes) : std::string("-"); }},
-    {"  expected: loaded + packed here + arena", [](const PlanColumn& c) { return bytes_cell(c.expected_resident_bytes()); }},
+    {"  expected: loaded + packed here + arena",
+     [](const PlanColumn& c) { return bytes_cell(c.expected_resident_bytes()); }},
     {"  other (code, OpenBLAS, allocator)", [](const PlanColumn& c) { return other_cell(c.measured_peak_bytes, c); }},
     {"measured again in the warm process",
      [](const PlanColumn& c) { return c.measured_warm_bytes ? bytes_cell(*c.measured_warm_bytes) : std::string("-"); }},
@@ -438,7 +468,8 @@ void print_json(const PlanArgs& args, const ModelFacts& facts, const std::vector
       << ", \"random_weights_by_default\": " << (facts.random_by_default ? "true" : "false") << ", \"algorithms\": [";
   for (size_t i = 0; i < columns.size(); ++i) {
     const PlanColumn& c = columns[i];
-    out << (i ? ", " : "") << "{\"conv\": " << json_string(c.conv) << ", \"available\": " << (c.available ? "true" : "false");
+    out << (i ? ", " : "") << "{\"conv\": " << json_string(c.conv)
+        << ", \"available\": " << (c.available ? "true" : "false");
     if (!c.available) {
       out << ", \"error\": " << json_string(c.error) << "}";
       continue;
@@ -455,8 +486,10 @@ void print_json(const PlanArgs& args, const ModelFacts& facts, const std::vector
       out << "null, \"measure_note\": " << json_string(c.measure_note);
     }
     out << ", \"measured_warm_bytes\": ";
-    if (c.measured_warm_bytes) out << *c.measured_warm_bytes;
-    else out << "null";
+    if (c.measured_warm_bytes)
+      out << *c.measured_warm_bytes;
+    else
+      out << "null";
     out << ", \"expected_resident_bytes\": " << c.expected_resident_bytes()
         << ", \"session_weights_bytes\": " << r.session_weights_bytes << ", \"alignment\": " << r.alignment
         << ", \"in_place_layers\": " << r.in_place_layers << ", \"conv_layers\": " << c.conv_layers
@@ -471,8 +504,8 @@ void print_json(const PlanArgs& args, const ModelFacts& facts, const std::vector
 // --svg replaces only an SVG (an XML or <svg> start), so that a mistyped path destroys nothing.
 const detail::OutputKind kSvgOutput{"SVG file", "an SVG file", [](const std::string& head, uint64_t) {
                                       const size_t start = head.find_first_not_of(" \t\r\n");
-                                      return start != std::string::npos &&
-                                             (head.compare(start, 5, "<?xml") == 0 || head.compare(start, 4, "<svg") == 0);
+                                      return start != std::string::npos && (head.compare(start, 5, "<?xml") == 0 ||
+                                                                            head.compare(start, 4, "<svg") == 0);
                                     }};
 
 int run_plan(const PlanArgs& args) {

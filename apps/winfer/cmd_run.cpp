@@ -33,11 +33,12 @@ Result<Tensor> read_input(const RunArgs& args, const Model& model) {
                           model.input_shape().to_string() + " (any batch)");
   }
   if (s[0] == 0) {
-    return invalid_argument(args.input + ": the input has shape " + s.to_string() + ", a batch of 0 images: nothing to run");
+    return invalid_argument(args.input + ": the input has shape " + s.to_string() +
+                            ", a batch of 0 images: nothing to run");
   }
   if (args.batch > 0 && args.batch != s[0]) {
-    return invalid_argument(args.input + ": --batch " + std::to_string(args.batch) + " disagrees with the input's batch " +
-                            std::to_string(s[0]));
+    return invalid_argument(args.input + ": --batch " + std::to_string(args.batch) +
+                            " disagrees with the input's batch " + std::to_string(s[0]));
   }
   return input;
 }
@@ -79,7 +80,8 @@ Result<double> relative_error_vs(const std::string& path, const Tensor& got) {
 
 int run_run(const RunArgs& args) {
   if (args.tf32 && args.device == "cpu") {
-    return fail(invalid_argument("--tf32 applies to CUDA sessions (--device cuda, cuda:N or auto); the CPU computes in float32"));
+    return fail(invalid_argument(
+        "--tf32 applies to CUDA sessions (--device cuda, cuda:N or auto); the CPU computes in float32"));
   }
   LoadOptions load_options;
   load_options.weights_path = args.weights;
@@ -94,7 +96,8 @@ int run_run(const RunArgs& args) {
   }
   auto model = Model::load(args.model, load_options);
   if (!model.ok()) return fail(model.status());
-  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
 
   // The session is made (and its memory checked) before a random input of its batch is
   // allocated; a file's input is read first, since its batch is the session's.
@@ -167,7 +170,8 @@ int run_run(const RunArgs& args) {
   if (args.profile) {
     std::fprintf(stderr, "\n%-32s %-18s %-28s %10s\n", "layer", "op", "kernel", "ms");
     for (const LayerTiming& t : session.value()->last_timings()) {
-      std::fprintf(stderr, "%-32s %-18s %-28s %10.3f\n", t.name.c_str(), t.type.c_str(), t.kernel.c_str(), t.milliseconds);
+      std::fprintf(stderr, "%-32s %-18s %-28s %10.3f\n", t.name.c_str(), t.type.c_str(), t.kernel.c_str(),
+                   t.milliseconds);
     }
   }
   return 0;

@@ -24,7 +24,7 @@ struct RunArgs {
   std::string conv = "im2win";
   std::string device = "cpu";  // cpu, cuda, cuda:N, auto
   bool tf32 = false;
-  std::string expect;        // compare the output with this .npy (max |diff| / max |expected|)
+  std::string expect;  // compare the output with this .npy (max |diff| / max |expected|)
   double tolerance = 1e-4;
   bool check_numerics = false;
   int threads = 1;
@@ -56,13 +56,13 @@ struct BenchArgs {
   std::string device = "cpu";       // cpu, cuda, cuda:N, auto
   bool per_layer = false;           // per-layer medians, GFLOP/s and % of the FMA peak
   // Layer mode (cmd_bench.cpp): single convolution layers.
-  std::string layers;        // layer set name (bench/layers/NAME.yaml), layer-set file or model file
-  std::string conv;          // comma-separated implementations; empty or "all": every one that applies
-  std::string filter;        // only layers whose name contains this
+  std::string layers;  // layer set name (bench/layers/NAME.yaml), layer-set file or model file
+  std::string conv;    // comma-separated implementations; empty or "all": every one that applies
+  std::string filter;  // only layers whose name contains this
   int threads = 1;
-  int64_t batch = 0;         // 0: the set's
-  int runs = 20;             // timed runs per (layer, conv), more for tiny layers (min_time)
-  double min_time = 0.25;    // seconds of timed runs at least, up to 1000 runs
+  int64_t batch = 0;       // 0: the set's
+  int runs = 20;           // timed runs per (layer, conv), more for tiny layers (min_time)
+  double min_time = 0.25;  // seconds of timed runs at least, up to 1000 runs
   uint64_t seed = 1;
   bool json = false, list = false, verify = true, peak = true;
 };
@@ -86,12 +86,12 @@ struct EvalArgs {
   std::string model, weights;
   std::string dataset = "fashion-mnist";
   std::string split = "test";
-  std::string data;  // folder of the IDX files; empty: the dataset package's
+  std::string data;   // folder of the IDX files; empty: the dataset package's
   int64_t limit = 0;  // 0: the whole split
   std::string conv;
   std::string device = "cpu";  // cpu, cuda, cuda:N, auto
   int threads = 1;
-  int64_t batch = 0;  // 0: 100
+  int64_t batch = 0;        // 0: 100
   std::string predictions;  // write each image's predicted class here (one byte per image)
 };
 int run_eval(const EvalArgs& args);

@@ -160,8 +160,8 @@ void ProgressBar::draw() {
   const int filled = static_cast<int>(fraction * kWidth);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::fprintf(stderr, "\r[%s%s] %lld/%lld %s  %.0f %s/s ", std::string(filled, '#').c_str(),
-               std::string(kWidth - filled, ' ').c_str(), static_cast<long long>(done_),
-               static_cast<long long>(total_), unit_.c_str(), seconds > 0 ? double(done_) / seconds : 0.0, unit_.c_str());
+               std::string(kWidth - filled, ' ').c_str(), static_cast<long long>(done_), static_cast<long long>(total_),
+               unit_.c_str(), seconds > 0 ? double(done_) / seconds : 0.0, unit_.c_str());
   std::fflush(stderr);
   visible_ = true;
 }

@@ -12,8 +12,8 @@
 
 namespace winfer::cli {
 
-std::string human_count(double value);     // 11.7M, 1.82G
-std::string human_bytes(double bytes);     // 44.6 MiB
+std::string human_count(double value);  // 11.7M, 1.82G
+std::string human_bytes(double bytes);  // 44.6 MiB
 // Prints "error: <message>" to stderr and returns the exit code 1.
 int fail(const Status& status);
 // A zeroed tensor (NCHW for rank 4) of a size the user chose (a batch): refused with the numbers

@@ -58,8 +58,9 @@ CLI::Validator finite_number(double min, double max) {
         const double v = std::strtod(value.c_str(), &end);
         const bool parsed = !value.empty() && end == value.c_str() + value.size() && errno != ERANGE;
         if (parsed && std::isfinite(v) && v >= min && v <= max) return "";
-        const std::string range = max == DBL_MAX ? ">= " + CLI::detail::to_string(min)
-                                                 : "in [" + CLI::detail::to_string(min) + ", " + CLI::detail::to_string(max) + "]";
+        const std::string range = max == DBL_MAX
+                                      ? ">= " + CLI::detail::to_string(min)
+                                      : "in [" + CLI::detail::to_string(min) + ", " + CLI::detail::to_string(max) + "]";
         return "'" + value + "' is not a finite number " + range;
       },
       "", "FINITE");
@@ -70,7 +71,8 @@ void refuse_options_as_values(CLI::App* app) {
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
     for (CLI::Option* opt : sub->get_options()) {
       // transform(), not check(): it runs first, before a Range could call "--top" out of range.
-      if (opt->nonpositional() && opt->get_type_size_max() > 0) opt->transform(not_an_option(opt->get_type_name() == "TEXT"));
+      if (opt->nonpositional() && opt->get_type_size_max() > 0)
+        opt->transform(not_an_option(opt->get_type_name() == "TEXT"));
     }
   }
 }
@@ -100,8 +102,9 @@ struct Command {
 
 // --confine-to DIR, for every command that loads a model file.
 void add_confine_to(CLI::App* command, std::string& confine_to) {
-  command->add_option("--confine-to", confine_to,
-                      "Refuse files the model names (weights:, labels:) outside this folder: for model files from elsewhere");
+  command->add_option(
+      "--confine-to", confine_to,
+      "Refuse files the model names (weights:, labels:) outside this folder: for model files from elsewhere");
 }
 
 // One function per subcommand, each declaring that subcommand's options.
@@ -114,45 +117,71 @@ Command add_info(CLI::App* app, winfer::cli::InfoArgs& info) {
 }
 
 Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
-  CLI::App* run_cmd = app->add_subcommand("run", "Run a model on an input tensor and print the top classes and the time");
+  CLI::App* run_cmd =
+      app->add_subcommand("run", "Run a model on an input tensor and print the top classes and the time");
   run_cmd->add_option("model", run.model, "Model YAML file")->required();
-  CLI::Option* run_weights = run_cmd->add_option("--weights", run.weights, "Weights (.safetensors), overrides the YAML's");
+  CLI::Option* run_weights =
+      run_cmd->add_option("--weights", run.weights, "Weights (.safetensors), overrides the YAML's");
   run_cmd->add_option("--random-weights", run.random_weights_seed, "Fill the weights deterministically from SEED")
       ->check(seed_value)
       ->excludes(run_weights);
-  CLI::Option* run_input = run_cmd->add_option("--input", run.input, "Input .npy (float32, NCHW); default: seeded random input");
-  run_cmd->add_option("--seed", run.input_seed, "Seed of the random input")->capture_default_str()->check(seed_value)->excludes(run_input);
+  CLI::Option* run_input =
+      run_cmd->add_option("--input", run.input, "Input .npy (float32, NCHW); default: seeded random input");
+  run_cmd->add_option("--seed", run.input_seed, "Seed of the random input")
+      ->capture_default_str()
+      ->check(seed_value)
+      ->excludes(run_input);
   run_cmd->add_option("--output", run.output, "Write the output tensor to this .npy file");
-  run_cmd->add_option("--conv", run.conv, "Convolution algorithm: im2win (default), indirect, im2col, direct, winograd (3x3 stride-1 layers; im2win for the rest)")->capture_default_str();
-  run_cmd->add_option("--device", run.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")->capture_default_str();
+  run_cmd
+      ->add_option("--conv", run.conv,
+                   "Convolution algorithm: im2win (default), indirect, im2col, direct, winograd (3x3 stride-1 layers; "
+                   "im2win for the rest)")
+      ->capture_default_str();
+  run_cmd->add_option("--device", run.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")
+      ->capture_default_str();
   run_cmd->add_flag("--tf32", run.tf32, "CUDA: let cuBLAS/cuDNN use TF32 tensor cores (faster, ~1e-3 relative error)");
-  CLI::Option* run_expect = run_cmd->add_option("--expect", run.expect, "Compare the output with this .npy: max |diff| / max |expected|, exit 1 above --tolerance");
+  CLI::Option* run_expect =
+      run_cmd->add_option("--expect", run.expect,
+                          "Compare the output with this .npy: max |diff| / max |expected|, exit 1 above --tolerance");
   run_cmd->add_option("--tolerance", run.tolerance, "Relative tolerance of --expect")
       ->capture_default_str()
       ->check(finite_number(0, DBL_MAX))
       ->needs(run_expect);
-  run_cmd->add_flag("--check-numerics", run.check_numerics, "Fail at the first NaN/Inf, naming the input or the layer that produced it");
+  run_cmd->add_flag("--check-numerics", run.check_numerics,
+                    "Fail at the first NaN/Inf, naming the input or the layer that produced it");
   run_cmd->add_option("--threads", run.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
-  run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")->check(CLI::Range(1, 1 << 20));
-  run_cmd->add_option("--top", run.top, "Classes to print per image")->capture_default_str()->check(CLI::Range(0, 1 << 20));
-  run_cmd->add_option("--repeat", run.repeat, "Timed runs after one warm-up run (0: just one cold run)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")
+      ->check(CLI::Range(1, 1 << 20));
+  run_cmd->add_option("--top", run.top, "Classes to print per image")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  run_cmd->add_option("--repeat", run.repeat, "Timed runs after one warm-up run (0: just one cold run)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   run_cmd->add_flag("--profile", run.profile, "Print per-layer times of the last run");
-  run_cmd->add_flag("!--no-fuse", run.fuse, "Keep batch norm, activations and residual adds as layers of their own (no folding or fusion)");
+  run_cmd->add_flag("!--no-fuse", run.fuse,
+                    "Keep batch norm, activations and residual adds as layers of their own (no folding or fusion)");
   add_confine_to(run_cmd, run.confine_to);
   return {"run", run_cmd, [&run] { return winfer::cli::run_run(run); }};
 }
 
 Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
-  CLI::App* plan_cmd = app->add_subcommand("plan", "Memory per convolution algorithm: weights, planned arena, lower bound, measured peak");
+  CLI::App* plan_cmd = app->add_subcommand(
+      "plan", "Memory per convolution algorithm: weights, planned arena, lower bound, measured peak");
   plan_cmd->add_option("model", plan.model, "Model YAML file")->required();
-  CLI::Option* plan_weights = plan_cmd->add_option("--weights", plan.weights, "Weights (.safetensors), overrides the YAML's");
-  plan_cmd->add_option("--random-weights", plan.random_weights_seed,
-                       "Fill the weights deterministically from SEED (default for a model without weights: 1)")
+  CLI::Option* plan_weights =
+      plan_cmd->add_option("--weights", plan.weights, "Weights (.safetensors), overrides the YAML's");
+  plan_cmd
+      ->add_option("--random-weights", plan.random_weights_seed,
+                   "Fill the weights deterministically from SEED (default for a model without weights: 1)")
       ->check(seed_value)
       ->excludes(plan_weights);
-  plan_cmd->add_option("--conv", plan.conv, "Algorithms to compare, comma-separated, or 'all' (default: the default algorithm vs im2col)");
+  plan_cmd->add_option("--conv", plan.conv,
+                       "Algorithms to compare, comma-separated, or 'all' (default: the default algorithm vs im2col)");
   plan_cmd->add_option("--batch", plan.batch, "Batch size (default: the model's)")->check(CLI::Range(1, 1 << 20));
-  plan_cmd->add_option("--threads", plan.threads, "Threads of the measured run")->capture_default_str()->check(CLI::Range(1, 1024));
+  plan_cmd->add_option("--threads", plan.threads, "Threads of the measured run")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   plan_cmd->add_flag("--json", plan.json, "Print one JSON object instead of the table");
   plan_cmd->add_option("--svg", plan.svg, "Draw the arenas into this SVG file");
   plan_cmd->add_flag("!--no-measure", plan.measure, "Plan only; skip the measured run");
@@ -161,19 +190,34 @@ Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
 }
 
 Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
-  CLI::App* bench_cmd = app->add_subcommand("bench", "Time whole networks (MODEL..., --zoo) or convolution layers (--layers) per algorithm and peer library");
-  bench_cmd->add_option("models", bench.models, "Model files or zoo names (resnet18 = models/zoo/resnet18.yaml): whole networks");
+  CLI::App* bench_cmd = app->add_subcommand(
+      "bench", "Time whole networks (MODEL..., --zoo) or convolution layers (--layers) per algorithm and peer library");
+  bench_cmd->add_option("models", bench.models,
+                        "Model files or zoo names (resnet18 = models/zoo/resnet18.yaml): whole networks");
   bench_cmd->add_flag("--zoo", bench.zoo, "Whole networks: resnet18, resnet50, vgg16, shufflenet_v2_x1_0");
-  bench_cmd->add_option("--device", bench.device, "Device: cpu, cuda, cuda:N, auto (whole networks); cpu, cuda, cuda:N (--layers: the CUDA algorithms timed on the device)")->capture_default_str();
-  bench_cmd->add_flag("--per-layer", bench.per_layer, "Whole networks: per-layer medians, GFLOP/s and % of the FMA peak");
+  bench_cmd
+      ->add_option("--device", bench.device,
+                   "Device: cpu, cuda, cuda:N, auto (whole networks); cpu, cuda, cuda:N (--layers: the CUDA algorithms "
+                   "timed on the device)")
+      ->capture_default_str();
+  bench_cmd->add_flag("--per-layer", bench.per_layer,
+                      "Whole networks: per-layer medians, GFLOP/s and % of the FMA peak");
   bench_cmd->add_option("--layers", bench.layers, "Layer set: paper12, zoo, tiny, a layer-set .yaml or a model .yaml");
-  bench_cmd->add_option("--conv", bench.conv, "Implementations, comma-separated (engine algorithms; with --layers also onednn, xnnpack); default: the engine's default algorithm for networks, all that apply for layers");
+  bench_cmd->add_option("--conv", bench.conv,
+                        "Implementations, comma-separated (engine algorithms; with --layers also onednn, xnnpack); "
+                        "default: the engine's default algorithm for networks, all that apply for layers");
   bench_cmd->add_option("--filter", bench.filter, "Only layers whose name contains this text");
   bench_cmd->add_option("--threads", bench.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   bench_cmd->add_option("--batch", bench.batch, "Batch size (default: the layer set's)")->check(CLI::Range(1, 1 << 20));
-  bench_cmd->add_option("--runs", bench.runs, "Timed runs per layer and implementation (more for tiny layers)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  bench_cmd->add_option("--min-time", bench.min_time, "Seconds of timed runs at least per layer and implementation")->capture_default_str()->check(finite_number(0, 3600));
-  bench_cmd->add_option("--seed", bench.seed, "Seed of the random inputs and weights")->capture_default_str()->check(seed_value);
+  bench_cmd->add_option("--runs", bench.runs, "Timed runs per layer and implementation (more for tiny layers)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  bench_cmd->add_option("--min-time", bench.min_time, "Seconds of timed runs at least per layer and implementation")
+      ->capture_default_str()
+      ->check(finite_number(0, 3600));
+  bench_cmd->add_option("--seed", bench.seed, "Seed of the random inputs and weights")
+      ->capture_default_str()
+      ->check(seed_value);
   bench_cmd->add_flag("--json", bench.json, "Print one JSON object instead of the table");
   bench_cmd->add_flag("--list", bench.list, "List the layers of the set and exit");
   bench_cmd->add_flag("!--no-verify", bench.verify, "Skip checking every output against the direct convolution");
@@ -182,15 +226,20 @@ Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
 }
 
 Command add_classify(CLI::App* app, winfer::cli::ClassifyArgs& classify) {
-  CLI::App* classify_cmd = app->add_subcommand("classify", "Classify image files (JPEG, PNG, BMP, GIF, PGM/PPM, ...) or folders of them");
+  CLI::App* classify_cmd =
+      app->add_subcommand("classify", "Classify image files (JPEG, PNG, BMP, GIF, PGM/PPM, ...) or folders of them");
   classify_cmd->add_option("model", classify.model, "Model YAML file")->required();
   classify_cmd->add_option("images", classify.images, "Image files or folders")->required();
   classify_cmd->add_option("--weights", classify.weights, "Weights (.safetensors), overrides the YAML's");
-  classify_cmd->add_option("--top", classify.top, "Classes to print per image")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  classify_cmd->add_option("--device", classify.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")->capture_default_str();
+  classify_cmd->add_option("--top", classify.top, "Classes to print per image")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  classify_cmd->add_option("--device", classify.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")
+      ->capture_default_str();
   classify_cmd->add_option("--conv", classify.conv, "Convolution algorithm (default: the engine's)");
   classify_cmd->add_option("--threads", classify.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
-  classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")->check(CLI::Range(1, 1 << 16));
+  classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")
+      ->check(CLI::Range(1, 1 << 16));
   classify_cmd->add_flag("--json", classify.json, "Print one JSON object instead of text");
   add_confine_to(classify_cmd, classify.confine_to);
   return {"classify", classify_cmd, [&classify] { return winfer::cli::run_classify(classify); }};
@@ -201,14 +250,19 @@ Command add_eval(CLI::App* app, winfer::cli::EvalArgs& eval) {
   eval_cmd->add_option("model", eval.model, "Model YAML file")->required();
   eval_cmd->add_option("--weights", eval.weights, "Weights (.safetensors), overrides the YAML's");
   eval_cmd->add_option("--dataset", eval.dataset, "Dataset (fashion-mnist)")->capture_default_str();
-  eval_cmd->add_option("--split", eval.split, "test or train")->capture_default_str()->check(CLI::IsMember({"test", "train"}));
+  eval_cmd->add_option("--split", eval.split, "test or train")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"test", "train"}));
   eval_cmd->add_option("--data", eval.data, "Folder of the IDX files (default: /usr/share/datasets/fashion-mnist)");
-  eval_cmd->add_option("--limit", eval.limit, "Only the first N images")->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  eval_cmd->add_option("--limit", eval.limit, "Only the first N images")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   eval_cmd->add_option("--conv", eval.conv, "Convolution algorithm (default: the engine's)");
-  eval_cmd->add_option("--device", eval.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")->capture_default_str();
+  eval_cmd->add_option("--device", eval.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")
+      ->capture_default_str();
   eval_cmd->add_option("--threads", eval.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   eval_cmd->add_option("--batch", eval.batch, "Images per batch (default: 100)")->check(CLI::Range(1, 1 << 16));
-  eval_cmd->add_option("--predictions", eval.predictions, "Write each image's predicted class to this file (one byte each)");
+  eval_cmd->add_option("--predictions", eval.predictions,
+                       "Write each image's predicted class to this file (one byte each)");
   add_confine_to(eval_cmd, eval.confine_to);
   return {"eval", eval_cmd, [&eval] { return winfer::cli::run_eval(eval); }};
 }
@@ -217,7 +271,8 @@ Command add_eval(CLI::App* app, winfer::cli::EvalArgs& eval) {
 
 int main(int argc, char** argv) {
   CLI::App app{"winfer: a CNN inference engine (im2win, indirect, im2col, direct and Winograd convolution)"};
-  app.failure_message([](const CLI::App* a, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(a, e); });
+  app.failure_message(
+      [](const CLI::App* a, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(a, e); });
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("winfer ") + winfer::cli::version());
 

@@ -60,8 +60,8 @@ std::vector<size_t> occupied_per_step(const MemoryReport& r) {
 
 std::string buffer_title(const MemoryBuffer& b, const MemoryReport& r) {
   std::ostringstream t;
-  t << b.name << ": " << human_bytes(double(b.bytes)) << " (" << b.bytes << " B) at offset " << b.offset
-    << ", steps " << b.first_step << "-" << b.last_step;
+  t << b.name << ": " << human_bytes(double(b.bytes)) << " (" << b.bytes << " B) at offset " << b.offset << ", steps "
+    << b.first_step << "-" << b.last_step;
   if (b.first_step < static_cast<int>(r.steps.size()) && b.last_step < static_cast<int>(r.steps.size())) {
     t << " (" << r.steps[b.first_step] << " .. " << r.steps[b.last_step] << ")";
   }
@@ -79,10 +79,9 @@ double draw_panel(std::ostringstream& svg, const PlanColumn& c, double top, doub
   const auto x = [&](double step) { return kLeft + step * plot_width / double(steps); };
   const auto y = [&](double bytes) { return bottom - bytes * scale; };
 
-  svg << "<text x=\"" << kLeft << "\" y=\"" << top + 22 << "\" font-weight=\"bold\">" << escape(c.conv)
-      << ": arena " << human_bytes(double(r.arena_bytes)) << ", lower bound "
-      << human_bytes(double(r.activations_lower_bound_bytes)) << ", no reuse "
-      << human_bytes(double(r.activations_sum_bytes)) << ", largest workspace "
+  svg << "<text x=\"" << kLeft << "\" y=\"" << top + 22 << "\" font-weight=\"bold\">" << escape(c.conv) << ": arena "
+      << human_bytes(double(r.arena_bytes)) << ", lower bound " << human_bytes(double(r.activations_lower_bound_bytes))
+      << ", no reuse " << human_bytes(double(r.activations_sum_bytes)) << ", largest workspace "
       << human_bytes(double(r.max_workspace_bytes)) << "</text>\n";
   svg << "<rect x=\"" << kLeft << "\" y=\"" << fixed(y(double(r.arena_bytes))) << "\" width=\"" << plot_width
       << "\" height=\"" << fixed(double(r.arena_bytes) * scale) << "\" fill=\"#f4f4f4\" stroke=\"#999\"/>\n";
@@ -90,10 +89,10 @@ double draw_panel(std::ostringstream& svg, const PlanColumn& c, double top, doub
     if (b.bytes == 0) continue;
     const char* colour = b.workspace ? kWorkspaceColour : b.in_place_of.empty() ? kTensorColour : kInPlaceColour;
     const double height = std::max(0.5, double(b.bytes) * scale);
-    svg << "<rect x=\"" << fixed(x(b.first_step)) << "\" y=\"" << fixed(y(double(b.offset + b.bytes)))
-        << "\" width=\"" << fixed(std::max(1.0, x(b.last_step + 1) - x(b.first_step))) << "\" height=\""
-        << fixed(height) << "\" fill=\"" << colour << "\" stroke=\"#fff\" stroke-width=\"0.3\"><title>"
-        << escape(buffer_title(b, r)) << "</title></rect>\n";
+    svg << "<rect x=\"" << fixed(x(b.first_step)) << "\" y=\"" << fixed(y(double(b.offset + b.bytes))) << "\" width=\""
+        << fixed(std::max(1.0, x(b.last_step + 1) - x(b.first_step))) << "\" height=\"" << fixed(height) << "\" fill=\""
+        << colour << "\" stroke=\"#fff\" stroke-width=\"0.3\"><title>" << escape(buffer_title(b, r))
+        << "</title></rect>\n";
   }
   const std::vector<size_t> occupied = occupied_per_step(r);
   svg << "<polyline fill=\"none\" stroke=\"#222\" stroke-width=\"1.2\" points=\"";
@@ -107,8 +106,8 @@ double draw_panel(std::ostringstream& svg, const PlanColumn& c, double top, doub
   svg << "<text x=\"" << kLeft - 6 << "\" y=\"" << fixed(y(double(r.arena_bytes)) + 10) << "\" text-anchor=\"end\">"
       << human_bytes(double(r.arena_bytes)) << "</text>\n";
   svg << "<text x=\"" << kLeft << "\" y=\"" << bottom + 16 << "\">step 0</text>\n";
-  svg << "<text x=\"" << kWidth - kRight << "\" y=\"" << bottom + 16 << "\" text-anchor=\"end\">step "
-      << steps - 1 << " (execution order)</text>\n";
+  svg << "<text x=\"" << kWidth - kRight << "\" y=\"" << bottom + 16 << "\" text-anchor=\"end\">step " << steps - 1
+      << " (execution order)</text>\n";
   return kHeader + plot_height + kFooter;
 }
 
@@ -122,10 +121,11 @@ std::string plan_svg(const std::string& model, int64_t batch, const std::vector<
   const double scale = kTallestPlot / double(largest);
   std::ostringstream body;
   double height = 50;
-  body << "<text x=\"" << kLeft << "\" y=\"20\" font-size=\"15\" font-weight=\"bold\">" << escape(model)
-       << ", batch " << batch << ": memory arena per convolution algorithm (x: step, y: offset)</text>\n";
-  body << "<text x=\"" << kLeft << "\" y=\"38\"><tspan fill=\"" << kTensorColour << "\">&#9632; tensor</tspan>  <tspan fill=\""
-       << kInPlaceColour << "\">&#9632; tensor computed in place</tspan>  <tspan fill=\"" << kWorkspaceColour
+  body << "<text x=\"" << kLeft << "\" y=\"20\" font-size=\"15\" font-weight=\"bold\">" << escape(model) << ", batch "
+       << batch << ": memory arena per convolution algorithm (x: step, y: offset)</text>\n";
+  body << "<text x=\"" << kLeft << "\" y=\"38\"><tspan fill=\"" << kTensorColour
+       << "\">&#9632; tensor</tspan>  <tspan fill=\"" << kInPlaceColour
+       << "\">&#9632; tensor computed in place</tspan>  <tspan fill=\"" << kWorkspaceColour
        << "\">&#9632; convolution workspace</tspan>  <tspan>&#8212; bytes alive</tspan>  (hover for names)</text>\n";
   for (const PlanColumn& c : columns) {
     if (!c.available) {

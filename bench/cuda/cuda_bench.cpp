@@ -110,8 +110,8 @@ Status time_algorithm(const cuda::ConvAlgorithm& algo, const cuda::Context& ctx,
   const size_t out_count = static_cast<size_t>(p.batch * p.out_h() * p.out_w() * p.out_channels);
   WINFER_RETURN_IF_ERROR(from_cuda(cuda::fill_bytes(d_output, 0xFF, out_count * sizeof(float), ctx.stream)));  // NaN
   auto call = [&]() {
-    return from_cuda(algo.run(ctx, p, d_input, packed.floats(), layer.bias ? d_bias : nullptr, d_output,
-                              workspace.data(), act));
+    return from_cuda(
+        algo.run(ctx, p, d_input, packed.floats(), layer.bias ? d_bias : nullptr, d_output, workspace.data(), act));
   };
 
   // Warm-up: at least 3 calls and warmup_seconds; the first call's result is the one checked.
@@ -119,8 +119,7 @@ Status time_algorithm(const cuda::ConvAlgorithm& algo, const cuda::Context& ctx,
   WINFER_RETURN_IF_ERROR(from_cuda(cuda::synchronize(ctx.stream)));
   if (reference) {
     std::vector<float> got(out_count);
-    WINFER_RETURN_IF_ERROR(
-        from_cuda(cuda::copy_to_host(got.data(), d_output, out_count * sizeof(float), ctx.stream)));
+    WINFER_RETURN_IF_ERROR(from_cuda(cuda::copy_to_host(got.data(), d_output, out_count * sizeof(float), ctx.stream)));
     double max_ref = 0, max_err = 0;
     for (size_t i = 0; i < out_count; ++i) {
       max_ref = std::max(max_ref, std::abs(static_cast<double>((*reference)[i])));
@@ -131,8 +130,8 @@ Status time_algorithm(const cuda::ConvAlgorithm& algo, const cuda::Context& ctx,
     row->mismatch = !(*row->max_rel_error <= o.tolerance);
   }
   const auto warm_start = std::chrono::steady_clock::now();
-  for (int i = 1; i < 3 || std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() <
-                               o.warmup_seconds;
+  for (int i = 1;
+       i < 3 || std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() < o.warmup_seconds;
        ++i) {
     WINFER_RETURN_IF_ERROR(call());
     WINFER_RETURN_IF_ERROR(from_cuda(cuda::synchronize(ctx.stream)));
@@ -163,9 +162,9 @@ Status time_algorithm(const cuda::ConvAlgorithm& algo, const cuda::Context& ctx,
   if (std::string(algo.name()) == "im2win") {
     const cuda::Im2winPlan plan = cuda::im2win_plan(p);
     row->note = std::string("tile ") + cuda::im2win_tile_name(plan.tile) + (plan.vector_a ? " vecA" : " scalarA") +
-                (plan.vector_b ? " vecB" : " scalarB") + ", " + std::to_string((p.batch + plan.chunk_images - 1) /
-                                                                                 plan.chunk_images) +
-                " chunk(s) of " + std::to_string(plan.chunk_images);
+                (plan.vector_b ? " vecB" : " scalarB") + ", " +
+                std::to_string((p.batch + plan.chunk_images - 1) / plan.chunk_images) + " chunk(s) of " +
+                std::to_string(plan.chunk_images);
   }
   return Status();
 }
@@ -224,7 +223,8 @@ Result<CudaBenchReport> run_cuda_bench_on_device(const LayerSet& set, const Cuda
   for (const BenchLayer& layer : set.layers) {
     const ConvParams& p = layer.params;
     seed += 3;
-    const std::vector<float> input = random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.in_channels), seed);
+    const std::vector<float> input =
+        random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.in_channels), seed);
     const std::vector<float> weight = random_floats(
         static_cast<size_t>(p.out_channels * p.in_channels_per_group() * p.kernel_h * p.kernel_w), seed + 1);
     const std::vector<float> bias = random_floats(static_cast<size_t>(p.out_channels), seed + 2);

@@ -30,14 +30,14 @@ struct CudaBenchOptions {
   // cuda::ConvAlgorithm names; empty or {"all"}: im2win, im2col, direct, cudnn (and depthwise on
   // depthwise layers), those this build has.
   std::vector<std::string> convs;
-  int runs = 20;              // timed calls at least (more, up to 1000, until min_seconds)
-  double min_seconds = 0.1;   // of timed calls, per (layer, conv)
+  int runs = 20;                 // timed calls at least (more, up to 1000, until min_seconds)
+  double min_seconds = 0.1;      // of timed calls, per (layer, conv)
   double warmup_seconds = 0.05;  // and at least 3 calls
-  bool verify = true;         // against the CPU engine's convolution
-  double tolerance = 1e-3;    // max |out - ref| / max |ref| accepted
-  int cpu_threads = 0;        // of the CPU reference; 0: all hardware threads
+  bool verify = true;            // against the CPU engine's convolution
+  double tolerance = 1e-3;       // max |out - ref| / max |ref| accepted
+  int cpu_threads = 0;           // of the CPU reference; 0: all hardware threads
   uint64_t seed = 1;
-  bool allow_tf32 = false;    // cuBLAS/cuDNN TF32 tensor-core math (off: FP32, as our kernels)
+  bool allow_tf32 = false;                      // cuBLAS/cuDNN TF32 tensor-core math (off: FP32, as our kernels)
   std::function<void(const std::string&)> log;  // progress lines; may be empty
 };
 
@@ -48,7 +48,7 @@ struct CudaBenchRow {
   Timing timing;
   double tflops = 0, percent_peak = 0;
   size_t workspace_bytes = 0, packed_weight_bytes = 0;
-  size_t device_bytes = 0;  // input + output + packed weights + bias + workspace
+  size_t device_bytes = 0;              // input + output + packed weights + bias + workspace
   std::optional<double> max_rel_error;  // vs the CPU engine; nullopt when not verified
   bool mismatch = false;
   std::string note;  // e.g. im2win's tile and chunks

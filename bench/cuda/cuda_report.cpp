@@ -104,8 +104,7 @@ std::string cuda_report_table(const CudaBenchReport& r) {
       std::snprintf(line, sizeof line, "  %-9s %10s %10s %8.2f %7.1f %11s %11s %5d %8s  %s%s\n", row.conv.c_str(),
                     ms_text(row.timing.median_ms).c_str(), ms_text(row.timing.min_ms).c_str(), row.tflops,
                     row.percent_peak, bytes_text(row.workspace_bytes).c_str(), bytes_text(row.device_bytes).c_str(),
-                    row.timing.runs, err.c_str(),
-                    row.note.c_str(), row.mismatch ? "  MISMATCH" : "");
+                    row.timing.runs, err.c_str(), row.note.c_str(), row.mismatch ? "  MISMATCH" : "");
       out += line;
     }
   }
@@ -147,7 +146,9 @@ std::string cuda_report_table(const CudaBenchReport& r) {
         mem_below += a->device_bytes < b->device_bytes;
       }
     }
-    if (ws_layers) out += "  im2win workspace / im2col's: at most " + fmt("%.2f", ws_max) + " over " + std::to_string(ws_layers) + " layers\n";
+    if (ws_layers)
+      out += "  im2win workspace / im2col's: at most " + fmt("%.2f", ws_max) + " over " + std::to_string(ws_layers) +
+             " layers\n";
     if (mem_layers)
       out += "  im2win total layer memory below cudnn's on " + std::to_string(mem_below) + " of " +
              std::to_string(mem_layers) + " layers\n";
@@ -161,9 +162,12 @@ std::string cuda_report_json(const CudaBenchReport& r) {
   j["layer_set"] = r.layer_set;
   j["layer_set_path"] = r.layer_set_path;
   j["batch"] = r.batch;
-  j["device"] = {{"index", r.device},       {"name", r.device_name},  {"sms", r.sms},
+  j["device"] = {{"index", r.device},
+                 {"name", r.device_name},
+                 {"sms", r.sms},
                  {"compute_capability", std::to_string(r.cc_major) + "." + std::to_string(r.cc_minor)},
-                 {"clock_mhz", r.clock_mhz}, {"fp32_lanes_per_sm", r.fp32_lanes_per_sm},
+                 {"clock_mhz", r.clock_mhz},
+                 {"fp32_lanes_per_sm", r.fp32_lanes_per_sm},
                  {"peak_tflops", r.peak_tflops}};
   j["tf32"] = r.tf32;
   j["cpu_reference"] = r.cpu_reference;

@@ -51,7 +51,8 @@ dnnl::convolution_forward::primitive_desc make_primitive_desc(const ConvProblem&
   const auto algo = dnnl::algorithm::convolution_direct;
   if (problem.bias != nullptr) {
     const memory::desc bias({p.out_channels}, dt::f32, tag::x);
-    return {{kind, algo, src, weights, bias, dst, strides, dilates, pad_l, pad_r}, make_attr(problem.activation), engine};
+    return {
+        {kind, algo, src, weights, bias, dst, strides, dilates, pad_l, pad_r}, make_attr(problem.activation), engine};
   }
   return {{kind, algo, src, weights, dst, strides, dilates, pad_l, pad_r}, make_attr(problem.activation), engine};
 }
@@ -72,7 +73,8 @@ class OnednnConv : public PreparedConv {
     args_[DNNL_ARG_SRC] = memory(pd.src_desc(), engine_, input);
     args_[DNNL_ARG_DST] = memory(pd.dst_desc(), engine_, output_.data());
     args_[DNNL_ARG_WEIGHTS] = reorder_weights(problem, pd);
-    if (problem.bias != nullptr) args_[DNNL_ARG_BIAS] = memory(pd.bias_desc(), engine_, const_cast<float*>(problem.bias));
+    if (problem.bias != nullptr)
+      args_[DNNL_ARG_BIAS] = memory(pd.bias_desc(), engine_, const_cast<float*>(problem.bias));
     scratchpad_bytes_ = pd.scratchpad_desc().get_size();
     args_[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), engine_);
     weight_bytes_ = pd.weights_desc().get_size();

@@ -52,7 +52,8 @@ std::vector<float> to_ohwi(const ConvParams& p, const float* oihw) {
   std::vector<float> ohwi(static_cast<size_t>(p.out_channels * cg * taps));
   for (int64_t o = 0; o < p.out_channels; ++o)
     for (int64_t c = 0; c < cg; ++c)
-      for (int64_t t = 0; t < taps; ++t) ohwi[static_cast<size_t>((o * taps + t) * cg + c)] = oihw[(o * cg + c) * taps + t];
+      for (int64_t t = 0; t < taps; ++t)
+        ohwi[static_cast<size_t>((o * taps + t) * cg + c)] = oihw[(o * cg + c) * taps + t];
   return ohwi;
 }
 
@@ -83,15 +84,14 @@ class XnnpackConv : public PreparedConv {
     clamp_bounds(problem_.activation, &lo, &hi);
     xnn_operator_t op = nullptr;
     const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
-    WINFER_RETURN_IF_ERROR(check(
-        xnn_create_convolution2d_nhwc_f32(u32(p.pad_top), u32(p.pad_right), u32(p.pad_bottom), u32(p.pad_left),
-                                          u32(p.kernel_h), u32(p.kernel_w), u32(p.stride_h), u32(p.stride_w),
-                                          u32(p.dilation_h), u32(p.dilation_w), u32(p.groups),
-                                          static_cast<size_t>(p.in_channels_per_group()),
-                                          static_cast<size_t>(p.out_channels_per_group()),
-                                          static_cast<size_t>(p.in_channels), static_cast<size_t>(p.out_channels),
-                                          weights.data(), problem_.bias, lo, hi, /*flags=*/0, &op),
-        "xnn_create_convolution2d_nhwc_f32"));
+    WINFER_RETURN_IF_ERROR(
+        check(xnn_create_convolution2d_nhwc_f32(
+                  u32(p.pad_top), u32(p.pad_right), u32(p.pad_bottom), u32(p.pad_left), u32(p.kernel_h),
+                  u32(p.kernel_w), u32(p.stride_h), u32(p.stride_w), u32(p.dilation_h), u32(p.dilation_w),
+                  u32(p.groups), static_cast<size_t>(p.in_channels_per_group()),
+                  static_cast<size_t>(p.out_channels_per_group()), static_cast<size_t>(p.in_channels),
+                  static_cast<size_t>(p.out_channels), weights.data(), problem_.bias, lo, hi, /*flags=*/0, &op),
+              "xnn_create_convolution2d_nhwc_f32"));
     op_.reset(op);
     return check(xnn_setup_convolution2d_nhwc_f32(op_.get(), static_cast<size_t>(p.batch), static_cast<size_t>(p.in_h),
                                                   static_cast<size_t>(p.in_w), problem_.input_nhwc, output_.floats(),

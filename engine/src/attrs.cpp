@@ -124,8 +124,7 @@ Status Attrs::get_ints(const std::string& key, std::vector<int64_t>* out,
   return Status::Ok();
 }
 
-Status Attrs::get_ints(const std::string& key, std::vector<int64_t>* out,
-                       const std::vector<size_t>& allowed_sizes,
+Status Attrs::get_ints(const std::string& key, std::vector<int64_t>* out, const std::vector<size_t>& allowed_sizes,
                        const std::vector<int64_t>& fallback) const {
   if (!has(key)) {
     *out = fallback;

@@ -41,10 +41,8 @@ class Attrs {
   Status get_string(const std::string& key, std::string* out, const std::string& fallback) const;
   // An int or a list of ints. `allowed_sizes` lists the accepted list lengths (an int counts
   // as size 1); e.g. kernel_size accepts {1, 2}: 3 -> {3}, [3, 5] -> {3, 5}.
-  Status get_ints(const std::string& key, std::vector<int64_t>* out,
-                  const std::vector<size_t>& allowed_sizes) const;
-  Status get_ints(const std::string& key, std::vector<int64_t>* out,
-                  const std::vector<size_t>& allowed_sizes,
+  Status get_ints(const std::string& key, std::vector<int64_t>* out, const std::vector<size_t>& allowed_sizes) const;
+  Status get_ints(const std::string& key, std::vector<int64_t>* out, const std::vector<size_t>& allowed_sizes,
                   const std::vector<int64_t>& fallback) const;
 
   // Keys never read by a getter: the loader reports them as unknown attributes.

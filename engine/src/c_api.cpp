@@ -166,13 +166,21 @@ constexpr const HandleKind* kKinds[] = {&kLoadConfigKind, &kModelKind, &kSession
 template <typename Object>
 const HandleKind& kind_of();
 template <>
-const HandleKind& kind_of<LoadConfigObject>() { return kLoadConfigKind; }
+const HandleKind& kind_of<LoadConfigObject>() {
+  return kLoadConfigKind;
+}
 template <>
-const HandleKind& kind_of<ModelObject>() { return kModelKind; }
+const HandleKind& kind_of<ModelObject>() {
+  return kModelKind;
+}
 template <>
-const HandleKind& kind_of<SessionObject>() { return kSessionKind; }
+const HandleKind& kind_of<SessionObject>() {
+  return kSessionKind;
+}
 template <>
-const HandleKind& kind_of<SessionConfigObject>() { return kSessionConfigKind; }
+const HandleKind& kind_of<SessionConfigObject>() {
+  return kSessionConfigKind;
+}
 
 // The live handles of one kind. Serials only grow, so a token is never reused: a stale handle
 // cannot reach an object created after it was destroyed. One short critical section per call.
@@ -247,8 +255,7 @@ winfer_status find_handle(const char* function, const void* handle, std::shared_
 winfer_status find_model(const char* function, const winfer_model* handle, std::shared_ptr<ModelObject>* object) {
   return find_handle(function, handle, object);
 }
-winfer_status find_session(const char* function, const winfer_session* handle,
-                           std::shared_ptr<SessionObject>* object) {
+winfer_status find_session(const char* function, const winfer_session* handle, std::shared_ptr<SessionObject>* object) {
   return find_handle(function, handle, object);
 }
 
@@ -258,7 +265,8 @@ void destroy_handle(const char* function, const void* handle) {
   if (handle == nullptr) return;
   guarded(function, [&](const char* fn) {
     std::shared_ptr<Object> object = table<Object>().remove(token_of(handle));
-    if (!object) return fail(fn, WINFER_INVALID_ARGUMENT, not_live(handle, kind_of<Object>()) + "; nothing was destroyed");
+    if (!object)
+      return fail(fn, WINFER_INVALID_ARGUMENT, not_live(handle, kind_of<Object>()) + "; nothing was destroyed");
     return WINFER_OK;  // `object` goes here, or when the last call in flight with it returns
   });
 }
@@ -349,8 +357,7 @@ winfer_status set_option(const char* function, const void* config, Set&& set) {
 
 // A flag of a config: 0 or 1, nothing else (a C int that is neither is most likely a mistake).
 template <typename Object, typename Options>
-winfer_status set_flag(const char* function, const void* config, const char* name, int value,
-                       bool Options::*field) {
+winfer_status set_flag(const char* function, const void* config, const char* name, int value, bool Options::*field) {
   return set_option<Object>(function, config, [&](Options& o) -> std::string {
     if (value != 0 && value != 1) return std::string(name) + " must be 0 or 1, got " + std::to_string(value);
     o.*field = value == 1;
@@ -479,13 +486,14 @@ winfer_status match_names(const char* fn, const char* what, const std::vector<st
                           const char* const* given, size_t count, bool bind_all, std::vector<size_t>* at) {
   at->assign(names.size(), kUnbound);
   for (size_t k = 0; k < count; ++k) {
-    if (given[k] == nullptr) return fail(fn, WINFER_INVALID_ARGUMENT, std::string(what) + " name " + std::to_string(k) + " is NULL");
+    if (given[k] == nullptr)
+      return fail(fn, WINFER_INVALID_ARGUMENT, std::string(what) + " name " + std::to_string(k) + " is NULL");
     size_t i = 0;
     while (i < names.size() && names[i] != given[k]) ++i;
     if (i == names.size()) {
-      return fail(fn, WINFER_NOT_FOUND,
-                  "no " + std::string(what) + " named '" + given[k] + "' (the session's " + what + "s: " +
-                      quoted(names) + ")");
+      return fail(
+          fn, WINFER_NOT_FOUND,
+          "no " + std::string(what) + " named '" + given[k] + "' (the session's " + what + "s: " + quoted(names) + ")");
     }
     if ((*at)[i] != kUnbound) {
       return fail(fn, WINFER_INVALID_ARGUMENT,
@@ -496,9 +504,9 @@ winfer_status match_names(const char* fn, const char* what, const std::vector<st
   }
   for (size_t i = 0; bind_all && i < names.size(); ++i) {
     if ((*at)[i] == kUnbound) {
-      return fail(fn, WINFER_INVALID_ARGUMENT,
-                  std::string(what) + " '" + names[i] + "' is not bound (bind every " + what + ": " + quoted(names) +
-                      ")");
+      return fail(
+          fn, WINFER_INVALID_ARGUMENT,
+          std::string(what) + " '" + names[i] + "' is not bound (bind every " + what + ": " + quoted(names) + ")");
     }
   }
   return WINFER_OK;
@@ -640,9 +648,9 @@ winfer_status winfer_model_output_shape(const winfer_model* model, size_t index,
     if (winfer_status s = find_model(fn, model, &object)) return s;
     const std::vector<winfer::Shape> shapes = object->model->output_shapes();
     if (index >= shapes.size()) {
-      return fail(fn, WINFER_INVALID_ARGUMENT,
-                  "output " + std::to_string(index) + " does not exist (the model has " +
-                      std::to_string(shapes.size()) + ")");
+      return fail(
+          fn, WINFER_INVALID_ARGUMENT,
+          "output " + std::to_string(index) + " does not exist (the model has " + std::to_string(shapes.size()) + ")");
     }
     return write_shape(fn, shapes[index], dims, capacity, rank);
   });

@@ -139,9 +139,8 @@ Result<size_t> downgrade_to_budget(const std::vector<ConvLayerCandidates>& layer
       for (size_t i = 0; i < count; ++i) smallest[i] = smallest_of(layers[i].candidates);
       const size_t minimum = std::min(bytes, session_bytes(smallest));
       return out_of_memory("memory_budget of " + std::to_string(budget) + " bytes (" + format_bytes(budget) +
-                           ") cannot be met: the session needs at least " + std::to_string(minimum) +
-                           " bytes (" + format_bytes(minimum) +
-                           ") with the least memory-hungry algorithm of every convolution");
+                           ") cannot be met: the session needs at least " + std::to_string(minimum) + " bytes (" +
+                           format_bytes(minimum) + ") with the least memory-hungry algorithm of every convolution");
     }
   }
   return bytes;
@@ -203,12 +202,12 @@ void explain_choices(const std::vector<ConvLayerCandidates>& layers, const std::
       const size_t over = session_bytes(trial);
       const ConvCandidate& f = cands[fastest[i]];
       sel->rules.push_back("memory_budget");
-      sel->reasons.push_back(chosen + " to stay within memory_budget: the faster " + f.algorithm + " " +
-                             format_ms(f.milliseconds) + " would need " +
-                             (over == kTooLarge || over <= budget ? std::string("more memory")
-                                                                  : format_bytes(over - budget) + " more") +
-                             " (" + format_bytes(local_bytes(f)) + " of workspace and packed weights against " +
-                             format_bytes(local_bytes(cands[c])) + ")");
+      sel->reasons.push_back(
+          chosen + " to stay within memory_budget: the faster " + f.algorithm + " " + format_ms(f.milliseconds) +
+          " would need " +
+          (over == kTooLarge || over <= budget ? std::string("more memory") : format_bytes(over - budget) + " more") +
+          " (" + format_bytes(local_bytes(f)) + " of workspace and packed weights against " +
+          format_bytes(local_bytes(cands[c])) + ")");
     }
   }
 }
@@ -219,7 +218,8 @@ void explain_choices(const std::vector<ConvLayerCandidates>& layers, const std::
 Result<ConvSelection> select_conv_algorithms(const std::vector<ConvLayerCandidates>& layers, size_t budget,
                                              const SessionBytesFn& session_bytes) {
   for (const ConvLayerCandidates& layer : layers) {
-    if (layer.candidates.empty()) return internal_error("layer '" + layer.layer + "': no convolution algorithm supports it");
+    if (layer.candidates.empty())
+      return internal_error("layer '" + layer.layer + "': no convolution algorithm supports it");
   }
   ConvSelection sel;
   std::vector<int> fastest(layers.size());
@@ -317,8 +317,8 @@ class TimingCache {
       char* end = nullptr;
       const double ms = tab == std::string::npos ? -1 : std::strtod(line.c_str() + tab + 1, &end);
       if (tab == std::string::npos || end == line.c_str() + tab + 1 || !(ms >= 0) || !std::isfinite(ms)) {
-        log_message(LogLevel::kWarning,
-                    path_ + ":" + std::to_string(number) + ": autotune cache line ignored (expected key<TAB>milliseconds)");
+        log_message(LogLevel::kWarning, path_ + ":" + std::to_string(number) +
+                                            ": autotune cache line ignored (expected key<TAB>milliseconds)");
         continue;
       }
       entries_[line.substr(0, tab)] = {ms, true};
@@ -362,8 +362,8 @@ Tensor allocate_bytes(size_t bytes) {
 // busy machine does not decide. From the second round on, candidates more than 8x slower than
 // the best so far (the reference loops, typically) are not run again.
 void measure_layer(const ConvParams& p, const ConvCapability& op, const Tensor& weight,
-                   const std::vector<const ConvAlgorithm*>& algorithms,
-                   const std::vector<bool>& known, std::vector<ConvCandidate>* candidates, int threads, int repeats) {
+                   const std::vector<const ConvAlgorithm*>& algorithms, const std::vector<bool>& known,
+                   std::vector<ConvCandidate>* candidates, int threads, int repeats) {
   std::vector<size_t> todo;
   for (size_t c = 0; c < candidates->size(); ++c) {
     if (!known[c]) todo.push_back(c);
@@ -449,13 +449,15 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
       layer.candidates.push_back(c);
       supported.push_back(a);
     }
-    if (supported.empty()) return internal_error(node.context(model.path()) + ": no convolution algorithm supports " + p.to_string());
+    if (supported.empty())
+      return internal_error(node.context(model.path()) + ": no convolution algorithm supports " + p.to_string());
     auto weight = op.weight_oihw("auto");
     if (!weight.ok()) return Status(weight.status()).with_context(node.context(model.path()));
     measure_layer(p, op, weight.value(), supported, have, &layer.candidates, options.threads, options.repeats);
     for (size_t c = 0; c < supported.size(); ++c) {
       if (!have[c]) {
-        cache.add(TimingCache::key(p, options.threads, layer.candidates[c].algorithm), layer.candidates[c].milliseconds);
+        cache.add(TimingCache::key(p, options.threads, layer.candidates[c].algorithm),
+                  layer.candidates[c].milliseconds);
       }
     }
     nodes.push_back(n);

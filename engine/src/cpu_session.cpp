@@ -207,9 +207,9 @@ class CpuSession : public SessionImpl {
       for (int t : graph.nodes[n].outputs) b.outputs.push_back(&tensors[t]);
       const int ws = workspace_of[n];
       if (ws >= 0) {
-        b.workspace = options.plan_memory ? static_cast<void*>(reinterpret_cast<char*>(arena.data()) +
-                                                               report.buffers[ws].offset)
-                                          : static_cast<void*>(shared_workspace.data());
+        b.workspace = options.plan_memory
+                          ? static_cast<void*>(reinterpret_cast<char*>(arena.data()) + report.buffers[ws].offset)
+                          : static_cast<void*>(shared_workspace.data());
       }
       bindings.push_back(std::move(b));
     }

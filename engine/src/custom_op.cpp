@@ -58,18 +58,19 @@ Scratch plan_scratch(const std::vector<Shape>& inputs, const std::vector<Shape>&
 
 class CustomKernel : public Kernel {
  public:
-  CustomKernel(std::shared_ptr<const CustomOp> op, const std::vector<Shape>& inputs,
-               const std::vector<Shape>& outputs, Layout layout)
-      : op_(std::move(op)), layout_(layout), scratch_(plan_scratch(inputs, outputs, layout)),
-        in_views_(inputs.size()), out_views_(outputs.size()) {
+  CustomKernel(std::shared_ptr<const CustomOp> op, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
+               Layout layout)
+      : op_(std::move(op)),
+        layout_(layout),
+        scratch_(plan_scratch(inputs, outputs, layout)),
+        in_views_(inputs.size()),
+        out_views_(outputs.size()) {
     for (const Tensor& t : in_views_) in_ptrs_.push_back(&t);
     for (Tensor& t : out_views_) out_ptrs_.push_back(&t);
   }
 
   size_t workspace_bytes() const override { return scratch_.bytes; }
-  std::string describe() const override {
-    return layout_ == Layout::kNCHW ? "custom (NCHW)" : "custom (NHWC)";
-  }
+  std::string describe() const override { return layout_ == Layout::kNCHW ? "custom (NCHW)" : "custom (NHWC)"; }
 
   // The session's tensors are NHWC (rank 4) or plain; the op sees views in its own layout.
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
@@ -98,7 +99,8 @@ class CustomKernel : public Kernel {
   // The tensor as the op sees it: the session's own (kInPlace) or its NCHW copy in the workspace.
   Tensor view_of(const Tensor& t, char* base, size_t offset) const {
     if (offset == kInPlace) {
-      return Tensor::view(const_cast<float*>(t.data()), t.shape(), t.shape().rank() == 4 ? Layout::kNHWC : Layout::kPlain);
+      return Tensor::view(const_cast<float*>(t.data()), t.shape(),
+                          t.shape().rank() == 4 ? Layout::kNHWC : Layout::kPlain);
     }
     return Tensor::view(reinterpret_cast<float*>(base + offset), t.shape(), Layout::kNCHW);
   }

@@ -73,8 +73,7 @@ Status Graph::sort_topologically() {
   return Status::Ok();
 }
 
-Status Graph::infer_shapes(const Shape& input_shape, std::vector<Shape>* shapes,
-                           const std::string& file) const {
+Status Graph::infer_shapes(const Shape& input_shape, std::vector<Shape>* shapes, const std::string& file) const {
   shapes->assign(tensors.size(), Shape());
   (*shapes)[input] = input_shape;
   for (const GraphNode& node : nodes) {
@@ -83,8 +82,8 @@ Status Graph::infer_shapes(const Shape& input_shape, std::vector<Shape>* shapes,
     Status s = node.op->infer_shapes(in, &out);
     if (!s.ok()) return s.with_context(node.context(file));
     if (out.size() != node.outputs.size()) {
-      return internal_error(node.context(file) + ": produced " + std::to_string(out.size()) +
-                            " shapes for " + std::to_string(node.outputs.size()) + " outputs");
+      return internal_error(node.context(file) + ": produced " + std::to_string(out.size()) + " shapes for " +
+                            std::to_string(node.outputs.size()) + " outputs");
     }
     for (size_t i = 0; i < out.size(); ++i) {
       auto checked = Shape::make(out[i].dims());  // guards against overflowing products
@@ -101,8 +100,8 @@ void Graph::remove_dead_tensors() {
   std::vector<GraphTensor> kept;
   for (size_t t = 0; t < tensors.size(); ++t) {
     const bool is_output = std::find(outputs.begin(), outputs.end(), static_cast<int>(t)) != outputs.end();
-    const bool used = static_cast<int>(t) == input || is_output || tensors[t].producer >= 0 ||
-                      !tensors[t].consumers.empty();
+    const bool used =
+        static_cast<int>(t) == input || is_output || tensors[t].producer >= 0 || !tensors[t].consumers.empty();
     if (!used) continue;
     remap[t] = static_cast<int>(kept.size());
     kept.push_back(std::move(tensors[t]));

@@ -48,8 +48,7 @@ class Graph {
   // Recomputes producer/consumer links from the nodes' inputs/outputs.
   void link();
   // Output shapes of every tensor for a given graph input shape (any batch).
-  Status infer_shapes(const Shape& input_shape, std::vector<Shape>* shapes,
-                      const std::string& file) const;
+  Status infer_shapes(const Shape& input_shape, std::vector<Shape>* shapes, const std::string& file) const;
   // Drops tensors that nothing produces or reads (after fusion) and renumbers.
   void remove_dead_tensors();
 

@@ -54,7 +54,8 @@ uint32_t big_endian_u32(const uint8_t* p) {
 std::string existing(const std::string& base) {
   std::error_code ec;
   for (const std::string& candidate : {base + ".gz", base}) {
-    if (std::filesystem::symlink_status(candidate, ec).type() != std::filesystem::file_type::not_found) return candidate;
+    if (std::filesystem::symlink_status(candidate, ec).type() != std::filesystem::file_type::not_found)
+      return candidate;
   }
   return "";
 }
@@ -117,8 +118,8 @@ Result<IdxArray> read_idx(const std::string& path, int64_t max_bytes) {
     if (got_now < want) break;
   }
   if (read < total) {
-    return parse_error(path + ": truncated: the header promises " + std::to_string(total) + " bytes of data, the file has " +
-                       std::to_string(read));
+    return parse_error(path + ": truncated: the header promises " + std::to_string(total) +
+                       " bytes of data, the file has " + std::to_string(read));
   }
   return array;
 }
@@ -141,8 +142,8 @@ Result<ImageDataset> load_mnist_split(const std::string& dir, const std::string&
                        " dimensions, expected 3 (count, rows, columns)");
   }
   if (images.dims[1] < 1 || images.dims[2] < 1) {
-    return parse_error(dir + ": " + prefix + "-images-idx3-ubyte has images of " + std::to_string(images.dims[1]) + "x" +
-                       std::to_string(images.dims[2]) + " pixels; rows and columns must be at least 1");
+    return parse_error(dir + ": " + prefix + "-images-idx3-ubyte has images of " + std::to_string(images.dims[1]) +
+                       "x" + std::to_string(images.dims[2]) + " pixels; rows and columns must be at least 1");
   }
   if (labels.dims.size() != 1 || labels.dims[0] != images.dims[0]) {
     return parse_error(dir + ": " + prefix + "-labels-idx1-ubyte does not hold one label per image (" +

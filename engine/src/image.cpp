@@ -76,9 +76,9 @@ std::string jpeg_huffman_tables_error(std::string_view bytes) {
     }
     while (at < bytes.size() && byte(at) == 0xFF) ++at;  // fill bytes
     const unsigned marker = byte(at++);
-    if (marker == 0xD9 || at >= bytes.size()) return "";                  // EOI: the decoder stops
+    if (marker == 0xD9 || at >= bytes.size()) return "";    // EOI: the decoder stops
     const bool restart = marker >= 0xD0 && marker <= 0xD7;  // inside a scan: more entropy-coded data follows
-    if (marker == 0xD8 || marker == 0x01 || restart) {       // markers without a length
+    if (marker == 0xD8 || marker == 0x01 || restart) {      // markers without a length
       if (restart) at = skip_entropy_coded_data(at);
       continue;
     }
@@ -179,7 +179,8 @@ bool pnm_is_complete(std::string_view bytes, int64_t width, int64_t height) {
   if (!h.present) return true;
   const int64_t samples = bytes[1] == '6' ? 3 : 1;
   const int64_t sample_bytes = h.max_value > 255 ? 2 : 1;
-  return static_cast<int64_t>(bytes.size()) >= static_cast<int64_t>(h.end) + 1 + width * height * samples * sample_bytes;
+  return static_cast<int64_t>(bytes.size()) >=
+         static_cast<int64_t>(h.end) + 1 + width * height * samples * sample_bytes;
 }
 
 // Luma of PIL's convert("L"): ITU-R 601-2 weights in 16-bit fixed point, rounded.
@@ -208,9 +209,7 @@ Image from_decoded(const uint8_t* data, int64_t width, int64_t height, int compo
   return image;
 }
 
-std::string dimensions(int64_t width, int64_t height) {
-  return std::to_string(width) + "x" + std::to_string(height);
-}
+std::string dimensions(int64_t width, int64_t height) { return std::to_string(width) + "x" + std::to_string(height); }
 
 // ---- resampling (PIL's algorithm for 8-bit images) ----------------------------------------
 
@@ -252,7 +251,8 @@ AxisWeights bilinear_weights(int64_t in_size, int64_t out_size) {
     const int64_t hi = std::min<int64_t>(static_cast<int64_t>(center + support + 0.5), in_size);
     const int64_t n = std::min(hi - lo, axis.taps);
     double sum = 0;
-    for (int64_t k = 0; k < n; ++k) sum += (w[k] = triangle((static_cast<double>(k + lo) - center + 0.5) * inverse_filter_scale));
+    for (int64_t k = 0; k < n; ++k)
+      sum += (w[k] = triangle((static_cast<double>(k + lo) - center + 0.5) * inverse_filter_scale));
     int32_t* fixed = axis.weights.data() + o * axis.taps;
     for (int64_t k = 0; k < n; ++k) {
       const double v = (sum != 0.0 ? w[k] / sum : w[k]) * (1 << kPrecisionBits);
@@ -353,15 +353,16 @@ Result<Image> decode_image(const void* bytes, size_t size, const std::string& na
                        stbi_failure_reason());
   }
   if (width <= 0 || height <= 0) {
-    return invalid_argument(name + ": the image is " + dimensions(width, height) + " pixels: it has no pixels to classify");
+    return invalid_argument(name + ": the image is " + dimensions(width, height) +
+                            " pixels: it has no pixels to classify");
   }
   if (width > kMaxImageSide || height > kMaxImageSide || int64_t(width) * height > kMaxImagePixels) {
-    return invalid_argument(name + ": the image is " + dimensions(width, height) + " pixels, more than winfer's limit of " +
-                            std::to_string(kMaxImagePixels) + " pixels (" + std::to_string(kMaxImageSide) +
-                            " per side); refused before decoding");
+    return invalid_argument(name + ": the image is " + dimensions(width, height) +
+                            " pixels, more than winfer's limit of " + std::to_string(kMaxImagePixels) + " pixels (" +
+                            std::to_string(kMaxImageSide) + " per side); refused before decoding");
   }
-  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
-      stbi_load_from_memory(data, length, &width, &height, &components, 0), stbi_image_free);
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(stbi_load_from_memory(data, length, &width, &height, &components, 0),
+                                                   stbi_image_free);
   if (!pixels) return parse_error(name + ": cannot decode the image (corrupt or truncated?): " + stbi_failure_reason());
   if (jpeg_after_soi(view) > 0 && !jpeg_has_end_marker(view)) {
     return parse_error(name + ": the JPEG data ends before its end-of-image marker (truncated file)");
@@ -457,10 +458,10 @@ Status image_to_input(const Image& image, const Preprocess& p, int64_t channels,
   }
   if (p.crop > 0) x = center_crop(x, p.crop, p.crop);
   if (x.width != width || x.height != height || x.channels != channels) {
-    return shape_mismatch("after preprocessing (resize " + std::to_string(p.resize) + ", crop " + std::to_string(p.crop) +
-                          ") the image is " + dimensions(x.width, x.height) + " with " + std::to_string(x.channels) +
-                          " channel(s); the model expects " + dimensions(width, height) + " with " +
-                          std::to_string(channels));
+    return shape_mismatch("after preprocessing (resize " + std::to_string(p.resize) + ", crop " +
+                          std::to_string(p.crop) + ") the image is " + dimensions(x.width, x.height) + " with " +
+                          std::to_string(x.channels) + " channel(s); the model expects " + dimensions(width, height) +
+                          " with " + std::to_string(channels));
   }
   // ToTensor then Normalize, in float32 like torchvision: p / 255, then (x - mean) / std.
   const bool bgr = p.channel_order == "BGR";

@@ -26,8 +26,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFormat = "winfer/1";
-const std::set<std::string> kTopLevelKeys = {"format", "name", "description", "input", "weights", "labels",
-                                             "preprocess", "outputs", "tensors", "layers"};
+const std::set<std::string> kTopLevelKeys = {"format", "name",       "description", "input",   "weights",
+                                             "labels", "preprocess", "outputs",     "tensors", "layers"};
 const std::set<std::string> kLayerKeys = {"name", "op", "input", "inputs", "params"};
 
 // Sanity bounds (docs/ERRORS.md, "Limits"). A model description is text: the largest zoo
@@ -36,7 +36,7 @@ const std::set<std::string> kLayerKeys = {"name", "op", "input", "inputs", "para
 // The file's bytes are bounded, and so are its YAML nodes (kMaxYamlNodes, yaml_node_limit.h):
 // the node count is what bounds the memory of loading.
 constexpr detail::InputKind kModelFile{"model file", kMaxModelTextBytes};
-constexpr size_t kMaxLayers = 10000;  // 20x resnet152's; within kMaxYamlNodes at 5 nodes a layer
+constexpr size_t kMaxLayers = 10000;                // 20x resnet152's; within kMaxYamlNodes at 5 nodes a layer
 constexpr int64_t kMaxInputDim = int64_t(1) << 24;  // per dimension of input.shape, as for attributes
 
 int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 0; }
@@ -113,8 +113,8 @@ class YamlReader {
       WINFER_RETURN_IF_ERROR(printable(kv.first, key, "key of " + what));
       const auto [it, added] = first_line.emplace(key, line_of(kv.first));
       if (!added) {
-        return error(kv.first, "duplicate key '" + key + "' in " + what + " (first at line " + std::to_string(it->second) +
-                                   "); give each key once");
+        return error(kv.first, "duplicate key '" + key + "' in " + what + " (first at line " +
+                                   std::to_string(it->second) + "); give each key once");
       }
     }
     return Status::Ok();
@@ -173,7 +173,11 @@ class ModelLoader {
   // from `weights` when not null (they take the place of the YAML's `weights:` file).
   ModelLoader(const std::string& name, const std::string* yaml_text, std::shared_ptr<const SafeTensorsFile> weights,
               const LoadOptions& options)
-      : path_(name), options_(options), yaml_(name), model_(new Model()), yaml_text_(yaml_text),
+      : path_(name),
+        options_(options),
+        yaml_(name),
+        model_(new Model()),
+        yaml_text_(yaml_text),
         memory_weights_(std::move(weights)) {}
 
   Result<std::shared_ptr<const Model>> load() {
@@ -258,8 +262,9 @@ class ModelLoader {
     } catch (const YAML::DeepRecursion& e) {
       // yaml-cpp's guard against overflowing the stack, whose own message is "bad file".
       const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
-      return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": YAML nesting deeper than " +
-                         std::to_string(e.depth() - 1) + " levels (yaml-cpp's limit; a model file nests 4)");
+      return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) +
+                         ": YAML nesting deeper than " + std::to_string(e.depth() - 1) +
+                         " levels (yaml-cpp's limit; a model file nests 4)");
     } catch (const YAML::Exception& e) {
       const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
       return parse_error(path_ + (line > 0 ? ":" + std::to_string(line) : std::string()) +
@@ -276,8 +281,8 @@ class ModelLoader {
     for (const auto& kv : root) {
       const std::string key = kv.first.Scalar();
       if (!kTopLevelKeys.count(key)) {
-        return yaml_.error(kv.first, "unknown top-level key '" + key + "' (known: " +
-                                         join({kTopLevelKeys.begin(), kTopLevelKeys.end()}) + ")");
+        return yaml_.error(kv.first, "unknown top-level key '" + key +
+                                         "' (known: " + join({kTopLevelKeys.begin(), kTopLevelKeys.end()}) + ")");
       }
     }
     std::string format;
@@ -312,11 +317,11 @@ class ModelLoader {
     const fs::path root = fs::weakly_canonical(options_.confine_to, root_error);
     const fs::path resolved = fs::weakly_canonical(path, path_error);
     if (root_error) {
-      return invalid_argument("LoadOptions::confine_to '" + options_.confine_to + "' cannot be resolved: " +
-                              root_error.message());
+      return invalid_argument("LoadOptions::confine_to '" + options_.confine_to +
+                              "' cannot be resolved: " + root_error.message());
     }
-    const bool inside = !path_error && std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end()).first ==
-                                           root.end();
+    const bool inside =
+        !path_error && std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end()).first == root.end();
     if (!inside) {
       return yaml_.error(node, "'" + key + ": " + file + "' " +
                                    (path_error ? "cannot be resolved (" + path_error.message() + ")"
@@ -352,8 +357,8 @@ class ModelLoader {
     for (int64_t d : dims) {
       if (d < 1) return yaml_.error(node["shape"], "'input.shape' dims must be >= 1, got " + Shape(dims).to_string());
       if (d > kMaxInputDim) {
-        return yaml_.error(node["shape"], "'input.shape' dims must be <= 2^24 (" + std::to_string(kMaxInputDim) + "), got " +
-                                              Shape(dims).to_string());
+        return yaml_.error(node["shape"], "'input.shape' dims must be <= 2^24 (" + std::to_string(kMaxInputDim) +
+                                              "), got " + Shape(dims).to_string());
       }
     }
     auto shape = Shape::make(dims);
@@ -387,8 +392,8 @@ class ModelLoader {
           return yaml_.error(v, "'preprocess.channel_order' must be RGB, BGR or GRAY, got '" + p.channel_order + "'");
         }
       } else {
-        return yaml_.error(kv.first, "unknown key 'preprocess." + key +
-                                         "' (known: resize, crop, mean, std, channel_order)");
+        return yaml_.error(kv.first,
+                           "unknown key 'preprocess." + key + "' (known: resize, crop, mean, std, channel_order)");
       }
     }
     for (float s : p.std) {
@@ -413,8 +418,7 @@ class ModelLoader {
     WINFER_RETURN_IF_ERROR(yaml_.string(node["op"], "op", &g.type));
     const OpEntry* info = op_registry().find_entry(g.type);
     if (info == nullptr) {
-      return invalid_argument(where + ": unknown op '" + g.type + "' (known ops: " +
-                              join(op_registry().types()) + ")");
+      return invalid_argument(where + ": unknown op '" + g.type + "' (known ops: " + join(op_registry().types()) + ")");
     }
     const std::string context = where + " (" + g.type + ")";
 
@@ -461,8 +465,10 @@ class ModelLoader {
         input_names.push_back(name);
       }
     } else if (previous_output->empty()) {
-      return invalid_argument(context + ": the previous layer has several outputs; name this layer's 'input' "
-                              "(e.g. '" + model_->graph_->nodes.back().name + ":0')");
+      return invalid_argument(context +
+                              ": the previous layer has several outputs; name this layer's 'input' "
+                              "(e.g. '" +
+                              model_->graph_->nodes.back().name + ":0')");
     } else {
       input_names.push_back(*previous_output);
     }
@@ -641,7 +647,7 @@ class ModelLoader {
   LoadOptions options_;
   YamlReader yaml_;
   std::unique_ptr<Model> model_;
-  std::vector<std::vector<std::string>> pending_inputs_;  // per node, in file order
+  std::vector<std::vector<std::string>> pending_inputs_;   // per node, in file order
   const std::string* yaml_text_ = nullptr;                 // load_from_memory
   std::shared_ptr<const SafeTensorsFile> memory_weights_;  // load_from_memory
 };

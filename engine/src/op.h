@@ -59,8 +59,8 @@ class Kernel {
   // One line for `winfer info`/logs, e.g. "im2col" or "depthwise (fused relu)".
   virtual std::string describe() const { return std::string(); }
   // Shapes were checked at compile time; run() cannot fail on valid tensors.
-  virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
-                   void* workspace, int threads) const = 0;
+  virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs, void* workspace,
+                   int threads) const = 0;
 };
 
 class Op {
@@ -75,8 +75,7 @@ class Op {
                              ParamSource& /*params*/) {
     return Status::Ok();
   }
-  virtual Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs,
-                                                  const std::vector<Shape>& outputs,
+  virtual Result<std::unique_ptr<Kernel>> compile(const std::vector<Shape>& inputs, const std::vector<Shape>& outputs,
                                                   const CompileOptions& options) const = 0;
 
   // Called once at load, after fusion, with the declared input shapes (LoadOptions::pack_for):
@@ -90,9 +89,7 @@ class Op {
   virtual const ConvCapability* conv() const { return nullptr; }
 
   // Multiply-adds x 2 (0 for data movement).
-  virtual int64_t flops(const std::vector<Shape>& /*inputs*/, const std::vector<Shape>& /*outputs*/) const {
-    return 0;
-  }
+  virtual int64_t flops(const std::vector<Shape>& /*inputs*/, const std::vector<Shape>& /*outputs*/) const { return 0; }
   // Learnable parameters as PyTorch counts them (batch-norm running statistics excluded).
   virtual int64_t param_count() const { return 0; }
   // Bytes of the parameters this op holds after loading and fusion (batch norm folded in).
@@ -128,7 +125,7 @@ struct OpInfo {
   const char* type;
   OpFactory create;
   int min_inputs;
-  int max_inputs;   // -1: unbounded
+  int max_inputs;  // -1: unbounded
   // Number of outputs (split computes it from its attributes; every other op has 1).
   int (*num_outputs)(const Attrs& attrs);
 };

@@ -66,7 +66,9 @@ class ModelParamSource : public ParamSource {
  public:
   ModelParamSource(std::string model_file, std::unique_ptr<InlineParamSource> inline_tensors,
                    std::unique_ptr<SafeTensorsParamSource> file, std::unique_ptr<RandomParamSource> random)
-      : model_file_(std::move(model_file)), inline_(std::move(inline_tensors)), file_(std::move(file)),
+      : model_file_(std::move(model_file)),
+        inline_(std::move(inline_tensors)),
+        file_(std::move(file)),
         random_(std::move(random)) {}
   Status get(const std::string& name, const Shape& expected, Tensor* out) override;
 

@@ -38,13 +38,13 @@ Status check_buffer(const std::vector<PlanBuffer>& buffers, size_t i, std::vecto
   if (target.last_step != b.first_step) {
     return invalid_argument(buffer_name(i) + " (steps " + std::to_string(b.first_step) + "-" +
                             std::to_string(b.last_step) + ") cannot reuse " + buffer_name(b.alias_of) +
-                            " in place: that one must end at step " + std::to_string(b.first_step) +
-                            ", it ends at " + std::to_string(target.last_step));
+                            " in place: that one must end at step " + std::to_string(b.first_step) + ", it ends at " +
+                            std::to_string(target.last_step));
   }
   int& owner = (*taken_over_by)[b.alias_of];
   if (owner >= 0) {
-    return invalid_argument(buffer_name(b.alias_of) + " is reused in place by both " + buffer_name(owner) +
-                            " and " + buffer_name(i));
+    return invalid_argument(buffer_name(b.alias_of) + " is reused in place by both " + buffer_name(owner) + " and " +
+                            buffer_name(i));
   }
   owner = static_cast<int>(i);
   return Status::Ok();

@@ -36,7 +36,7 @@ struct MemoryPlan {
   // max over steps of the bytes alive at that step (storage shared in place counted once,
   // sizes rounded up to the alignment): no placement of these lifetimes can use less.
   size_t lower_bound_bytes = 0;
-  int steps = 0;  // 1 + the largest last_step (0 without buffers)
+  int steps = 0;                   // 1 + the largest last_step (0 without buffers)
   std::vector<size_t> live_bytes;  // per step, counted as for lower_bound_bytes
 };
 

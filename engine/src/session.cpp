@@ -56,8 +56,8 @@ void set_session_run_hook_for_testing(void (*hook)()) { g_run_hook.store(hook, s
 Status SessionImpl::check_input(const Tensor& input) const {
   const Shape& expected = shapes[model->graph().input];
   if (input.shape() != expected) {
-    return shape_mismatch("input '" + model->input_name() + "' has shape " + input.shape().to_string() +
-                          ", expected " + expected.to_string() + " (NCHW)");
+    return shape_mismatch("input '" + model->input_name() + "' has shape " + input.shape().to_string() + ", expected " +
+                          expected.to_string() + " (NCHW)");
   }
   if (input.empty()) return invalid_argument("input '" + model->input_name() + "' has no data");
   return Status::Ok();
@@ -142,7 +142,8 @@ Status check_host_memory(const Model& model, const MemoryReport& report, size_t 
 Status check_host_memory_for(const std::string& what, size_t bytes) {
   const HostMemoryRoom room = host_memory_room();
   if (!room.known || bytes <= room.bytes) return Status::Ok();
-  return out_of_memory(what + " needs " + mib(bytes) + ", more than " + room.what + "; use a smaller batch" + room.hint);
+  return out_of_memory(what + " needs " + mib(bytes) + ", more than " + room.what + "; use a smaller batch" +
+                       room.hint);
 }
 
 namespace {
@@ -183,8 +184,7 @@ std::vector<std::string> conv_algorithm_names(const std::string& device) {
 Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model,
-                                                 const SessionOptions& options) {
+Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> model, const SessionOptions& options) {
   if (!model) return invalid_argument("Session::create: model is null");
   if (model->structure_only()) {
     return invalid_argument(model->path() + ": the model was loaded without weights (structure only)");

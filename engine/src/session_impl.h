@@ -20,8 +20,8 @@ class SessionImpl {
 
   std::shared_ptr<const Model> model;
   SessionOptions options;
-  std::string device;               // resolved: "cpu" or "cuda:N"
-  std::vector<Shape> shapes;        // per graph tensor
+  std::string device;         // resolved: "cpu" or "cuda:N"
+  std::vector<Shape> shapes;  // per graph tensor
   std::vector<Shape> output_shapes;
   std::vector<LayerTiming> timings;
   MemoryReport report;

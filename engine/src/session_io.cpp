@@ -26,9 +26,7 @@ std::vector<std::string> Session::input_names() const { return {impl_->model->in
 std::vector<std::string> Session::output_names() const { return impl_->model->output_names(); }
 
 Result<size_t> Session::input_index(const std::string& name) const { return index_of(input_names(), name, "input"); }
-Result<size_t> Session::output_index(const std::string& name) const {
-  return index_of(output_names(), name, "output");
-}
+Result<size_t> Session::output_index(const std::string& name) const { return index_of(output_names(), name, "output"); }
 
 Result<MemoryReport> Session::plan(std::shared_ptr<const Model> model, const SessionOptions& options) {
   if (!model) return invalid_argument("Session::plan: model is null");

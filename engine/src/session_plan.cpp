@@ -45,8 +45,8 @@ void add_tensor_buffers(const Graph& graph, const std::vector<Shape>& shapes, Bu
 // time by this node: any input where the op allows it for every kernel, or the one its kernel
 // names (KernelMemory::in_place_input). The graph input stays untouched (it holds the user's
 // data for the whole of its lifetime) and so do outputs (the user reads them after the run).
-void add_in_place_aliases(const Graph& graph, const std::vector<Shape>& shapes, const std::vector<KernelMemory>& kernels,
-                          BufferList* list) {
+void add_in_place_aliases(const Graph& graph, const std::vector<Shape>& shapes,
+                          const std::vector<KernelMemory>& kernels, BufferList* list) {
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const GraphNode& node = graph.nodes[n];
     if (node.outputs.size() != 1) continue;
@@ -149,6 +149,5 @@ std::vector<std::vector<std::pair<size_t, size_t>>> dead_ranges_per_step(const M
   }
   return dead;
 }
-
 
 }  // namespace winfer

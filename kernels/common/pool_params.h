@@ -11,7 +11,7 @@ struct PoolParams {
   int64_t out_h = 0, out_w = 0;  // chosen by the caller (floor or ceil mode)
   int64_t kernel_h = 1, kernel_w = 1;
   int64_t stride_h = 1, stride_w = 1;
-  int64_t pad_top = 0, pad_left = 0;  // bottom/right padding is implied by out_h/out_w
+  int64_t pad_top = 0, pad_left = 0;       // bottom/right padding is implied by out_h/out_w
   int64_t dilation_h = 1, dilation_w = 1;  // max pooling only
 };
 

@@ -10,8 +10,8 @@
 
 namespace winfer {
 
-void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* inputs,
-                          const int64_t* channels, float* out, int threads) {
+void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* inputs, const int64_t* channels,
+                          float* out, int threads) {
   int64_t width = 0;
   for (int i = 0; i < num_inputs; ++i) width += channels[i];
   cpu::parallel_chunks(pixels, width, threads, [&](int64_t begin, int64_t end) {
@@ -25,8 +25,8 @@ void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* in
   });
 }
 
-void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs,
-                         const int64_t* channels, float* const* outputs, int threads) {
+void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs, const int64_t* channels,
+                         float* const* outputs, int threads) {
   int64_t width = 0;
   for (int i = 0; i < num_outputs; ++i) width += channels[i];
   cpu::parallel_chunks(pixels, width, threads, [&](int64_t begin, int64_t end) {
@@ -43,8 +43,7 @@ void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs,
 // out channel j*g + i <- in channel i*(C/g) + j. Viewing the input row as a (g x C/g) matrix,
 // the output row is its transpose, so the loop reads input rows contiguously. In place
 // (in == out) is allowed: each pixel is first copied to a per-chunk scratch row.
-void channel_shuffle_nhwc(int64_t pixels, int64_t channels, int64_t groups, const float* in,
-                          float* out, int threads) {
+void channel_shuffle_nhwc(int64_t pixels, int64_t channels, int64_t groups, const float* in, float* out, int threads) {
   const int64_t per_group = channels / groups;
   cpu::parallel_chunks(pixels, channels, threads, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(in == out ? static_cast<size_t>(channels) : 0);

@@ -7,15 +7,14 @@
 namespace winfer {
 
 // out[p][offset_i + c] = inputs[i][p][c]; out row width = sum(channels).
-void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* inputs,
-                          const int64_t* channels, float* out, int threads);
+void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* inputs, const int64_t* channels,
+                          float* out, int threads);
 // outputs[i][p][c] = in[p][offset_i + c]; in row width = sum(channels).
-void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs,
-                         const int64_t* channels, float* const* outputs, int threads);
+void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs, const int64_t* channels,
+                         float* const* outputs, int threads);
 // ShuffleNet channel shuffle (PyTorch: view(N,g,C/g,H,W).transpose(1,2).reshape):
 // out channel j*g + i  <-  in channel i*(C/g) + j. channels % groups == 0. May run in place
 // (out == in).
-void channel_shuffle_nhwc(int64_t pixels, int64_t channels, int64_t groups, const float* in,
-                          float* out, int threads);
+void channel_shuffle_nhwc(int64_t pixels, int64_t channels, int64_t groups, const float* in, float* out, int threads);
 
 }  // namespace winfer

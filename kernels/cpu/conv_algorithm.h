@@ -50,19 +50,19 @@ class ConvAlgorithm {
   virtual void unpack_weights(const ConvParams& /*p*/, const float* /*packed*/, float* /*weight_oihw*/) const {}
   // output = act(conv(input, weights) + bias + residual). bias may be null. residual (a
   // ResNet shortcut fused into the convolution) is null or has the output's shape and layout,
-  // and must not overlap the output unless residual_may_alias_output() (then it may be it). workspace has workspace_bytes(p) bytes (may be null when
-  // that is 0). threads >= 1.
-  virtual void run(const ConvParams& p, const float* input_nhwc, const float* packed,
-                   const float* bias, const float* residual_nhwc, float* output_nhwc, void* workspace,
-                   Activation act, int threads) const = 0;
+  // and must not overlap the output unless residual_may_alias_output() (then it may be it). workspace has
+  // workspace_bytes(p) bytes (may be null when that is 0). threads >= 1.
+  virtual void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
+                   const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
+                   int threads) const = 0;
   // True when run() stays correct with residual_nhwc == output_nhwc: each output element reads
   // its own residual element just before writing it, and nothing else reads the residual (the
   // micro-kernel algorithms add it in the tile's store). Lets the planner put the output in the
   // residual's storage when the residual dies at this layer.
   virtual bool residual_may_alias_output() const { return false; }
   // The same without a residual.
-  void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
-           float* output_nhwc, void* workspace, Activation act, int threads) const {
+  void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias, float* output_nhwc,
+           void* workspace, Activation act, int threads) const {
     run(p, input_nhwc, packed, bias, nullptr, output_nhwc, workspace, act, threads);
   }
 };

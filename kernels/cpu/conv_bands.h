@@ -85,8 +85,8 @@ class ConvBands {
       b.o0 = o0;
       b.o1 = std::min(consumer_.out_rows, o0 + rows_per_band_);
       // The convolution rows the group's windows read, within [0, Ho).
-      const RowSpan read = window_rows(b.o0, b.o1, consumer_.kernel, consumer_.stride, consumer_.pad_top,
-                                       consumer_.dilation);
+      const RowSpan read =
+          window_rows(b.o0, b.o1, consumer_.kernel, consumer_.stride, consumer_.pad_top, consumer_.dilation);
       b.r0 = std::max<int64_t>(0, read.top);
       b.r1 = std::max(b.r0, std::min(ho, read.bottom));
       b.kept = std::clamp(computed_end, b.r0, b.r1);
@@ -111,7 +111,8 @@ class ConvBands {
       for_each_band([&](const Band& b) {
         // Rows shared with the previous group move to the top.
         if (b.kept > b.r0) {
-          std::memmove(band, band + (b.r0 - buffer_r0) * row, static_cast<size_t>((b.kept - b.r0) * row) * sizeof(float));
+          std::memmove(band, band + (b.r0 - buffer_r0) * row,
+                       static_cast<size_t>((b.kept - b.r0) * row) * sizeof(float));
         }
         buffer_r0 = b.r0;
         if (b.r1 > b.kept) {

@@ -79,8 +79,8 @@ class PanelWeightsAlgorithm : public ConvAlgorithm {
 // when both are null and act is kNone.
 void bias_residual_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
                                    const float* residual, Activation act, int threads);
-inline void bias_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
-                                 Activation act, int threads) {
+inline void bias_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias, Activation act,
+                                 int threads) {
   bias_residual_activation_rows(out, pixels, channels, bias, nullptr, act, threads);
 }
 

@@ -35,8 +35,7 @@ struct PixelTaps {
 
 // Channels [c, c + kLanes*kVecs) of one output pixel, kVecs vector accumulators (registers).
 template <int kLanes, int kVecs>
-WINFER_ALWAYS_INLINE inline void pixel_block(const RowArgs& a, const PixelTaps& t, int64_t c,
-                                             float* out_pixel) {
+WINFER_ALWAYS_INLINE inline void pixel_block(const RowArgs& a, const PixelTaps& t, int64_t c, float* out_pixel) {
   using V = Vec<kLanes>;
   const ConvParams& p = *a.p;
   V acc[kVecs];
@@ -56,8 +55,8 @@ WINFER_ALWAYS_INLINE inline void pixel_block(const RowArgs& a, const PixelTaps& 
 }
 
 // The last `width` (< one vector) channels from c: the same sum, scalar.
-WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t, int64_t c,
-                                            int64_t width, float* out_pixel) {
+WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t, int64_t c, int64_t width,
+                                            float* out_pixel) {
   const ConvParams& p = *a.p;
   for (int64_t j = c; j < c + width; ++j) {
     float acc = a.bias ? a.bias[j] : 0.f;
@@ -65,7 +64,8 @@ WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t
       const int64_t ih = t.oh * p.stride_h - p.pad_top + kh * p.dilation_h;
       for (int64_t kw = t.kw0; kw < t.kw1; ++kw) {
         const int64_t iw = t.ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-        acc += t.in_image[(ih * p.in_w + iw) * p.in_channels + j] * a.packed[(kh * p.kernel_w + kw) * p.in_channels + j];
+        acc +=
+            t.in_image[(ih * p.in_w + iw) * p.in_channels + j] * a.packed[(kh * p.kernel_w + kw) * p.in_channels + j];
       }
     }
     out_pixel[j] = clamp(acc, a.clip);
@@ -76,8 +76,7 @@ WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t
 // narrower vectors down to 4 lanes, then the scalar tail (at most 3 channels; ShuffleNet's
 // 58, 116, 232 and 464 channels end in a 4-lane or 8-lane block, not in scalar code).
 template <int kLanes, int kVecs>
-WINFER_ALWAYS_INLINE inline void pixel_channels(const RowArgs& a, const PixelTaps& t, int64_t c,
-                                                float* out_pixel) {
+WINFER_ALWAYS_INLINE inline void pixel_channels(const RowArgs& a, const PixelTaps& t, int64_t c, float* out_pixel) {
   const int64_t channels = a.p->in_channels;
   for (; c + kLanes * kVecs <= channels; c += kLanes * kVecs) pixel_block<kLanes, kVecs>(a, t, c, out_pixel);
   if constexpr (kVecs > 1) {
@@ -150,8 +149,8 @@ class DepthwiseConv final : public ConvAlgorithm {
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void*, Activation act, int threads) const override {
     const RowFn row_fn = pick_row_fn();
-    const RowArgs args{&p, input_nhwc, packed, bias, output_nhwc,
-                       activation_clamp(activation_before_residual(residual_nhwc, act))};
+    const RowArgs args{&p,   input_nhwc,  packed,
+                       bias, output_nhwc, activation_clamp(activation_before_residual(residual_nhwc, act))};
     const int64_t rows = p.batch * p.out_h();
     const int nt = threads_for_work(threads, p.flops() / 2);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)

@@ -39,8 +39,8 @@ struct PixelTaps {
 // Output pixel, group g, output channels [co, co + kLanes*kVecs): kVecs vector accumulators
 // (registers) over all in-bounds taps and the group's input channels.
 template <int kLanes, int kVecs>
-WINFER_ALWAYS_INLINE inline void pixel_block(const RowArgs& a, const PixelTaps& t, int64_t g,
-                                             int64_t co, float* out_pixel) {
+WINFER_ALWAYS_INLINE inline void pixel_block(const RowArgs& a, const PixelTaps& t, int64_t g, int64_t co,
+                                             float* out_pixel) {
   using V = Vec<kLanes>;
   const ConvParams& p = *a.p;
   const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
@@ -67,8 +67,8 @@ WINFER_ALWAYS_INLINE inline void pixel_block(const RowArgs& a, const PixelTaps& 
 }
 
 // The last `width` (< one vector) output channels from co: the same sum, scalar.
-WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t, int64_t g,
-                                            int64_t co, int64_t width, float* out_pixel) {
+WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t, int64_t g, int64_t co, int64_t width,
+                                            float* out_pixel) {
   const ConvParams& p = *a.p;
   const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
   const float* w_group = a.packed + g * p.kernel_h * p.kernel_w * cg * cog + co;
@@ -91,8 +91,8 @@ WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t
 // as many down to one vector, then narrower vectors down to 4 lanes, then the scalar tail (at
 // most 3 channels). Common widths (multiples of 16, 32, 64) never leave the widest blocks.
 template <int kLanes, int kVecs>
-WINFER_ALWAYS_INLINE inline void pixel_channels(const RowArgs& a, const PixelTaps& t, int64_t g,
-                                                int64_t co, float* out_pixel) {
+WINFER_ALWAYS_INLINE inline void pixel_channels(const RowArgs& a, const PixelTaps& t, int64_t g, int64_t co,
+                                                float* out_pixel) {
   const int64_t cog = a.p->out_channels_per_group();
   for (; co + kLanes * kVecs <= cog; co += kLanes * kVecs) pixel_block<kLanes, kVecs>(a, t, g, co, out_pixel);
   if constexpr (kVecs > 1) {
@@ -156,8 +156,8 @@ class DirectConv final : public ConvAlgorithm {
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void*, Activation act, int threads) const override {
     const RowFn row_fn = pick_row_fn();
-    const RowArgs args{&p, input_nhwc, packed, bias, output_nhwc,
-                       activation_clamp(activation_before_residual(residual_nhwc, act))};
+    const RowArgs args{&p,   input_nhwc,  packed,
+                       bias, output_nhwc, activation_clamp(activation_before_residual(residual_nhwc, act))};
     const int64_t rows = p.batch * p.out_h();
     const int nt = threads_for_work(threads, p.flops() / 2);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)

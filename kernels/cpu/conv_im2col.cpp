@@ -42,8 +42,8 @@ namespace cpu {
 namespace {
 
 bool is_pointwise_unstrided(const ConvParams& p) {
-  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
-         p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
+  return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+         p.pad_left == 0 && p.pad_bottom == 0 && p.pad_right == 0;
 }
 
 int64_t im2row_floats(const ConvParams& p) {
@@ -53,8 +53,7 @@ int64_t im2row_floats(const ConvParams& p) {
 
 // Fills the im2row rows of output pixels [first, last) (pixel r = oh*Wo + ow) of image
 // `in_image`, group g; row r goes to rows + (r - first) * K.
-void im2row_pixels(const ConvParams& p, const float* in_image, int64_t g, int64_t first,
-                   int64_t last, float* rows) {
+void im2row_pixels(const ConvParams& p, const float* in_image, int64_t g, int64_t first, int64_t last, float* rows) {
   const int64_t cg = p.in_channels_per_group();
   const size_t run_bytes = static_cast<size_t>(cg) * sizeof(float);
   float* dst = rows;
@@ -77,8 +76,8 @@ void im2row_pixels(const ConvParams& p, const float* in_image, int64_t g, int64_
 // Output pixels [first, last) of every image and group: lower, multiply, epilogue. The rows
 // are disjoint between threads in the buffer and in the output, so threads never wait for
 // each other.
-void conv_pixels(const ConvParams& p, const float* input, const float* packed, const float* bias,
-                 const float* residual, float* output, float* buffer, Activation act, int64_t first, int64_t last) {
+void conv_pixels(const ConvParams& p, const float* input, const float* packed, const float* bias, const float* residual,
+                 float* output, float* buffer, Activation act, int64_t first, int64_t last) {
   const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
   const int64_t k = p.kernel_h * p.kernel_w * cg;
   const int64_t pixels_out = p.out_h() * p.out_w();
@@ -91,8 +90,7 @@ void conv_pixels(const ConvParams& p, const float* input, const float* packed, c
     for (int64_t g = 0; g < p.groups; ++g) {
       float* a = buffer + first * k;
       im2row_pixels(p, in_image, g, first, last, a);
-      sgemm(false, false, rows, cog, k, 1.f, a, k, packed + g * k * cog, cog, 0.f, out_rows + g * cog,
-            p.out_channels);
+      sgemm(false, false, rows, cog, k, 1.f, a, k, packed + g * k * cog, cog, 0.f, out_rows + g * cog, p.out_channels);
     }
     bias_residual_activation_rows(out_rows, rows, p.out_channels, bias, residual ? residual + row0 : nullptr, act, 1);
   }
@@ -140,8 +138,8 @@ class Im2colConv final : public ConvAlgorithm {
     const int64_t pixels = pointwise ? p.batch * p.out_h() * p.out_w() : p.out_h() * p.out_w();
     // At least kMinRows rows per thread: thinner GEMMs run poorly.
     constexpr int64_t kMinRows = 16;
-    const int nt = static_cast<int>(std::min<int64_t>(threads_for_work(threads, p.flops() / 2),
-                                                      std::max<int64_t>(pixels / kMinRows, 1)));
+    const int nt = static_cast<int>(
+        std::min<int64_t>(threads_for_work(threads, p.flops() / 2), std::max<int64_t>(pixels / kMinRows, 1)));
     float* buffer = static_cast<float*>(workspace);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {

@@ -80,15 +80,15 @@ struct Geometry {
   explicit Geometry(const ConvParams& p);
 
   int64_t ho, wo, cg, cog;
-  int64_t wp;           // window columns (padded input columns the windows read)
-  int64_t row_floats;   // one window row: wp * Kh * Cg
-  int64_t k;            // Kw * Kh * Cg, the dot-product length
-  int64_t panels;       // weight panels per group: ceil(Cog / kPanel)
-  bool in_place;        // windows read straight from the input (Kh = 1, no padding)
-  int64_t block_rows;   // output rows per window block
-  int64_t pixel_stride;  // floats between the runs of consecutive output pixels of a row
-  int64_t segments, seg_len, seg_stride;  // a pixel's run as the micro-kernel walks it
-  bool weights_fit_l2;  // one group's packed weights fit kL2WeightBytes
+  int64_t wp;                              // window columns (padded input columns the windows read)
+  int64_t row_floats;                      // one window row: wp * Kh * Cg
+  int64_t k;                               // Kw * Kh * Cg, the dot-product length
+  int64_t panels;                          // weight panels per group: ceil(Cog / kPanel)
+  bool in_place;                           // windows read straight from the input (Kh = 1, no padding)
+  int64_t block_rows;                      // output rows per window block
+  int64_t pixel_stride;                    // floats between the runs of consecutive output pixels of a row
+  int64_t segments, seg_len, seg_stride;   // a pixel's run as the micro-kernel walks it
+  bool weights_fit_l2;                     // one group's packed weights fit kL2WeightBytes
   int64_t full_rows_begin, full_rows_end;  // output rows whose Kh taps all lie in the input
 
   int64_t workspace_floats() const { return in_place ? 0 : block_rows * row_floats; }
@@ -204,24 +204,33 @@ WINFER_ALWAYS_INLINE inline void fill_tap(const ConvParams& p, const Geometry& g
   if (kHow != TapCopy::kExact && x1 > x0 && in_row + (x1 - 1 - x0) * c_stride + rounded > image_end) --x1;
   float* d = dst;
   for (int64_t x = 0; x < x0; ++x, d += x_stride) {
-    if constexpr (kHow == TapCopy::kExact) zero_exact<kLanes>(d, cg);
-    else if constexpr (kHow == TapCopy::kRounded) zero_rounded<kLanes>(d, cg);
-    else store<4>(d, Vec<4>{});
+    if constexpr (kHow == TapCopy::kExact)
+      zero_exact<kLanes>(d, cg);
+    else if constexpr (kHow == TapCopy::kRounded)
+      zero_rounded<kLanes>(d, cg);
+    else
+      store<4>(d, Vec<4>{});
   }
   const float* s = in_row;
   for (int64_t x = x0; x < x1; ++x, d += x_stride, s += c_stride) {
-    if constexpr (kHow == TapCopy::kExact) copy_exact<kLanes>(d, s, cg);
-    else if constexpr (kHow == TapCopy::kRounded) copy_rounded<kLanes>(d, s, cg);
-    else store<4>(d, load<4>(s));
+    if constexpr (kHow == TapCopy::kExact)
+      copy_exact<kLanes>(d, s, cg);
+    else if constexpr (kHow == TapCopy::kRounded)
+      copy_rounded<kLanes>(d, s, cg);
+    else
+      store<4>(d, load<4>(s));
   }
   if (x1 < x_end) {
     copy_exact<kLanes>(d, s, cg);
     d += x_stride;
   }
   for (int64_t x = x_end; x < geo.wp; ++x, d += x_stride) {
-    if constexpr (kHow == TapCopy::kExact) zero_exact<kLanes>(d, cg);
-    else if constexpr (kHow == TapCopy::kRounded) zero_rounded<kLanes>(d, cg);
-    else store<4>(d, Vec<4>{});
+    if constexpr (kHow == TapCopy::kExact)
+      zero_exact<kLanes>(d, cg);
+    else if constexpr (kHow == TapCopy::kRounded)
+      zero_rounded<kLanes>(d, cg);
+    else
+      store<4>(d, Vec<4>{});
   }
 }
 
@@ -231,8 +240,8 @@ WINFER_ALWAYS_INLINE inline void fill_tap(const ConvParams& p, const Geometry& g
 // (TapCopy::kRounded) as long as the spill stays in the column: for Cg = 3, Kh = 7, taps 0-5
 // copy one 16-byte vector per column, tap 6 copies exactly.
 template <int kLanes>
-WINFER_ALWAYS_INLINE inline void transform_row_body(const ConvParams& p, const Geometry& geo,
-                                                    const float* in_image, int64_t g, int64_t oh, float* dst) {
+WINFER_ALWAYS_INLINE inline void transform_row_body(const ConvParams& p, const Geometry& geo, const float* in_image,
+                                                    int64_t g, int64_t oh, float* dst) {
   const int64_t cg = geo.cg, rounded = (cg + 3) / 4 * 4;
   const float* const image_end = in_image + p.in_h * p.in_w * p.in_channels;
   for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
@@ -250,9 +259,9 @@ WINFER_ALWAYS_INLINE inline void transform_row_body(const ConvParams& p, const G
 
 // Window rows [first, last) of output rows into slots first - r0 .. last - 1 - r0.
 template <int kLanes>
-WINFER_ALWAYS_INLINE inline void transform_rows_body(const ConvParams& p, const Geometry& geo,
-                                                     const float* in_image, int64_t g, int64_t r0,
-                                                     int64_t first, int64_t last, float* window) {
+WINFER_ALWAYS_INLINE inline void transform_rows_body(const ConvParams& p, const Geometry& geo, const float* in_image,
+                                                     int64_t g, int64_t r0, int64_t first, int64_t last,
+                                                     float* window) {
   for (int64_t oh = first; oh < last; ++oh)
     transform_row_body<kLanes>(p, geo, in_image, g, oh, window + (oh - r0) * geo.row_floats);
 }
@@ -261,17 +270,17 @@ WINFER_TARGET_AVX512 void transform_rows_avx512(const ConvParams& p, const Geome
                                                 int64_t g, int64_t r0, int64_t first, int64_t last, float* window) {
   transform_rows_body<16>(p, geo, in_image, g, r0, first, last, window);
 }
-WINFER_TARGET_AVX2 void transform_rows_avx2(const ConvParams& p, const Geometry& geo, const float* in_image,
-                                            int64_t g, int64_t r0, int64_t first, int64_t last, float* window) {
+WINFER_TARGET_AVX2 void transform_rows_avx2(const ConvParams& p, const Geometry& geo, const float* in_image, int64_t g,
+                                            int64_t r0, int64_t first, int64_t last, float* window) {
   transform_rows_body<8>(p, geo, in_image, g, r0, first, last, window);
 }
-void transform_rows_generic(const ConvParams& p, const Geometry& geo, const float* in_image, int64_t g,
-                            int64_t r0, int64_t first, int64_t last, float* window) {
+void transform_rows_generic(const ConvParams& p, const Geometry& geo, const float* in_image, int64_t g, int64_t r0,
+                            int64_t first, int64_t last, float* window) {
   transform_rows_body<4>(p, geo, in_image, g, r0, first, last, window);
 }
 
-using TransformRowsFn = void (*)(const ConvParams&, const Geometry&, const float*, int64_t, int64_t, int64_t,
-                                 int64_t, float*);
+using TransformRowsFn = void (*)(const ConvParams&, const Geometry&, const float*, int64_t, int64_t, int64_t, int64_t,
+                                 float*);
 TransformRowsFn pick_transform_rows(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return transform_rows_avx512;
@@ -290,10 +299,18 @@ struct RowRun {
 // order, and when it waits for the others.
 class Im2winRun {
  public:
-  Im2winRun(const ConvParams& p, const float* input, const float* packed, const float* bias,
-            const float* residual, float* output, float* window, Activation act)
-      : p_(p), geo_(p), uk_(tile_kernels(cpu_isa())), transform_rows_(pick_transform_rows(cpu_isa())),
-        input_(input), packed_(packed), bias_(bias), residual_(residual), output_(output), window_(window),
+  Im2winRun(const ConvParams& p, const float* input, const float* packed, const float* bias, const float* residual,
+            float* output, float* window, Activation act)
+      : p_(p),
+        geo_(p),
+        uk_(tile_kernels(cpu_isa())),
+        transform_rows_(pick_transform_rows(cpu_isa())),
+        input_(input),
+        packed_(packed),
+        bias_(bias),
+        residual_(residual),
+        output_(output),
+        window_(window),
         clip_(activation_clamp(act)) {}
 
   // Thread t of a team of `team` (inside an OpenMP parallel region, or t = 0, team = 1).
@@ -411,7 +428,8 @@ class Im2winRun {
     if (tile_major) {
       int64_t j = first / panels;
       for_tiles(run, j, (last - 1) / panels + 1, [&](const SubRun& sub, int64_t p0, int64_t p1) {
-        for (int64_t panel = std::max(first - j * panels, int64_t{0}); panel < panels && j * panels + panel < last; ++panel)
+        for (int64_t panel = std::max(first - j * panels, int64_t{0}); panel < panels && j * panels + panel < last;
+             ++panel)
           compute_tile(run, sub, panel, p0, p1, NextPanelShare());
         ++j;
       });
@@ -423,7 +441,8 @@ class Im2winRun {
         const bool stream_next = !geo_.weights_fit_l2 && (panel + 1) * tiles < last;
         int64_t j = j0;
         for_tiles(run, j0, j1, [&](const SubRun& sub, int64_t p0, int64_t p1) {
-          compute_tile(run, sub, panel, p0, p1, stream_next ? NextPanelShare{run.g, panel + 1, j, tiles} : NextPanelShare());
+          compute_tile(run, sub, panel, p0, p1,
+                       stream_next ? NextPanelShare{run.g, panel + 1, j, tiles} : NextPanelShare());
           ++j;
         });
       }
@@ -521,8 +540,7 @@ class Im2winConv final : public PanelWeightsAlgorithm {
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {
-    const Im2winRun job(p, input_nhwc, packed, bias, residual_nhwc, output_nhwc, static_cast<float*>(workspace),
-                        act);
+    const Im2winRun job(p, input_nhwc, packed, bias, residual_nhwc, output_nhwc, static_cast<float*>(workspace), act);
     const int nt = threads_for_work(threads, p.flops() / 2);
     // The team may be smaller than nt (a nested region gets one thread): split by its size.
 #pragma omp parallel num_threads(nt) if (nt > 1)

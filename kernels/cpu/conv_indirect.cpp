@@ -73,8 +73,8 @@ float* zero_vector(const IndirectionLayout& layout, void* workspace) {
   return reinterpret_cast<float*>(static_cast<char*>(workspace) + layout.pointers * int64_t{sizeof(const float*)});
 }
 
-void build_indirection(const ConvParams& p, const IndirectionLayout& layout, const float* input_nhwc,
-                       void* workspace, int64_t first, int64_t last) {
+void build_indirection(const ConvParams& p, const IndirectionLayout& layout, const float* input_nhwc, void* workspace,
+                       int64_t first, int64_t last) {
   const float** buffer = static_cast<const float**>(workspace);
   const float* const zero = zero_vector(layout, workspace);
   const int64_t wo = p.out_w(), image_floats = p.in_h * p.in_w * p.in_channels;
@@ -123,11 +123,21 @@ constexpr int64_t kMinTilesPerThread = 4;
 // One run() as seen by each thread of the team.
 class IndirectRun {
  public:
-  IndirectRun(const ConvParams& p, const float* input, const float* packed, const float* bias,
-              const float* residual, float* output, void* workspace, Activation act)
-      : p_(p), layout_(p), uk_(tile_kernels(cpu_isa())), input_(input), packed_(packed), bias_(bias),
-        residual_(residual), output_(output), workspace_(workspace), buffer_(static_cast<const float* const*>(workspace)),
-        clip_(activation_clamp(act)), cg_(p.in_channels_per_group()), cog_(p.out_channels_per_group()),
+  IndirectRun(const ConvParams& p, const float* input, const float* packed, const float* bias, const float* residual,
+              float* output, void* workspace, Activation act)
+      : p_(p),
+        layout_(p),
+        uk_(tile_kernels(cpu_isa())),
+        input_(input),
+        packed_(packed),
+        bias_(bias),
+        residual_(residual),
+        output_(output),
+        workspace_(workspace),
+        buffer_(static_cast<const float* const*>(workspace)),
+        clip_(activation_clamp(act)),
+        cg_(p.in_channels_per_group()),
+        cog_(p.out_channels_per_group()),
         panels_(ceil_div(cog_, kPanel)),
         tile_major_(cog_ * layout_.taps * cg_ * int64_t{sizeof(float)} <= kL2WeightBytes) {}
 
@@ -144,7 +154,8 @@ class IndirectRun {
       for (int64_t u = all_tiles * t / team, end = all_tiles * (t + 1) / team; u < end; ++u) {
         build_indirection(p_, layout_, input_, workspace_, u, u + 1);
         for (int64_t g = 0; g < p_.groups; ++g)
-          for (int64_t panel = 0; panel < panels_; ++panel) compute_tile(u / layout_.tiles, g, u % layout_.tiles, panel);
+          for (int64_t panel = 0; panel < panels_; ++panel)
+            compute_tile(u / layout_.tiles, g, u % layout_.tiles, panel);
       }
       return;
     }

@@ -37,8 +37,8 @@ struct IndirectionLayout {
 // Fills tiles [first, last) (counted over all images, image n's tile t is n * tiles + t) of the
 // buffer at the start of `workspace` for input `input_nhwc`; padding taps point at the zero
 // vector at the end of the workspace (which the caller fills with zeros: zero_vector()).
-void build_indirection(const ConvParams& p, const IndirectionLayout& layout, const float* input_nhwc,
-                       void* workspace, int64_t first, int64_t last);
+void build_indirection(const ConvParams& p, const IndirectionLayout& layout, const float* input_nhwc, void* workspace,
+                       int64_t first, int64_t last);
 float* zero_vector(const IndirectionLayout& layout, void* workspace);
 
 }  // namespace cpu

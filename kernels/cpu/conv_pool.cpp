@@ -2,14 +2,13 @@
 
 namespace winfer {
 
-ConvPool::ConvPool(const ConvAlgorithm& algorithm, const ConvParams& conv, const PoolParams& pool,
-                   int64_t band_bytes)
+ConvPool::ConvPool(const ConvAlgorithm& algorithm, const ConvParams& conv, const PoolParams& pool, int64_t band_bytes)
     : pool_(pool),
       bands_(algorithm, conv, RowWindow{pool.kernel_h, pool.stride_h, pool.pad_top, pool.dilation_h, pool.out_h},
              band_bytes) {}
 
-void ConvPool::run(const float* input_nhwc, const float* packed, const float* bias, float* output_nhwc,
-                   void* workspace, Activation act, int threads) const {
+void ConvPool::run(const float* input_nhwc, const float* packed, const float* bias, float* output_nhwc, void* workspace,
+                   Activation act, int threads) const {
   const int64_t out_row_floats = pool_.out_w * pool_.channels;
   bands_.run(input_nhwc, packed, bias, act, workspace, threads,
              [&](int64_t n, const ConvBands::Band& b, const float* rows, void*) {

@@ -8,12 +8,8 @@ namespace winfer {
 
 const std::vector<const ConvAlgorithm*>& conv_algorithms() {
   static const std::vector<const ConvAlgorithm*> algorithms = {
-      &cpu::direct_conv_algorithm(),
-      &cpu::im2col_conv_algorithm(),
-      &cpu::depthwise_conv_algorithm(),
-      &cpu::im2win_conv_algorithm(),
-      &cpu::indirect_conv_algorithm(),
-      &cpu::winograd_conv_algorithm(),
+      &cpu::direct_conv_algorithm(), &cpu::im2col_conv_algorithm(),   &cpu::depthwise_conv_algorithm(),
+      &cpu::im2win_conv_algorithm(), &cpu::indirect_conv_algorithm(), &cpu::winograd_conv_algorithm(),
   };
   return algorithms;
 }

@@ -58,8 +58,12 @@ struct Lane<1> {
 
 struct Geometry {
   explicit Geometry(const ConvParams& p)
-      : ho(p.out_h()), wo(p.out_w()), tiles_h(ceil_div(ho, 2)), tiles_w(ceil_div(wo, 2)),
-        tiles(p.batch * tiles_h * tiles_w), panels(ceil_div(p.out_channels, kPanel)) {}
+      : ho(p.out_h()),
+        wo(p.out_w()),
+        tiles_h(ceil_div(ho, 2)),
+        tiles_w(ceil_div(wo, 2)),
+        tiles(p.batch * tiles_h * tiles_w),
+        panels(ceil_div(p.out_channels, kPanel)) {}
   int64_t ho, wo, tiles_h, tiles_w, tiles, panels;
 };
 
@@ -132,8 +136,8 @@ struct Job {
   const float* bias;
   const float* residual;
   float* output;
-  float* v;      // [16][T][C]
-  float* m;      // [16][T][Co]
+  float* v;            // [16][T][C]
+  float* m;            // [16][T][Co]
   const float* zeros;  // C zero floats
   Clamp clip;
   int64_t block;  // T
@@ -263,8 +267,8 @@ class WinogradConv final : public ConvAlgorithm {
   // im2win's 1.7), and the layer is better left to the fallback.
   static constexpr int64_t kMinChannels = 16;
   bool supports(const ConvParams& p) const override {
-    return p.is_valid() && p.groups == 1 && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 &&
-           p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 && p.in_channels >= kMinChannels;
+    return p.is_valid() && p.groups == 1 && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 &&
+           p.dilation_h == 1 && p.dilation_w == 1 && p.in_channels >= kMinChannels;
   }
   // Transformed weights beyond L2 come from memory on every run (a network's do not stay in
   // the caches): run() then prefetches the next U panel during each GEMM.

@@ -110,8 +110,8 @@ enum class Isa { kGeneric = 0, kAvx2 = 1, kAvx512 = 2 };
 inline Isa hardware_isa() {
 #if WINFER_X86_DISPATCH
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw"))
     return Isa::kAvx512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
 #endif
@@ -198,9 +198,8 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Valid kernel taps [first, last) along one axis for an output coordinate whose window starts
 // at input coordinate `start` (may be negative): the taps t with 0 <= start + t*dilation < size.
 // Empty (first == last) when the whole window lies in the padding.
-inline void valid_taps(int64_t start, int64_t dilation, int64_t kernel, int64_t size,
-                       int64_t* first, int64_t* last) {
-  const int64_t f = start >= 0 ? 0 : ceil_div(-start, dilation);       // first t with start + t*d >= 0
+inline void valid_taps(int64_t start, int64_t dilation, int64_t kernel, int64_t size, int64_t* first, int64_t* last) {
+  const int64_t f = start >= 0 ? 0 : ceil_div(-start, dilation);            // first t with start + t*d >= 0
   const int64_t l = start >= size ? 0 : (size - 1 - start) / dilation + 1;  // past last t with start + t*d < size
   *first = std::min(f, kernel);
   *last = std::max(std::min(l, kernel), *first);

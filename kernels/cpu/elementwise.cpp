@@ -7,8 +7,7 @@
 
 namespace winfer {
 
-void activation_inplace_or_copy(const float* in, float* out, int64_t count, Activation act,
-                                int threads) {
+void activation_inplace_or_copy(const float* in, float* out, int64_t count, Activation act, int threads) {
   if (act == Activation::kNone && in == out) return;
   const cpu::Clamp clip = cpu::activation_clamp(act);
   cpu::parallel_chunks(count, 1, threads, [&](int64_t begin, int64_t end) {
@@ -23,9 +22,8 @@ void add(const float* a, const float* b, float* out, int64_t count, Activation a
   });
 }
 
-void scale_shift_channels_nhwc(const float* in, const float* scale, const float* shift,
-                               float* out, int64_t pixels, int64_t channels, Activation act,
-                               int threads) {
+void scale_shift_channels_nhwc(const float* in, const float* scale, const float* shift, float* out, int64_t pixels,
+                               int64_t channels, Activation act, int threads) {
   const cpu::Clamp clip = cpu::activation_clamp(act);
   cpu::parallel_chunks(pixels, channels, threads, [&](int64_t begin, int64_t end) {
     for (int64_t px = begin; px < end; ++px) {

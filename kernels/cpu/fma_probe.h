@@ -18,7 +18,7 @@
 namespace winfer {
 
 struct FmaProbeResult {
-  std::string isa;    // "avx512" (16 lanes) or "avx2" (8 lanes, FMA3)
+  std::string isa;  // "avx512" (16 lanes) or "avx2" (8 lanes, FMA3)
   int threads = 1;
   double gflops = 0;  // 2 FLOP per lane per FMA
 };

@@ -41,9 +41,8 @@ constexpr int kCblasNoTrans = 111;
 constexpr int kCblasTrans = 112;
 
 // blasint is int in Debian's libopenblas.so.0 (the 64-bit-index build is libopenblas64.so.0).
-using CblasSgemmFn = void (*)(int order, int trans_a, int trans_b, int m, int n, int k,
-                              float alpha, const float* a, int lda, const float* b, int ldb,
-                              float beta, float* c, int ldc);
+using CblasSgemmFn = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a,
+                              int lda, const float* b, int ldb, float beta, float* c, int ldc);
 using SetNumThreadsFn = void (*)(int);
 using GetNumThreadsFn = int (*)();
 using GetStringFn = char* (*)();
@@ -109,8 +108,8 @@ void load_openblas(OpenBlas* blas) {
   void* handle = preloaded ? dlopen(kLibraryName, RTLD_NOW | RTLD_LOCAL) : dlopen_single_threaded();
   if (handle == nullptr) {
     const char* err = dlerror();
-    blas->description = std::string("portable fallback sgemm (") +
-                        (err ? err : std::string(kLibraryName) + ": dlopen failed") + ")";
+    blas->description =
+        std::string("portable fallback sgemm (") + (err ? err : std::string(kLibraryName) + ": dlopen failed") + ")";
     return;
   }
   auto sgemm = reinterpret_cast<CblasSgemmFn>(dlsym(handle, "cblas_sgemm"));
@@ -119,8 +118,7 @@ void load_openblas(OpenBlas* blas) {
   auto corename = reinterpret_cast<GetStringFn>(dlsym(handle, "openblas_get_corename"));
   auto config = reinterpret_cast<GetStringFn>(dlsym(handle, "openblas_get_config"));
   if (sgemm == nullptr) {
-    blas->description = std::string("portable fallback sgemm (") + kLibraryName +
-                        " has no cblas_sgemm)";
+    blas->description = std::string("portable fallback sgemm (") + kLibraryName + " has no cblas_sgemm)";
     return;  // the handle stays open: harmless, and unloading OpenBLAS is not safe anyway
   }
   blas->sgemm = sgemm;
@@ -174,8 +172,7 @@ bool enter_openblas() {
   if (mine <= g_takers_allowed.load(std::memory_order_acquire)) return true;
   std::lock_guard<std::mutex> lock(g_grow_mutex);
   const int allowed = g_takers_allowed.load(std::memory_order_acquire);
-  if (mine <= allowed ||
-      address_space_has_room(static_cast<size_t>(mine - allowed + 1) * kOpenBlasBufferBytes)) {
+  if (mine <= allowed || address_space_has_room(static_cast<size_t>(mine - allowed + 1) * kOpenBlasBufferBytes)) {
     g_takers_allowed.store(std::max(mine, allowed), std::memory_order_release);
     return true;
   }
@@ -229,21 +226,18 @@ inline float op_b(const float* b, int64_t ldb, bool trans, int64_t p, int64_t j)
 }
 
 // packed[tile][p][r] = alpha * op(A)(i0 + tile*kMr + r, p0 + p), zero past row i0 + mc.
-void pack_a(const float* a, int64_t lda, bool trans, float alpha, int64_t i0, int64_t mc,
-            int64_t p0, int64_t kc, float* packed) {
+void pack_a(const float* a, int64_t lda, bool trans, float alpha, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            float* packed) {
   for (int64_t t = 0; t < mc; t += kMr)
     for (int64_t p = 0; p < kc; ++p)
-      for (int64_t r = 0; r < kMr; ++r)
-        *packed++ = t + r < mc ? alpha * op_a(a, lda, trans, i0 + t + r, p0 + p) : 0.f;
+      for (int64_t r = 0; r < kMr; ++r) *packed++ = t + r < mc ? alpha * op_a(a, lda, trans, i0 + t + r, p0 + p) : 0.f;
 }
 
 // packed[tile][p][j] = op(B)(p0 + p, j0 + tile*kNr + j), zero past column j0 + nc.
-void pack_b(const float* b, int64_t ldb, bool trans, int64_t p0, int64_t kc, int64_t j0,
-            int64_t nc, float* packed) {
+void pack_b(const float* b, int64_t ldb, bool trans, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* packed) {
   for (int64_t t = 0; t < nc; t += kNr)
     for (int64_t p = 0; p < kc; ++p)
-      for (int64_t j = 0; j < kNr; ++j)
-        *packed++ = t + j < nc ? op_b(b, ldb, trans, p0 + p, j0 + t + j) : 0.f;
+      for (int64_t j = 0; j < kNr; ++j) *packed++ = t + j < nc ? op_b(b, ldb, trans, p0 + p, j0 + t + j) : 0.f;
 }
 
 struct BlockArgs {
@@ -312,9 +306,9 @@ void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
 
 // The blocked product over B panels of up to nc_max columns, packed into a_packed (kMc x kKc)
 // and b_packed (kKc x nc_max rounded up to kNr).
-void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                   const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-                   int64_t nc_max, float* a_packed, float* b_packed) {
+void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t nc_max, float* a_packed,
+                   float* b_packed) {
   const BlockFn block_fn = pick_block_fn();
   for (int64_t j0 = 0; j0 < n; j0 += nc_max) {
     const int64_t nc = std::min(nc_max, n - j0);
@@ -334,17 +328,16 @@ void blocked_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 // 128 KiB of stack (a frame of its own, so the usual path does not reserve it).
 constexpr int64_t kNcStack = 64;
 
-__attribute__((noinline)) void blocked_sgemm_on_stack(bool trans_a, bool trans_b, int64_t m, int64_t n,
-                                                      int64_t k, float alpha, const float* a, int64_t lda,
-                                                      const float* b, int64_t ldb, float* c, int64_t ldc) {
+__attribute__((noinline)) void blocked_sgemm_on_stack(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                                                      float alpha, const float* a, int64_t lda, const float* b,
+                                                      int64_t ldb, float* c, int64_t ldc) {
   alignas(64) float a_stack[kMc * kKc];
   alignas(64) float b_stack[kKc * kNcStack];
   blocked_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc, kNcStack, a_stack, b_stack);
 }
 
-void portable_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                    const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
-                    float* c, int64_t ldc) {
+void portable_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   scale_c(m, n, beta, c, ldc);
   // The panels come from the heap; the guard sends calls here when the address space is nearly
   // full, where the heap may fail too, and sgemm runs inside OpenMP regions that no exception
@@ -364,26 +357,22 @@ bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 }  // namespace
 
-void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc) {
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.f) {  // no product term; BLAS would still scale C by beta
     scale_c(m, n, beta, c, ldc);
     return;
   }
   const OpenBlas& blas = openblas();
-  const bool int_sized = fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) &&
-                         fits_int(ldb) && fits_int(ldc);
-  if (blas.sgemm == nullptr || !int_sized || g_force_portable.load(std::memory_order_relaxed) ||
-      !enter_openblas()) {
+  const bool int_sized = fits_int(m) && fits_int(n) && fits_int(k) && fits_int(lda) && fits_int(ldb) && fits_int(ldc);
+  if (blas.sgemm == nullptr || !int_sized || g_force_portable.load(std::memory_order_relaxed) || !enter_openblas()) {
     portable_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  blas.sgemm(kCblasRowMajor, trans_a ? kCblasTrans : kCblasNoTrans,
-             trans_b ? kCblasTrans : kCblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-             static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-             c, static_cast<int>(ldc));
+  blas.sgemm(kCblasRowMajor, trans_a ? kCblasTrans : kCblasNoTrans, trans_b ? kCblasTrans : kCblasNoTrans,
+             static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+             static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
   leave_openblas();
 }
 
@@ -413,9 +402,7 @@ void gemm_set_threads(int threads) {
 
 std::string gemm_backend_description() { return openblas().description; }
 
-bool gemm_uses_openblas() {
-  return openblas().sgemm != nullptr && !g_force_portable.load(std::memory_order_relaxed);
-}
+bool gemm_uses_openblas() { return openblas().sgemm != nullptr && !g_force_portable.load(std::memory_order_relaxed); }
 
 void gemm_force_portable_for_testing(bool force) { g_force_portable.store(force); }
 

@@ -16,9 +16,8 @@ namespace winfer {
 // Falls back to a portable (slower, correct) kernel if OpenBLAS cannot be loaded, and for a call
 // that could make OpenBLAS map a new work buffer (128 MiB of address space per concurrent call)
 // where none fits: OpenBLAS 0.3.21 retries that mapping without end (gemm.cpp). Never throws.
-void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc);
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // Threads OpenBLAS may use for one sgemm call (process-wide). winfer's own kernels set 1 and
 // parallelise with OpenMP around single-threaded calls: OpenBLAS' pthreads and OpenMP's

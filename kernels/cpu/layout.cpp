@@ -16,8 +16,7 @@ namespace {
 constexpr int64_t kTile = 32;  // 32 x 32 floats: 4 KiB read + 4 KiB written per tile
 
 // For each of `count` matrices: dst[j][i] = src[i][j], src being rows x cols.
-void batched_transpose(int64_t count, int64_t rows, int64_t cols, const float* src, float* dst,
-                       int threads) {
+void batched_transpose(int64_t count, int64_t rows, int64_t cols, const float* src, float* dst, int threads) {
   // One side of at most kFewStreams (e.g. an RGB image, C = 3): no tiling, but the long side
   // innermost, so one array is walked sequentially and the other with a small stride whose
   // cache lines are reused by the next few outer iterations. Threads split the long side.
@@ -59,13 +58,11 @@ void batched_transpose(int64_t count, int64_t rows, int64_t cols, const float* s
 
 }  // namespace
 
-void nchw_to_nhwc(int64_t n, int64_t c, int64_t h, int64_t w, const float* in, float* out,
-                  int threads) {
+void nchw_to_nhwc(int64_t n, int64_t c, int64_t h, int64_t w, const float* in, float* out, int threads) {
   batched_transpose(n, c, h * w, in, out, threads);
 }
 
-void nhwc_to_nchw(int64_t n, int64_t c, int64_t h, int64_t w, const float* in, float* out,
-                  int threads) {
+void nhwc_to_nchw(int64_t n, int64_t c, int64_t h, int64_t w, const float* in, float* out, int threads) {
   batched_transpose(n, h * w, c, in, out, threads);
 }
 

@@ -80,8 +80,8 @@ WINFER_ALWAYS_INLINE inline void small_rows_body(const float* in, const float* w
   for (; o < o_end; ++o) block_rows<L, 1>(in, weight + o * k_total, out + o, rows, k_total, out_features);
 }
 
-WINFER_TARGET_AVX512 void small_rows_avx512(const float* in, const float* weight, float* out, int64_t rows,
-                                            int64_t k, int64_t n, int64_t o_begin, int64_t o_end) {
+WINFER_TARGET_AVX512 void small_rows_avx512(const float* in, const float* weight, float* out, int64_t rows, int64_t k,
+                                            int64_t n, int64_t o_begin, int64_t o_end) {
   small_rows_body<16>(in, weight, out, rows, k, n, o_begin, o_end);
 }
 WINFER_TARGET_AVX2 void small_rows_avx2(const float* in, const float* weight, float* out, int64_t rows, int64_t k,
@@ -118,8 +118,8 @@ void linear_small_rows(const float* in, const float* weight, const float* bias, 
 // Up to kSmallRows rows: matrix-vector products (above). Otherwise threads split the larger of
 // rows and out_features into contiguous ranges, each multiplied by a single-threaded sgemm (one
 // thread pool, as in conv_im2col.cpp).
-void linear(const float* in, const float* weight, const float* bias, float* out, int64_t rows,
-            int64_t in_features, int64_t out_features, Activation act, int threads) {
+void linear(const float* in, const float* weight, const float* bias, float* out, int64_t rows, int64_t in_features,
+            int64_t out_features, Activation act, int threads) {
   if (rows <= kSmallRows) {
     linear_small_rows(in, weight, bias, out, rows, in_features, out_features, act, threads);
     return;
@@ -127,19 +127,19 @@ void linear(const float* in, const float* weight, const float* bias, float* out,
   gemm_set_threads(1);
   const bool split_rows = rows >= out_features;
   const int64_t extent = split_rows ? rows : out_features;
-  const int nt = static_cast<int>(
-      std::min<int64_t>(cpu::threads_for_work(threads, rows * in_features * out_features), extent));
+  const int nt =
+      static_cast<int>(std::min<int64_t>(cpu::threads_for_work(threads, rows * in_features * out_features), extent));
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     const int t = omp_get_thread_num(), team = omp_get_num_threads();
     const int64_t first = extent * t / team, count = extent * (t + 1) / team - first;
     if (count > 0 && split_rows) {
-      sgemm(false, true, count, out_features, in_features, 1.f, in + first * in_features, in_features,
-            weight, in_features, 0.f, out + first * out_features, out_features);
+      sgemm(false, true, count, out_features, in_features, 1.f, in + first * in_features, in_features, weight,
+            in_features, 0.f, out + first * out_features, out_features);
       cpu::bias_activation_rows(out + first * out_features, count, out_features, bias, act, 1);
     } else if (count > 0) {
-      sgemm(false, true, rows, count, in_features, 1.f, in, in_features, weight + first * in_features,
-            in_features, 0.f, out + first, out_features);
+      sgemm(false, true, rows, count, in_features, 1.f, in, in_features, weight + first * in_features, in_features, 0.f,
+            out + first, out_features);
       for (int64_t r = 0; r < rows; ++r)
         cpu::bias_activation_rows(out + r * out_features + first, 1, count, bias ? bias + first : nullptr, act, 1);
     }

@@ -71,8 +71,7 @@ void max_row_generic(const PoolParams& p, const float* in_image, int64_t oh, flo
 //   then clip [hstart, hend) to [0, in_h)                        -> the taps summed
 // The divisor is pool_size with count_include_pad, else the clipped count. PyTorch's padding
 // is symmetric; with only pad_top/pad_left given, pad_top (pad_left) plays that role.
-void avg_pixel(const PoolParams& p, bool count_include_pad, const float* in_image, int64_t oh,
-               int64_t ow, float* out) {
+void avg_pixel(const PoolParams& p, bool count_include_pad, const float* in_image, int64_t oh, int64_t ow, float* out) {
   const int64_t c_total = p.channels;
   int64_t h0 = oh * p.stride_h - p.pad_top, w0 = ow * p.stride_w - p.pad_left;
   int64_t h1 = std::min(h0 + p.kernel_h, p.in_h + p.pad_top);
@@ -96,9 +95,8 @@ void avg_pixel(const PoolParams& p, bool count_include_pad, const float* in_imag
 
 // Runs pixel_fn(in_image, oh, ow, out_pixel) for every output pixel, split over output rows.
 template <typename PixelFn>
-void for_each_output_pixel(int64_t batch, int64_t channels, int64_t in_h, int64_t in_w,
-                           int64_t out_h, int64_t out_w, int64_t work_per_pixel, const float* in,
-                           float* out, int threads, PixelFn pixel_fn) {
+void for_each_output_pixel(int64_t batch, int64_t channels, int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w,
+                           int64_t work_per_pixel, const float* in, float* out, int threads, PixelFn pixel_fn) {
   const int64_t rows = batch * out_h;
   const int nt = cpu::threads_for_work(threads, rows * out_w * work_per_pixel * channels);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
@@ -132,37 +130,32 @@ void maxpool2d_nhwc(const PoolParams& p, const float* in, float* out, int thread
 }
 
 // Dilation is ignored: PyTorch's AvgPool2d has none.
-void avgpool2d_nhwc(const PoolParams& p, bool count_include_pad, const float* in, float* out,
-                    int threads) {
-  for_each_output_pixel(p.batch, p.channels, p.in_h, p.in_w, p.out_h, p.out_w,
-                        p.kernel_h * p.kernel_w, in, out, threads,
-                        [&](const float* image, int64_t oh, int64_t ow, float* o) {
-                          avg_pixel(p, count_include_pad, image, oh, ow, o);
-                        });
+void avgpool2d_nhwc(const PoolParams& p, bool count_include_pad, const float* in, float* out, int threads) {
+  for_each_output_pixel(
+      p.batch, p.channels, p.in_h, p.in_w, p.out_h, p.out_w, p.kernel_h * p.kernel_w, in, out, threads,
+      [&](const float* image, int64_t oh, int64_t ow, float* o) { avg_pixel(p, count_include_pad, image, oh, ow, o); });
 }
 
-void adaptive_avgpool2d_nhwc(int64_t batch, int64_t channels, int64_t in_h, int64_t in_w,
-                             int64_t out_h, int64_t out_w, const float* in, float* out,
-                             int threads) {
+void adaptive_avgpool2d_nhwc(int64_t batch, int64_t channels, int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w,
+                             const float* in, float* out, int threads) {
   // Bin i over n inputs and m outputs: [floor(i*n/m), ceil((i+1)*n/m)). Bins may overlap when
   // n is not a multiple of m (e.g. 5 -> 3: [0,2) [1,4) [3,5)).
   auto bin_start = [](int64_t i, int64_t n, int64_t m) { return (i * n) / m; };
   auto bin_end = [](int64_t i, int64_t n, int64_t m) { return cpu::ceil_div((i + 1) * n, m); };
   const int64_t bin_area = cpu::ceil_div(in_h, out_h) * cpu::ceil_div(in_w, out_w) + 1;
-  for_each_output_pixel(
-      batch, channels, in_h, in_w, out_h, out_w, bin_area, in, out, threads,
-      [&](const float* image, int64_t oh, int64_t ow, float* o) {
-        const int64_t h0 = bin_start(oh, in_h, out_h), h1 = bin_end(oh, in_h, out_h);
-        const int64_t w0 = bin_start(ow, in_w, out_w), w1 = bin_end(ow, in_w, out_w);
-        std::fill(o, o + channels, 0.f);
-        for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw) {
-            const float* x = image + (ih * in_w + iw) * channels;
-            for (int64_t c = 0; c < channels; ++c) o[c] += x[c];
-          }
-        const float divisor = static_cast<float>((h1 - h0) * (w1 - w0));
-        for (int64_t c = 0; c < channels; ++c) o[c] /= divisor;
-      });
+  for_each_output_pixel(batch, channels, in_h, in_w, out_h, out_w, bin_area, in, out, threads,
+                        [&](const float* image, int64_t oh, int64_t ow, float* o) {
+                          const int64_t h0 = bin_start(oh, in_h, out_h), h1 = bin_end(oh, in_h, out_h);
+                          const int64_t w0 = bin_start(ow, in_w, out_w), w1 = bin_end(ow, in_w, out_w);
+                          std::fill(o, o + channels, 0.f);
+                          for (int64_t ih = h0; ih < h1; ++ih)
+                            for (int64_t iw = w0; iw < w1; ++iw) {
+                              const float* x = image + (ih * in_w + iw) * channels;
+                              for (int64_t c = 0; c < channels; ++c) o[c] += x[c];
+                            }
+                          const float divisor = static_cast<float>((h1 - h0) * (w1 - w0));
+                          for (int64_t c = 0; c < channels; ++c) o[c] /= divisor;
+                        });
 }
 
 }  // namespace winfer

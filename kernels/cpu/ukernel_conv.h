@@ -54,20 +54,20 @@ struct TileArgs {
   const float* const* pixels;  // `rows` pointers: where each pixel's receptive field starts
   int64_t segments;            // K = segments * seg_len
   int64_t seg_len;
-  int64_t seg_stride;          // floats from one segment of a pixel to the next
-  const float* weights;        // [K][kPanel] rows starting at this call's first column
-  int64_t w_seg_stride;        // floats from one segment's weight rows to the next
+  int64_t seg_stride;    // floats from one segment of a pixel to the next
+  const float* weights;  // [K][kPanel] rows starting at this call's first column
+  int64_t w_seg_stride;  // floats from one segment's weight rows to the next
   // Floats from one K row of the weights to the next: kPanel, or the width of a narrower last
   // panel, which only the narrow kernels (TileKernels::narrow) read.
   int64_t w_row_stride = kPanel;
-  const float* bias;           // `cols` values, or null
-  float* out;                  // pixel 0, column 0
-  int64_t out_stride;          // floats from one pixel's outputs to the next (Co in NHWC)
+  const float* bias;   // `cols` values, or null
+  float* out;          // pixel 0, column 0
+  int64_t out_stride;  // floats from one pixel's outputs to the next (Co in NHWC)
   // Added before the activation (a fused ResNet shortcut), laid out like `out` (same stride),
   // or null. Read in the epilogue, while the tile is in registers: no second pass over memory.
   const float* residual = nullptr;
-  int cols;                    // valid columns, 1 .. vecs * lanes of the kernel called
-  Clamp clip;                  // fused activation
+  int cols;    // valid columns, 1 .. vecs * lanes of the kernel called
+  Clamp clip;  // fused activation
   // Indirect entry (TileKernels::indirect) only. Segment s of pixel m starts at
   // pixels[s * pixels_stride + m] + pixel_offset (seg_stride is not used): one pointer per
   // pixel and tap from an indirection buffer laid out [tap][pixels_stride] per tile, offset by

@@ -55,9 +55,9 @@ constexpr int64_t kPrefetchSteps = 16;
 // K step counted over the whole tile.
 template <class Isa, int kRows, int kVecs, bool kNarrow>
 __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
-                                                      const float* const (&pixel)[kRows], int64_t len,
-                                                      const float* w, int64_t row_stride, int last_lanes,
-                                                      const char* side_prefetch, int64_t side_rate, int64_t step0) {
+                                                      const float* const (&pixel)[kRows], int64_t len, const float* w,
+                                                      int64_t row_stride, int last_lanes, const char* side_prefetch,
+                                                      int64_t side_rate, int64_t step0) {
   constexpr int kLanes = Isa::kLanes;
   const int64_t stride = kNarrow ? row_stride : kPanel;
   for (int64_t l = 0; l < len; ++l, w += stride) {

@@ -52,13 +52,14 @@ Status copy_channel_slice(const char* what, const float* in, int64_t in_row, int
                           int64_t out_row, int64_t out_offset, int64_t pixels, int64_t width, cudaStream_t stream) {
   if (pixels * width == 0) return Status();
   if (!in || !out) return invalid_argument(std::string(what) + ": null tensor pointer");
-  return launch(what, grid_stride_config(pixels * width), stream, copy_channel_slice_kernel, in, in_row, in_offset,
-                out, out_row, out_offset, pixels, width);
+  return launch(what, grid_stride_config(pixels * width), stream, copy_channel_slice_kernel, in, in_row, in_offset, out,
+                out_row, out_offset, pixels, width);
 }
 
 // The sum of `count` channel counts (the concatenated row width).
 Status total_width(const char* what, int64_t pixels, int count, const int64_t* channels, int64_t* width) {
-  if (pixels < 0 || count < 0 || (count > 0 && !channels)) return invalid_argument(std::string(what) + ": bad arguments");
+  if (pixels < 0 || count < 0 || (count > 0 && !channels))
+    return invalid_argument(std::string(what) + ": bad arguments");
   *width = 0;
   for (int i = 0; i < count; ++i) {
     if (channels[i] < 0) return invalid_argument(std::string(what) + ": negative channel count");
@@ -76,8 +77,8 @@ Status concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* 
   if (num_inputs > 0 && !inputs) return invalid_argument("concat: null input list");
   int64_t offset = 0;
   for (int i = 0; i < num_inputs; ++i) {
-    WINFER_CUDA_RETURN_IF_ERROR(copy_channel_slice("concat", inputs[i], channels[i], 0, out, width, offset, pixels,
-                                                   channels[i], stream));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        copy_channel_slice("concat", inputs[i], channels[i], 0, out, width, offset, pixels, channels[i], stream));
     offset += channels[i];
   }
   return Status();
@@ -90,8 +91,8 @@ Status split_channels_nhwc(int64_t pixels, const float* in, int num_outputs, con
   if (num_outputs > 0 && !outputs) return invalid_argument("split: null output list");
   int64_t offset = 0;
   for (int i = 0; i < num_outputs; ++i) {
-    WINFER_CUDA_RETURN_IF_ERROR(copy_channel_slice("split", in, width, offset, outputs[i], channels[i], 0, pixels,
-                                                   channels[i], stream));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        copy_channel_slice("split", in, width, offset, outputs[i], channels[i], 0, pixels, channels[i], stream));
     offset += channels[i];
   }
   return Status();

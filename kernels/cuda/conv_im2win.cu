@@ -189,8 +189,10 @@ Status launch_tile(const ConvParams& p, bool vec_a, bool vec_b, const float* win
   const Clamp clip = activation_clamp(act);
   if (vec_a && vec_b)
     return launch_contiguity<BM, BN, TM, TN, true, true>(config, s, window, packed, bias, output, clip, stream);
-  if (vec_a) return launch_contiguity<BM, BN, TM, TN, true, false>(config, s, window, packed, bias, output, clip, stream);
-  if (vec_b) return launch_contiguity<BM, BN, TM, TN, false, true>(config, s, window, packed, bias, output, clip, stream);
+  if (vec_a)
+    return launch_contiguity<BM, BN, TM, TN, true, false>(config, s, window, packed, bias, output, clip, stream);
+  if (vec_b)
+    return launch_contiguity<BM, BN, TM, TN, false, true>(config, s, window, packed, bias, output, clip, stream);
   return launch_contiguity<BM, BN, TM, TN, false, false>(config, s, window, packed, bias, output, clip, stream);
 }
 

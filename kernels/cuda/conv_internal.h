@@ -21,10 +21,10 @@ const ConvAlgorithm* cudnn_conv_algorithm();
 // Weight layouts (host packing from PyTorch's OIHW [Co][C/g][Kh][Kw]). "G" is the group, "I" the
 // input channel within it, "O" the output channel within it.
 enum class WeightLayout {
-  kGHWIO,      // [g][Kh][Kw][C/g][Co/g]: direct (coalesced over O) and im2col's K x N GEMM operand
-  kGWHIO,      // [g][Kw][Kh][C/g][Co/g]: im2win, K ordered (kw, kh, c) like a window run
-  kHWC,        // [Kh][Kw][C]: depthwise (groups == C == Co)
-  kOHWI,       // [Co][Kh][Kw][C/g]: cuDNN's NHWC filter format (KRSC)
+  kGHWIO,  // [g][Kh][Kw][C/g][Co/g]: direct (coalesced over O) and im2col's K x N GEMM operand
+  kGWHIO,  // [g][Kw][Kh][C/g][Co/g]: im2win, K ordered (kw, kh, c) like a window run
+  kHWC,    // [Kh][Kw][C]: depthwise (groups == C == Co)
+  kOHWI,   // [Co][Kh][Kw][C/g]: cuDNN's NHWC filter format (KRSC)
 };
 int64_t packed_weight_floats(const ConvParams& p);  // the same for every layout
 void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed, WeightLayout layout);

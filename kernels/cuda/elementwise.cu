@@ -14,12 +14,11 @@ __global__ void activation_kernel(const float* in, float* out, int64_t count, Cl
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* out, int64_t count, Clamp clip) {
-  for (int64_t i = grid_thread_index(); i < count; i += grid_thread_count())
-    out[i] = apply_clamp(a[i] + b[i], clip);
+  for (int64_t i = grid_thread_index(); i < count; i += grid_thread_count()) out[i] = apply_clamp(a[i] + b[i], clip);
 }
 
-__global__ void scale_shift_kernel(const float* in, const float* scale, const float* shift, float* out,
-                                   int64_t count, int64_t channels, Clamp clip) {
+__global__ void scale_shift_kernel(const float* in, const float* scale, const float* shift, float* out, int64_t count,
+                                   int64_t channels, Clamp clip) {
   for (int64_t i = grid_thread_index(); i < count; i += grid_thread_count()) {
     const int64_t c = i % channels;
     out[i] = apply_clamp(in[i] * scale[c] + shift[c], clip);
@@ -41,8 +40,7 @@ Status check_count(const char* what, int64_t count, bool pointers_set) {
 
 }  // namespace
 
-Status activation_inplace_or_copy(const float* in, float* out, int64_t count, Activation act,
-                                  cudaStream_t stream) {
+Status activation_inplace_or_copy(const float* in, float* out, int64_t count, Activation act, cudaStream_t stream) {
   WINFER_CUDA_RETURN_IF_ERROR(check_count("activation", count, in && out));
   if (act == Activation::kNone && in == out) return Status();
   return launch("activation", grid_stride_config(count), stream, activation_kernel, in, out, count,
@@ -54,13 +52,13 @@ Status add(const float* a, const float* b, float* out, int64_t count, Activation
   return launch("add", grid_stride_config(count), stream, add_kernel, a, b, out, count, activation_clamp(act));
 }
 
-Status scale_shift_channels_nhwc(const float* in, const float* scale, const float* shift, float* out,
-                                 int64_t pixels, int64_t channels, Activation act, cudaStream_t stream) {
+Status scale_shift_channels_nhwc(const float* in, const float* scale, const float* shift, float* out, int64_t pixels,
+                                 int64_t channels, Activation act, cudaStream_t stream) {
   if (pixels < 0 || channels < 0) return invalid_argument("scale_shift: negative size");
   const int64_t count = pixels * channels;
   WINFER_CUDA_RETURN_IF_ERROR(check_count("scale_shift", count, in && scale && shift && out));
-  return launch("scale_shift", grid_stride_config(count), stream, scale_shift_kernel, in, scale, shift, out,
-                count, channels, activation_clamp(act));
+  return launch("scale_shift", grid_stride_config(count), stream, scale_shift_kernel, in, scale, shift, out, count,
+                channels, activation_clamp(act));
 }
 
 Status bias_activation_rows(float* data, int64_t rows, int64_t cols, const float* bias, Activation act,
@@ -69,8 +67,8 @@ Status bias_activation_rows(float* data, int64_t rows, int64_t cols, const float
   if (!bias && act == Activation::kNone) return Status();
   const int64_t count = rows * cols;
   WINFER_CUDA_RETURN_IF_ERROR(check_count("bias_activation", count, data != nullptr));
-  return launch("bias_activation", grid_stride_config(count), stream, bias_activation_kernel, data, count, cols,
-                bias, activation_clamp(act));
+  return launch("bias_activation", grid_stride_config(count), stream, bias_activation_kernel, data, count, cols, bias,
+                activation_clamp(act));
 }
 
 }  // namespace cuda

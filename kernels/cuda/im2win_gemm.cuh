@@ -137,8 +137,8 @@ __global__ void __launch_bounds__(kTileThreads, 2)
     if constexpr (kVecA && kContiguous) {
 #pragma unroll
       for (int i = 0; i < kAVecs; ++i) {
-        a_vec[i] = (k_ok && a_row[i] >= 0) ? *reinterpret_cast<const float4*>(a_src[i])
-                                           : make_float4(0.f, 0.f, 0.f, 0.f);
+        a_vec[i] =
+            (k_ok && a_row[i] >= 0) ? *reinterpret_cast<const float4*>(a_src[i]) : make_float4(0.f, 0.f, 0.f, 0.f);
         a_src[i] += kBK;
       }
     } else if constexpr (kVecA) {

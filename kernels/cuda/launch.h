@@ -81,18 +81,21 @@ __device__ __forceinline__ void copy_async_wait_all() {
 // Launches kernel(args...) with `config` on `stream`. A grid with a zero dimension means there is
 // no work: nothing is launched and the result is ok. `what` names the kernel in errors.
 template <typename... Params, typename... Args>
-Status launch(const char* what, const LaunchConfig& config, cudaStream_t stream,
-              void (*kernel)(Params...), Args&&... args) {
+Status launch(const char* what, const LaunchConfig& config, cudaStream_t stream, void (*kernel)(Params...),
+              Args&&... args) {
   if (config.grid.x == 0 || config.grid.y == 0 || config.grid.z == 0) return Status();
   if (testing::launch_fails()) {
-    return Status(StatusCode::kDeviceError, std::string(what) + ": launch: cudaErrorLaunchFailure (injected by a test)");
+    return Status(StatusCode::kDeviceError,
+                  std::string(what) + ": launch: cudaErrorLaunchFailure (injected by a test)");
   }
 #if defined(WINFER_CUDA_EMULATED)
-  const cudaError_t error =
-      winfer_emu::launch(kernel, config.grid, config.block, stream, std::forward<Args>(args)...);
+  const cudaError_t error = winfer_emu::launch(kernel, config.grid, config.block, stream, std::forward<Args>(args)...);
   (void)cudaGetLastError();  // as natively: a reported launch error is not left pending
 #else
+  // clang-format does not know the launch syntax in a .h file.
+  // clang-format off
   kernel<<<config.grid, config.block, 0, stream>>>(std::forward<Args>(args)...);
+  // clang-format on
   const cudaError_t error = cudaGetLastError();
 #endif
   return cuda_status(error, std::string(what) + ": launch");

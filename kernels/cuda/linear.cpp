@@ -8,8 +8,8 @@ namespace cuda {
 
 // Few rows: one warp per output (bandwidth-bound; no library). Otherwise out = in * weight^T
 // (cuBLAS), then the bias and activation in one pass over out.
-Status linear(const float* in, const float* weight, const float* bias, float* out, int64_t rows,
-              int64_t in_features, int64_t out_features, Activation act, const Context& ctx) {
+Status linear(const float* in, const float* weight, const float* bias, float* out, int64_t rows, int64_t in_features,
+              int64_t out_features, Activation act, const Context& ctx) {
   if (rows < 0 || in_features < 0 || out_features < 0) return invalid_argument("linear: negative size");
   if (rows * out_features == 0) return Status();
   if (rows <= kLinearRowsWithoutBlas || ctx.libraries == nullptr) {

@@ -15,8 +15,8 @@ namespace cuda {
 // kLinearRowsWithoutBlas rows (or without ctx.libraries, as under the emulator) it runs
 // linear_rows(); above, cuBLAS sgemm plus a bias/activation pass.
 constexpr int64_t kLinearRowsWithoutBlas = 16;
-Status linear(const float* in, const float* weight, const float* bias, float* out, int64_t rows,
-              int64_t in_features, int64_t out_features, Activation act, const Context& ctx);
+Status linear(const float* in, const float* weight, const float* bias, float* out, int64_t rows, int64_t in_features,
+              int64_t out_features, Activation act, const Context& ctx);
 // The same with one warp per output element and no library (any size; meant for few rows).
 Status linear_rows(const float* in, const float* weight, const float* bias, float* out, int64_t rows,
                    int64_t in_features, int64_t out_features, Activation act, cudaStream_t stream);

@@ -15,8 +15,8 @@ namespace {
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kWarpSize = 32;
 
-__global__ void linear_warp_kernel(const float* in, const float* weight, const float* bias, float* out,
-                                   int64_t rows, int64_t in_features, int64_t out_features, Clamp clamp) {
+__global__ void linear_warp_kernel(const float* in, const float* weight, const float* bias, float* out, int64_t rows,
+                                   int64_t in_features, int64_t out_features, Clamp clamp) {
   const int64_t warps_per_block = blockDim.x / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int64_t total = rows * out_features;

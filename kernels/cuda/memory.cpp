@@ -23,8 +23,9 @@ Status DeviceBuffer::allocate(size_t bytes, DeviceBuffer* out) {
   if (bytes == 0) return Status();
   void* p = nullptr;
   if (testing::allocation_fails(bytes)) {
-    return Status(StatusCode::kOutOfMemory, "cudaMalloc(" + std::to_string(bytes) +
-                                                " bytes): cudaErrorMemoryAllocation (out of memory; injected by a test)");
+    return Status(StatusCode::kOutOfMemory,
+                  "cudaMalloc(" + std::to_string(bytes) +
+                      " bytes): cudaErrorMemoryAllocation (out of memory; injected by a test)");
   }
   WINFER_CUDA_RETURN_IF_ERROR(cuda_status(cudaMalloc(&p, bytes), "cudaMalloc(" + std::to_string(bytes) + " bytes)"));
   out->data_ = p;
@@ -47,8 +48,8 @@ Status copy_to_device(void* device_dst, const void* host_src, size_t bytes, cuda
 
 Status copy_to_host(void* host_dst, const void* device_src, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return Status();
-  WINFER_CUDA_RETURN_IF_ERROR(cuda_status(
-      cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync (device to host)"));
+  WINFER_CUDA_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream),
+                                          "cudaMemcpyAsync (device to host)"));
   return synchronize(stream);
 }
 
@@ -63,9 +64,7 @@ Status fill_bytes(void* device_dst, int value, size_t bytes, cudaStream_t stream
   return cuda_status(cudaMemsetAsync(device_dst, value, bytes, stream), "cudaMemsetAsync");
 }
 
-Status synchronize(cudaStream_t stream) {
-  return cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-}
+Status synchronize(cudaStream_t stream) { return cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
 
 }  // namespace cuda
 }  // namespace winfer

@@ -111,8 +111,7 @@ Status maxpool2d_nhwc(const PoolParams& p, const float* in, float* out, cudaStre
 }
 
 // Dilation is ignored: PyTorch's AvgPool2d has none.
-Status avgpool2d_nhwc(const PoolParams& p, bool count_include_pad, const float* in, float* out,
-                      cudaStream_t stream) {
+Status avgpool2d_nhwc(const PoolParams& p, bool count_include_pad, const float* in, float* out, cudaStream_t stream) {
   const int64_t count = p.batch * p.out_h * p.out_w * p.channels;
   WINFER_CUDA_RETURN_IF_ERROR(check("avgpool2d", valid(p), count, in, out));
   return launch("avgpool2d", grid_stride_config(count), stream, avgpool_kernel, p, count_include_pad, in, out);

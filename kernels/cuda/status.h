@@ -49,8 +49,8 @@ Status cuda_status(cudaError_t error, const std::string& what);
 }  // namespace winfer
 
 // Returns from the enclosing function when `expr` (a Status) is an error.
-#define WINFER_CUDA_RETURN_IF_ERROR(expr)        \
-  do {                                           \
-    ::winfer::cuda::Status status_ = (expr);     \
-    if (!status_.ok()) return status_;           \
+#define WINFER_CUDA_RETURN_IF_ERROR(expr)    \
+  do {                                       \
+    ::winfer::cuda::Status status_ = (expr); \
+    if (!status_.ok()) return status_;       \
   } while (0)

@@ -49,7 +49,8 @@ TEST_CASE("bench cuda: the layer bench runs on the device or says there is no CU
 }
 
 TEST_CASE("bench cuda: winfer bench --device cuda --layers paper12 exits 1 with the reason when there is no device") {
-  const CommandResult r = run_cli("bench --device cuda --layers paper12 --filter conv12 --batch 1 --runs 2 --conv im2win");
+  const CommandResult r =
+      run_cli("bench --device cuda --layers paper12 --filter conv12 --batch 1 --runs 2 --conv im2win");
   INFO("stdout: ", r.stdout_text, "\nstderr: ", r.stderr_text);
   // The CLI opens the bench's CUDA module (libwinfer_bench_cuda.so) for this: it must load.
   CHECK(r.stderr_text.find("could not be loaded") == std::string::npos);

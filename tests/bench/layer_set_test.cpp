@@ -108,14 +108,16 @@ TEST_CASE("bench layer sets: errors name the file, line and problem") {
   expect_parse_error(std::string(kHeader) + "colour: red\nlayers: []\n", "unknown key 'colour'");
   expect_parse_error(std::string(kHeader) + "layers:\n  - {name: a, in_channels: 3, out_channels: 4, kernel_size: 3}\n",
                      "missing attribute 'size'");
-  expect_parse_error(std::string(kHeader) +
-                         "layers:\n  - {name: a, in_channels: 3, size: 8, out_channels: 4, kernel_size: 3, activation: gelu}\n",
-                     "test.yaml:4: layer 'a': activation must be relu, relu6 or none");
+  expect_parse_error(
+      std::string(kHeader) +
+          "layers:\n  - {name: a, in_channels: 3, size: 8, out_channels: 4, kernel_size: 3, activation: gelu}\n",
+      "test.yaml:4: layer 'a': activation must be relu, relu6 or none");
   expect_parse_error(std::string(kHeader) +
                          "layers:\n  - {name: a, in_channels: 3, size: 8, out_channels: 4, kernel_size: 3, strid: 2}\n",
                      "unknown key 'strid'");
-  expect_parse_error(std::string(kHeader) + "layers:\n  - {name: a, in_channels: 3, size: 2, out_channels: 4, kernel_size: 3}\n",
-                     "layer 'a'");
+  expect_parse_error(
+      std::string(kHeader) + "layers:\n  - {name: a, in_channels: 3, size: 2, out_channels: 4, kernel_size: 3}\n",
+      "layer 'a'");
   expect_parse_error(std::string(kHeader) +
                          "layers:\n  - {name: a, in_channels: 3, size: 8, out_channels: 4, kernel_size: 3}\n"
                          "  - {name: a, in_channels: 3, size: 8, out_channels: 4, kernel_size: 1}\n",

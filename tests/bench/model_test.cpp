@@ -12,9 +12,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-CommandResult bench(const std::string& args) {
-  return run_cli("bench " + args);
-}
+CommandResult bench(const std::string& args) { return run_cli("bench " + args); }
 
 // One JSON object per line of stdout.
 std::vector<Json> json_lines(const std::string& text) {
@@ -46,7 +44,8 @@ void check_result_fields(const Json& r) {
   CHECK(p95 <= max);
   CHECK(r["runs"].get<int>() >= 3);
   // planned = packed weights + arena; the measured growth of the process is at least the arena.
-  CHECK(r["planned_bytes"].get<int64_t>() == r["packed_weights_bytes"].get<int64_t>() + r["arena_bytes"].get<int64_t>());
+  CHECK(r["planned_bytes"].get<int64_t>() ==
+        r["packed_weights_bytes"].get<int64_t>() + r["arena_bytes"].get<int64_t>());
   CHECK(r["arena_bytes"].get<int64_t>() > 0);
   REQUIRE(r["measured_peak_bytes"].is_number());
   CHECK(r["measured_peak_bytes"].get<int64_t>() >= r["arena_bytes"].get<int64_t>());

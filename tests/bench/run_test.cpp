@@ -149,7 +149,8 @@ TEST_CASE("bench cli: --json prints the documented keys") {
 
 TEST_CASE("bench cli: table, --list and errors") {
   int code = -1;
-  std::string out = run_cli_stdout("bench --layers tiny --filter k3 --conv im2col --runs 2 --min-time 0 --no-peak", &code);
+  std::string out =
+      run_cli_stdout("bench --layers tiny --filter k3 --conv im2col --runs 2 --min-time 0 --no-peak", &code);
   CHECK(code == 0);
   CHECK(contains(out, "k3p1"));
   CHECK(contains(out, "k3s2"));

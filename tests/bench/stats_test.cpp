@@ -18,10 +18,10 @@ TEST_CASE("bench stats: median, percentile and geometric mean of unsorted values
   CHECK(median({4, 1, 3, 2}) == 2.5);
   CHECK(percentile({}, 95) == 0);
   const std::vector<double> twenty = {20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
-  CHECK(percentile(twenty, 95) == 19);   // rank ceil(0.95 * 20) = 19
+  CHECK(percentile(twenty, 95) == 19);  // rank ceil(0.95 * 20) = 19
   CHECK(percentile(twenty, 100) == 20);
-  CHECK(percentile(twenty, 1) == 1);     // rank at least 1
-  CHECK(percentile({7, 9}, 50) == 7);    // nearest rank, not interpolated
+  CHECK(percentile(twenty, 1) == 1);   // rank at least 1
+  CHECK(percentile({7, 9}, 50) == 7);  // nearest rank, not interpolated
   CHECK(geomean({}) == 0);
   CHECK(geomean({2, 8}) == doctest::Approx(4.0));
   CHECK(geomean({0.5, 2}) == doctest::Approx(1.0));
@@ -39,7 +39,7 @@ TEST_CASE("bench stats: a Timing is the median, extremes and count of the times"
 }
 
 TEST_CASE("bench stats: timing goes on until the runs and the minimum time are reached, within max_runs") {
-  CHECK(more_runs(0, 3, 1e9, 0.1));         // fewer than runs: on, however long it took
+  CHECK(more_runs(0, 3, 1e9, 0.1));  // fewer than runs: on, however long it took
   CHECK(more_runs(2, 3, 1e9, 0.1));
   CHECK_FALSE(more_runs(3, 3, 100, 0.1));   // runs done and 100 ms reached
   CHECK(more_runs(3, 3, 99, 0.1));          // runs done, not yet 100 ms

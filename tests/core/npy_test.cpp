@@ -24,8 +24,7 @@ std::string npy_bytes(const std::string& dict, const std::string& data, int majo
   std::string header = dict;
   while ((prefix + header.size() + 1) % 64 != 0) header.push_back(' ');
   header.push_back('\n');
-  return std::string("\x93NUMPY") + char(major) + '\0' + le_bytes(header.size(), major == 1 ? 2 : 4) +
-         header + data;
+  return std::string("\x93NUMPY") + char(major) + '\0' + le_bytes(header.size(), major == 1 ? 2 : 4) + header + data;
 }
 
 std::string f4_header(const std::string& shape) {
@@ -39,8 +38,7 @@ Status read_status(const TempDir& dir, const std::string& name, const std::strin
   return t.ok() ? Status::Ok() : t.status();
 }
 
-void check_error(const Status& s, ErrorCode code, const std::string& name,
-                 std::initializer_list<const char*> facts) {
+void check_error(const Status& s, ErrorCode code, const std::string& name, std::initializer_list<const char*> facts) {
   INFO(s.message());
   REQUIRE_FALSE(s.ok());
   CHECK(s.code() == code);
@@ -54,8 +52,7 @@ const float kSix[6] = {1.0f, -2.5f, 3.25f, 0.0f, 1e-3f, 7.0f};
 
 TEST_CASE("npy: write -> read round trip of ranks 0 to 4") {
   TempDir dir;
-  const std::vector<Shape> shapes = {Shape{}, Shape{5}, Shape{3, 7}, Shape{2, 3, 5}, Shape{2, 3, 5, 7},
-                                     Shape{0, 3}};
+  const std::vector<Shape> shapes = {Shape{}, Shape{5}, Shape{3, 7}, Shape{2, 3, 5}, Shape{2, 3, 5, 7}, Shape{0, 3}};
   uint32_t seed = 1;
   for (const Shape& shape : shapes) {
     INFO(shape.to_string());
@@ -104,9 +101,9 @@ TEST_CASE("npy: header variants NumPy has written over the years") {
   };
   const Case cases[] = {
       {f4_header("(6,)"), 1, Shape{6}},
-      {f4_header("(1, 2, 3, 1)"), 2, Shape{1, 2, 3, 1}},  // v2.0: u32 header length
-      {f4_header("(6,)"), 3, Shape{6}},                   // v3.0: utf-8 header
-      {"{'descr':'<f4','fortran_order':False,'shape':(2,3)}", 1, Shape{2, 3}},  // no spaces
+      {f4_header("(1, 2, 3, 1)"), 2, Shape{1, 2, 3, 1}},                                // v2.0: u32 header length
+      {f4_header("(6,)"), 3, Shape{6}},                                                 // v3.0: utf-8 header
+      {"{'descr':'<f4','fortran_order':False,'shape':(2,3)}", 1, Shape{2, 3}},          // no spaces
       {"{'shape': (3L, 2L), 'fortran_order': False, 'descr': '<f4'}", 1, Shape{3, 2}},  // Py2
       {"{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (6,)}", 1, Shape{6}},
   };
@@ -135,8 +132,7 @@ TEST_CASE("npy: '<f8' data is converted to float32") {
   const std::string path = dir.file("f8.npy");
   // An odd header length puts the doubles at an unaligned address in the mapping.
   write_bytes(path, std::string("\x93NUMPY\x01\x00", 8) + le_bytes(61, 2) +
-                        "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }   \n" +
-                        raw_bytes(values, 4));
+                        "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }   \n" + raw_bytes(values, 4));
   Result<Tensor> t = read_npy(path);
   REQUIRE_MESSAGE(t.ok(), t.status().message());
   CHECK(t->shape() == Shape{4});
@@ -170,8 +166,8 @@ TEST_CASE("npy error: unsupported version") {
 TEST_CASE("npy error: truncated data and trailing bytes") {
   TempDir dir;
   const std::string bytes = npy_bytes(f4_header("(2, 3)"), raw_bytes(kSix, 6));
-  check_error(read_status(dir, "short.npy", bytes.substr(0, bytes.size() - 1)), ErrorCode::kParseError,
-              "short.npy", {"23 data bytes", "needs 24", "truncated"});
+  check_error(read_status(dir, "short.npy", bytes.substr(0, bytes.size() - 1)), ErrorCode::kParseError, "short.npy",
+              {"23 data bytes", "needs 24", "truncated"});
   check_error(read_status(dir, "long.npy", bytes + "xx"), ErrorCode::kParseError, "long.npy",
               {"26 data bytes", "needs 24"});
 }
@@ -180,15 +176,14 @@ TEST_CASE("npy error: header length beyond the file") {
   TempDir dir;
   const std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + le_bytes(500, 2) + "{'descr': '<f4'";
   check_error(read_status(dir, "cut.npy", bytes), ErrorCode::kParseError, "cut.npy", {"500", "beyond"});
-  check_error(read_status(dir, "cut2.npy", std::string("\x93NUMPY\x02\x00\x10\x00", 10)),
-              ErrorCode::kParseError, "cut2.npy", {"header length"});
+  check_error(read_status(dir, "cut2.npy", std::string("\x93NUMPY\x02\x00\x10\x00", 10)), ErrorCode::kParseError,
+              "cut2.npy", {"header length"});
 }
 
 TEST_CASE("npy error: fortran order") {
   TempDir dir;
   check_error(read_status(dir, "fortran.npy",
-                          npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
-                                    raw_bytes(kSix, 6))),
+                          npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", raw_bytes(kSix, 6))),
               ErrorCode::kUnsupported, "fortran.npy", {"fortran_order True", "C-order"});
 }
 
@@ -199,8 +194,7 @@ TEST_CASE("npy error: unsupported dtype") {
   check_error(s, ErrorCode::kUnsupported, "x.npy", {});
   CHECK(contains(s.message(), "x.npy: dtype '<i8' not supported; expected float32 '<f4' (or '<f8')"));
   check_error(read_status(dir, "be.npy",
-                          npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (6,), }",
-                                    raw_bytes(kSix, 6))),
+                          npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (6,), }", raw_bytes(kSix, 6))),
               ErrorCode::kUnsupported, "be.npy", {"'>f4'"});
   check_error(read_status(dir, "rec.npy",
                           npy_bytes("{'descr': [('a', '<f4'), ('b', '<f4')], 'fortran_order': False, "

@@ -22,8 +22,7 @@ using winfer_test::write_bytes;
 namespace {
 
 // A safetensors file from a header text and data bytes; `length` overrides the header length.
-std::string st_bytes(const std::string& header, const std::string& data = "",
-                     uint64_t length = UINT64_MAX) {
+std::string st_bytes(const std::string& header, const std::string& data = "", uint64_t length = UINT64_MAX) {
   return le_bytes(length == UINT64_MAX ? header.size() : length, 8) + header + data;
 }
 
@@ -38,8 +37,7 @@ Status open_status(const TempDir& dir, const std::string& name, const std::strin
 }
 
 // Checks an open() failure: code, file name and a key fact in the message.
-void check_error(const Status& s, ErrorCode code, const std::string& name,
-                 std::initializer_list<const char*> facts) {
+void check_error(const Status& s, ErrorCode code, const std::string& name, std::initializer_list<const char*> facts) {
   INFO(s.message());
   REQUIRE_FALSE(s.ok());
   CHECK(s.code() == code);
@@ -56,9 +54,12 @@ TEST_CASE("safetensors: write -> open round trip is bit-exact") {
   const std::string path = dir.file("model.safetensors");
 
   Tensor special = Tensor::allocate(Shape{6});
-  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::infinity(),
                             std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::denorm_min(), -1.5f};
+                            std::numeric_limits<float>::denorm_min(),
+                            -1.5f};
   std::memcpy(special.data(), specials, sizeof specials);
   Tensor scalar = Tensor::allocate(Shape{});
   scalar.data()[0] = 3.25f;
@@ -141,10 +142,9 @@ TEST_CASE("safetensors: accepts other dtypes, padding, gaps-free hand-written fi
   // as the reference writer does, and uses a different key order than the data.
   const int64_t tracked = 7;
   const float w[2] = {1.5f, -2.0f};
-  std::string header =
-      R"({"b.num_batches_tracked":{"dtype":"I64","shape":[],"data_offsets":[8,16]},)"
-      R"("a.weight":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-      R"("__metadata__":{"format":"pt"}})";
+  std::string header = R"({"b.num_batches_tracked":{"dtype":"I64","shape":[],"data_offsets":[8,16]},)"
+                       R"("a.weight":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                       R"("__metadata__":{"format":"pt"}})";
   header.append(5, ' ');
   const std::string path = dir.file("bn.safetensors");
   write_bytes(path, st_bytes(header, winfer_test::raw_bytes(w, 2) + winfer_test::raw_bytes(&tracked, 1)));
@@ -217,21 +217,21 @@ TEST_CASE("safetensors error: empty file") {
 
 TEST_CASE("safetensors error: file of 5 bytes") {
   TempDir dir;
-  check_error(open_status(dir, "five.safetensors", "abcde"), ErrorCode::kParseError,
-              "five.safetensors", {"5 bytes", "too short"});
+  check_error(open_status(dir, "five.safetensors", "abcde"), ErrorCode::kParseError, "five.safetensors",
+              {"5 bytes", "too short"});
 }
 
 TEST_CASE("safetensors error: header length beyond the file") {
   TempDir dir;
   // 8 + 10 = 18 bytes in the file, but the header claims 1000.
-  check_error(open_status(dir, "long.safetensors", st_bytes("{}        ", "", 1000)),
-              ErrorCode::kParseError, "long.safetensors", {"1000", "18 bytes", "beyond"});
+  check_error(open_status(dir, "long.safetensors", st_bytes("{}        ", "", 1000)), ErrorCode::kParseError,
+              "long.safetensors", {"1000", "18 bytes", "beyond"});
 }
 
 TEST_CASE("safetensors error: absurd header length") {
   TempDir dir;
-  check_error(open_status(dir, "absurd.safetensors", st_bytes("{}", "", uint64_t(1) << 63)),
-              ErrorCode::kParseError, "absurd.safetensors", {"9223372036854775808", "absurd"});
+  check_error(open_status(dir, "absurd.safetensors", st_bytes("{}", "", uint64_t(1) << 63)), ErrorCode::kParseError,
+              "absurd.safetensors", {"9223372036854775808", "absurd"});
 }
 
 TEST_CASE("safetensors error: header is not JSON") {
@@ -242,15 +242,15 @@ TEST_CASE("safetensors error: header is not JSON") {
 
 TEST_CASE("safetensors error: header is a JSON array") {
   TempDir dir;
-  check_error(open_status(dir, "array.safetensors", st_bytes("[1, 2, 3]")), ErrorCode::kParseError,
-              "array.safetensors", {"object", "array"});
+  check_error(open_status(dir, "array.safetensors", st_bytes("[1, 2, 3]")), ErrorCode::kParseError, "array.safetensors",
+              {"object", "array"});
 }
 
 TEST_CASE("safetensors error: entry without dtype") {
   TempDir dir;
-  check_error(open_status(dir, "nodtype.safetensors",
-                          st_bytes(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", kEightBytes)),
-              ErrorCode::kParseError, "nodtype.safetensors", {"'w'", "missing \"dtype\""});
+  check_error(
+      open_status(dir, "nodtype.safetensors", st_bytes(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", kEightBytes)),
+      ErrorCode::kParseError, "nodtype.safetensors", {"'w'", "missing \"dtype\""});
 }
 
 TEST_CASE("safetensors error: shape of the wrong JSON type") {
@@ -346,16 +346,15 @@ TEST_CASE("safetensors error: duplicate tensor name") {
 
 TEST_CASE("safetensors error: metadata that is not strings") {
   TempDir dir;
-  check_error(open_status(dir, "meta.safetensors", st_bytes(R"({"__metadata__":{"epoch":3}})")),
-              ErrorCode::kParseError, "meta.safetensors", {"__metadata__", "'epoch'", "string"});
+  check_error(open_status(dir, "meta.safetensors", st_bytes(R"({"__metadata__":{"epoch":3}})")), ErrorCode::kParseError,
+              "meta.safetensors", {"__metadata__", "'epoch'", "string"});
 }
 
 TEST_CASE("safetensors: hostile bytes never crash open()") {
   // Every truncation and many random byte flips of a valid file must give ok or an error.
   TempDir dir;
   const std::string good_path = dir.file("good.safetensors");
-  REQUIRE(write_safetensors(good_path, {{"a", random_tensor(Shape{2, 3}, 1)},
-                                        {"b", random_tensor(Shape{4}, 2)}},
+  REQUIRE(write_safetensors(good_path, {{"a", random_tensor(Shape{2, 3}, 1)}, {"b", random_tensor(Shape{4}, 2)}},
                             {{"k", "v"}})
               .ok());
   const std::string good = winfer_test::read_bytes(good_path);
@@ -430,8 +429,8 @@ open(theirs, 'wb').write(struct.pack('<Q', len(text)) + text + t.tobytes() + c.t
 open(out, 'w').write('\n'.join(lines) + '\n')
 )PY");
   const std::string out = dir.file("out.txt");
-  const std::string cmd = "/usr/bin/python3 " + script + " " + ours + " " + theirs + " " + out +
-                          " > " + dir.file("log.txt") + " 2>&1";
+  const std::string cmd =
+      "/usr/bin/python3 " + script + " " + ours + " " + theirs + " " + out + " > " + dir.file("log.txt") + " 2>&1";
   REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, winfer_test::read_bytes(dir.file("log.txt")));
 
   std::ifstream in(out);

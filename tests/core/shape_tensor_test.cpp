@@ -34,7 +34,7 @@ TEST_CASE("Shape::make rejects element counts that would overflow") {
     REQUIRE_FALSE(s.ok());
     CHECK(contains(s.status().message(), "2^40"));
   }
-  CHECK(Shape::make({1 << 20, 1 << 20}).ok());  // exactly 2^40 is the limit, still allowed
+  CHECK(Shape::make({1 << 20, 1 << 20}).ok());         // exactly 2^40 is the limit, still allowed
   CHECK(Shape::make({0, INT64_MAX, INT64_MAX}).ok());  // zero elements whatever the other dims
 }
 
@@ -57,8 +57,7 @@ TEST_CASE("to_layout NCHW -> NHWC -> NCHW round trips odd sizes") {
     for (int64_t c = 0; c < C; ++c)
       for (int64_t h = 0; h < H; ++h)
         for (int64_t w = 0; w < W; ++w)
-          REQUIRE(nhwc.data()[((n * H + h) * W + w) * C + c] ==
-                  nchw.data()[((n * C + c) * H + h) * W + w]);
+          REQUIRE(nhwc.data()[((n * H + h) * W + w) * C + c] == nchw.data()[((n * C + c) * H + h) * W + w]);
   Tensor back = nhwc.to_layout(Layout::kNCHW);
   CHECK(back.layout() == Layout::kNCHW);
   CHECK(winfer_test::same_bits(back, nchw));

@@ -68,9 +68,7 @@ std::string raw_bytes(const T* values, size_t count) {
   return std::string(reinterpret_cast<const char*>(values), count * sizeof(T));
 }
 
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Uniform values in [-2, 2) from a fixed seed.
 inline winfer::Tensor random_tensor(const winfer::Shape& shape, uint32_t seed,
@@ -86,8 +84,6 @@ inline bool same_bits(const winfer::Tensor& a, const winfer::Tensor& b) {
   return a.shape() == b.shape() && (a.bytes() == 0 || std::memcmp(a.data(), b.data(), a.bytes()) == 0);
 }
 
-inline bool python_has_numpy() {
-  return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
-}
+inline bool python_has_numpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
 }  // namespace winfer_test

@@ -63,7 +63,8 @@ TEST_CASE("cuda channel_shuffle matches PyTorch's definition, copy and in place"
       for (int64_t p = 0; p < pixels; ++p)
         for (int64_t i = 0; i < groups; ++i)
           for (int64_t j = 0; j < per_group; ++j)
-            want[static_cast<size_t>(p * channels + j * groups + i)] = input[static_cast<size_t>(p * channels + i * per_group + j)];
+            want[static_cast<size_t>(p * channels + j * groups + i)] =
+                input[static_cast<size_t>(p * channels + i * per_group + j)];
       DeviceArray in(input), out(input.size());
       REQUIRE_CUDA_OK(cuda::channel_shuffle_nhwc(pixels, channels, groups, in.data(), out.data(), test::ctx().stream));
       CHECK(test::bitwise_equal(out.download().data(), want.data(), want.size()));
@@ -76,8 +77,9 @@ TEST_CASE("cuda channel_shuffle matches PyTorch's definition, copy and in place"
   }
   MESSAGE(checked << " shuffles checked");
   DeviceArray big(static_cast<size_t>(2 * (cuda::kMaxInPlaceShuffleChannels + 2)));
-  CHECK(cuda::channel_shuffle_nhwc(2, cuda::kMaxInPlaceShuffleChannels + 2, 2, big.data(), big.data(), test::ctx().stream)
-            .code() == cuda::StatusCode::kInvalidArgument);
+  CHECK(
+      cuda::channel_shuffle_nhwc(2, cuda::kMaxInPlaceShuffleChannels + 2, 2, big.data(), big.data(), test::ctx().stream)
+          .code() == cuda::StatusCode::kInvalidArgument);
   CHECK(cuda::channel_shuffle_nhwc(2, 7, 2, big.data(), big.data(), test::ctx().stream).code() ==
         cuda::StatusCode::kInvalidArgument);
 }
@@ -94,7 +96,8 @@ TEST_CASE("cuda nchw_to_nhwc and nhwc_to_nchw are exact transposes (tile edges i
       for (int64_t c = 0; c < s.c; ++c)
         for (int64_t y = 0; y < s.h; ++y)
           for (int64_t x = 0; x < s.w; ++x)
-            nhwc[static_cast<size_t>(((n * s.h + y) * s.w + x) * s.c + c)] = nchw[static_cast<size_t>(((n * s.c + c) * s.h + y) * s.w + x)];
+            nhwc[static_cast<size_t>(((n * s.h + y) * s.w + x) * s.c + c)] =
+                nchw[static_cast<size_t>(((n * s.c + c) * s.h + y) * s.w + x)];
     DeviceArray a(nchw), b(nchw.size()), back(nchw.size());
     REQUIRE_CUDA_OK(cuda::nchw_to_nhwc(s.n, s.c, s.h, s.w, a.data(), b.data(), test::ctx().stream));
     CHECK(test::bitwise_equal(b.download().data(), nhwc.data(), nhwc.size()));

@@ -40,9 +40,9 @@ std::vector<ConvCase> conv_cases() {
       {Conv(1, 8, 11, 13, 12).k(3, 3).pad(2).d(2, 2).p, false, kRelu},
       {Conv(1, 8, 10, 9, 12).k(3, 3).pad(1).g(2).p, true, kRelu},
       {Conv(2, 16, 7, 9, 20).k(3, 3).s(2, 2).pad(1).g(4).p, true, kNone},
-      {Conv(1, 40, 10, 10, 70).k(3, 3).pad(1).p, true, kNone},  // 2x2 tiles, 45 K steps
+      {Conv(1, 40, 10, 10, 70).k(3, 3).pad(1).p, true, kNone},         // 2x2 tiles, 45 K steps
       {Conv(3, 5, 6, 7, 130).k(3, 3).pad(1).d(1, 2).p, false, kRelu},  // 3 channel tiles, batch 3
-      {Conv(1, 32, 7, 5, 40).k(1, 1).p, true, kRelu},  // im2win/im2col read the input directly
+      {Conv(1, 32, 7, 5, 40).k(1, 1).p, true, kRelu},                  // im2win/im2col read the input directly
       {Conv(2, 24, 5, 6, 36).k(1, 1).g(2).p, false, kRelu6},
       {Conv(1, 16, 9, 9, 16).k(1, 1).s(2, 2).p, true, kNone},
       {Conv(1, 6, 5, 7, 10).k(1, 1).pad(1, 0, 0, 1).p, true, kNone},
@@ -71,8 +71,8 @@ struct ConvData {
 ConvData make_data(const ConvParams& p, uint32_t seed) {
   ConvData d;
   d.input = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.in_channels), seed);
-  d.weight = test::random_floats(static_cast<size_t>(p.out_channels * p.in_channels_per_group() * p.kernel_h * p.kernel_w),
-                                 seed + 1);
+  d.weight = test::random_floats(
+      static_cast<size_t>(p.out_channels * p.in_channels_per_group() * p.kernel_h * p.kernel_w), seed + 1);
   d.bias = test::random_floats(static_cast<size_t>(p.out_channels), seed + 2);
   return d;
 }
@@ -109,8 +109,9 @@ std::vector<float> host_im2row(const ConvParams& p, int64_t g, const std::vector
               const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
               const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
               const bool inside = ih >= 0 && ih < p.in_h && iw >= 0 && iw < p.in_w;
-              rows.push_back(inside ? in[static_cast<size_t>(((n * p.in_h + ih) * p.in_w + iw) * p.in_channels + g * cg + c)]
-                                    : 0.f);
+              rows.push_back(
+                  inside ? in[static_cast<size_t>(((n * p.in_h + ih) * p.in_w + iw) * p.in_channels + g * cg + c)]
+                         : 0.f);
             }
   return rows;
 }
@@ -126,7 +127,8 @@ std::vector<float> host_window(const ConvParams& p, const std::vector<float>& in
           for (int64_t c = 0; c < p.in_channels; ++c) {
             const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h, iw = x - p.pad_left;
             const bool inside = ih >= 0 && ih < p.in_h && iw >= 0 && iw < p.in_w;
-            win.push_back(inside ? in[static_cast<size_t>(((n * p.in_h + ih) * p.in_w + iw) * p.in_channels + c)] : 0.f);
+            win.push_back(inside ? in[static_cast<size_t>(((n * p.in_h + ih) * p.in_w + iw) * p.in_channels + c)]
+                                 : 0.f);
           }
   return win;
 }
@@ -166,8 +168,8 @@ TEST_CASE("cuda conv algorithms match the float64 reference") {
     }
   }
   MESSAGE(checked << " algorithm x shape runs checked over " << conv_cases().size() << " shapes"
-                  << (skipped ? ", " + std::to_string(skipped) + " im2col runs skipped (cuBLAS: " +
-                                    test::test_device().no_libraries_reason + ")"
+                  << (skipped ? ", " + std::to_string(skipped) +
+                                    " im2col runs skipped (cuBLAS: " + test::test_device().no_libraries_reason + ")"
                               : std::string()));
   CHECK(checked >= static_cast<int>(conv_cases().size()) * 2);
 }

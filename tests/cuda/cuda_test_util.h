@@ -17,10 +17,10 @@ namespace winfer {
 namespace test {
 
 // REQUIREs that a cuda::Status is ok, printing its message otherwise.
-#define REQUIRE_CUDA_OK(expr)                                  \
-  do {                                                         \
-    const ::winfer::cuda::Status status_ = (expr);             \
-    REQUIRE_MESSAGE(status_.ok(), status_.message());          \
+#define REQUIRE_CUDA_OK(expr)                         \
+  do {                                                \
+    const ::winfer::cuda::Status status_ = (expr);    \
+    REQUIRE_MESSAGE(status_.ok(), status_.message()); \
   } while (0)
 
 inline constexpr bool kEmulated =

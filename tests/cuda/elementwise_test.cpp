@@ -53,9 +53,11 @@ TEST_CASE("cuda add with fused activation, in place into either operand") {
     std::vector<double> want(a.size());
     for (size_t i = 0; i < a.size(); ++i) want[i] = ref::activate(double(a[i] + b[i]), act);
     DeviceArray da(a), db(b), out(a.size());
-    REQUIRE_CUDA_OK(cuda::add(da.data(), db.data(), out.data(), static_cast<int64_t>(a.size()), act, test::ctx().stream));
+    REQUIRE_CUDA_OK(
+        cuda::add(da.data(), db.data(), out.data(), static_cast<int64_t>(a.size()), act, test::ctx().stream));
     test::check_close_simple(out.download().data(), want, 0.0, 0.0, "add");
-    REQUIRE_CUDA_OK(cuda::add(da.data(), db.data(), db.data(), static_cast<int64_t>(a.size()), act, test::ctx().stream));
+    REQUIRE_CUDA_OK(
+        cuda::add(da.data(), db.data(), db.data(), static_cast<int64_t>(a.size()), act, test::ctx().stream));
     test::check_close_simple(db.download().data(), want, 0.0, 0.0, "add in place");
     CHECK(out.canary_intact());
   }
@@ -72,7 +74,8 @@ TEST_CASE("cuda scale_shift_channels_nhwc and bias_activation_rows") {
     for (int64_t p = 0; p < pixels; ++p)
       for (int64_t c = 0; c < channels; ++c) {
         const size_t i = static_cast<size_t>(p * channels + c);
-        want_affine[i] = ref::activate(double(x[i]) * scale[static_cast<size_t>(c)] + shift[static_cast<size_t>(c)], act);
+        want_affine[i] =
+            ref::activate(double(x[i]) * scale[static_cast<size_t>(c)] + shift[static_cast<size_t>(c)], act);
         want_bias[i] = ref::activate(double(x[i]) + shift[static_cast<size_t>(c)], act);
         want_act_only[i] = ref::activate(x[i], act);
       }
@@ -84,7 +87,8 @@ TEST_CASE("cuda scale_shift_channels_nhwc and bias_activation_rows") {
     REQUIRE_CUDA_OK(cuda::bias_activation_rows(rows.data(), pixels, channels, t.data(), act, test::ctx().stream));
     test::check_close_simple(rows.download().data(), want_bias, 1e-6, 1e-6, "bias_activation");
     DeviceArray rows_no_bias(x);
-    REQUIRE_CUDA_OK(cuda::bias_activation_rows(rows_no_bias.data(), pixels, channels, nullptr, act, test::ctx().stream));
+    REQUIRE_CUDA_OK(
+        cuda::bias_activation_rows(rows_no_bias.data(), pixels, channels, nullptr, act, test::ctx().stream));
     test::check_close_simple(rows_no_bias.download().data(), want_act_only, 0.0, 0.0, "activation only");
     CHECK(out.canary_intact());
     CHECK(rows.canary_intact());

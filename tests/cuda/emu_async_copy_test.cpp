@@ -56,8 +56,8 @@ TEST_CASE("emulator: cp.async copies land at the wait that covers their group, w
   std::vector<float> input(256);
   for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(i + 1);
   DeviceArray in(input), out(32 * 12);
-  REQUIRE_CUDA_OK(cuda::launch("async", cuda::LaunchConfig{dim3(1), dim3(32)}, nullptr, async_copy_stages, in.data(),
-                               out.data()));
+  REQUIRE_CUDA_OK(
+      cuda::launch("async", cuda::LaunchConfig{dim3(1), dim3(32)}, nullptr, async_copy_stages, in.data(), out.data()));
   const std::vector<float> got = out.download();
   for (int t = 0; t < 32; ++t) {
     INFO("thread ", t);
@@ -78,13 +78,13 @@ TEST_CASE("emulator: an uncommitted cp.async is not waited for") {
   DeviceArray in(std::vector<float>{5.f, 6.f, 7.f, 8.f}), out(1);
   // Shared memory is not reset between launches; what thread 0 reads is whatever `tile` held,
   // never the new value, which lands only when the thread returns.
-  REQUIRE_CUDA_OK(cuda::launch("unwaited", cuda::LaunchConfig{dim3(1), dim3(2)}, nullptr, async_copy_unwaited, in.data(),
-                               out.data()));
+  REQUIRE_CUDA_OK(cuda::launch("unwaited", cuda::LaunchConfig{dim3(1), dim3(2)}, nullptr, async_copy_unwaited,
+                               in.data(), out.data()));
   CHECK(out.download()[0] != 5.f);
   // The copy did land when thread 0 returned: a second launch reads it before issuing its own.
   DeviceArray in2(std::vector<float>{9.f, 9.f, 9.f, 9.f});
-  REQUIRE_CUDA_OK(cuda::launch("unwaited", cuda::LaunchConfig{dim3(1), dim3(2)}, nullptr, async_copy_unwaited, in2.data(),
-                               out.data()));
+  REQUIRE_CUDA_OK(cuda::launch("unwaited", cuda::LaunchConfig{dim3(1), dim3(2)}, nullptr, async_copy_unwaited,
+                               in2.data(), out.data()));
   CHECK(out.download()[0] == 5.f);
 }
 

@@ -42,11 +42,11 @@ __global__ void shuffles(int* out) {
   const int t = static_cast<int>(threadIdx.x), lane = t % 32;
   const unsigned full = 0xffffffffu;
   int* o = out + t * 5;
-  o[0] = __shfl_xor_sync(full, t, 1);                         // neighbour swap
-  o[1] = __shfl_down_sync(full, t, 4);                        // lane + 4, own value at the top
-  o[2] = __shfl_up_sync(full, t, 3);                          // lane - 3, own value at the bottom
-  o[3] = __shfl_sync(full, t, 7);                             // broadcast lane 7 of the warp
-  o[4] = __shfl_sync(full, t, lane + 1, 16);                  // rotate within halves of 16
+  o[0] = __shfl_xor_sync(full, t, 1);         // neighbour swap
+  o[1] = __shfl_down_sync(full, t, 4);        // lane + 4, own value at the top
+  o[2] = __shfl_up_sync(full, t, 3);          // lane - 3, own value at the bottom
+  o[3] = __shfl_sync(full, t, 7);             // broadcast lane 7 of the warp
+  o[4] = __shfl_sync(full, t, lane + 1, 16);  // rotate within halves of 16
 }
 
 // Butterfly sum over each warp of a 48-thread block: the second warp has 16 lanes, so it shuffles
@@ -72,10 +72,12 @@ cuda::LaunchConfig config(dim3 grid, dim3 block) { return cuda::LaunchConfig{gri
 TEST_CASE("emulator: __syncthreads is a barrier over the block, shared memory is per block") {
   const std::vector<float> input = test::random_floats(3 * 256, 1);
   DeviceArray in(input), out(input.size());
-  REQUIRE_CUDA_OK(cuda::launch("reverse", config(dim3(3), dim3(256)), nullptr, reverse_through_shared, in.data(), out.data()));
+  REQUIRE_CUDA_OK(
+      cuda::launch("reverse", config(dim3(3), dim3(256)), nullptr, reverse_through_shared, in.data(), out.data()));
   const std::vector<float> got = out.download();
   for (int b = 0; b < 3; ++b)
-    for (int t = 0; t < 256; ++t) CHECK(got[static_cast<size_t>(b * 256 + t)] == input[static_cast<size_t>(b * 256 + 255 - t)]);
+    for (int t = 0; t < 256; ++t)
+      CHECK(got[static_cast<size_t>(b * 256 + t)] == input[static_cast<size_t>(b * 256 + 255 - t)]);
 }
 
 TEST_CASE("emulator: every thread of every block runs once with its indices") {
@@ -87,7 +89,8 @@ TEST_CASE("emulator: every thread of every block runs once with its indices") {
   REQUIRE(cudaMalloc(reinterpret_cast<void**>(&dims_ok), sizeof(int)) == cudaSuccess);
   REQUIRE(cudaMemcpy(seen, zeros.data(), zeros.size() * sizeof(int), cudaMemcpyHostToDevice) == cudaSuccess);
   REQUIRE(cudaMemset(dims_ok, 0, sizeof(int)) == cudaSuccess);
-  REQUIRE_CUDA_OK(cuda::launch("indices", config(dim3(3, 2, 2), dim3(5, 3, 2)), nullptr, record_indices, seen, dims_ok));
+  REQUIRE_CUDA_OK(
+      cuda::launch("indices", config(dim3(3, 2, 2), dim3(5, 3, 2)), nullptr, record_indices, seen, dims_ok));
   std::vector<int> got(zeros.size());
   int dims = 0;
   REQUIRE(cudaMemcpy(got.data(), seen, got.size() * sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess);
@@ -129,14 +132,16 @@ TEST_CASE("emulator: invalid configurations and broken barriers are launch error
   const cuda::Status too_big = cuda::launch("big", config(dim3(1), dim3(2048)), nullptr, divergent_barrier, out.data());
   CHECK(too_big.code() == cuda::StatusCode::kDeviceError);
   CHECK(too_big.message().find("cudaErrorInvalidConfiguration") != std::string::npos);
-  const cuda::Status broken = cuda::launch("divergent", config(dim3(1), dim3(64)), nullptr, divergent_barrier, out.data());
+  const cuda::Status broken =
+      cuda::launch("divergent", config(dim3(1), dim3(64)), nullptr, divergent_barrier, out.data());
   CHECK(broken.code() == cuda::StatusCode::kDeviceError);
   CHECK(broken.message().find("cudaErrorLaunchFailure") != std::string::npos);
   // The failure is not left pending for the next call, and the emulator still works.
   CHECK(cudaGetLastError() == cudaSuccess);
   const std::vector<float> input = test::random_floats(256, 2);
   DeviceArray in(input), again(256);
-  REQUIRE_CUDA_OK(cuda::launch("reverse", config(dim3(1), dim3(256)), nullptr, reverse_through_shared, in.data(), again.data()));
+  REQUIRE_CUDA_OK(
+      cuda::launch("reverse", config(dim3(1), dim3(256)), nullptr, reverse_through_shared, in.data(), again.data()));
   CHECK(again.download()[0] == input[255]);
   // An empty grid launches nothing and succeeds.
   CHECK(cuda::launch("empty", config(dim3(0), dim3(64)), nullptr, divergent_barrier, out.data()).ok());
@@ -170,9 +175,11 @@ TEST_CASE("emulator: events measure the work between them, in order") {
   const std::vector<float> input = test::random_floats(256 * 8, 3);
   DeviceArray in(input), out(input.size());
   REQUIRE(cudaEventRecord(start, nullptr) == cudaSuccess);
-  REQUIRE_CUDA_OK(cuda::launch("reverse", config(dim3(8), dim3(256)), nullptr, reverse_through_shared, in.data(), out.data()));
+  REQUIRE_CUDA_OK(
+      cuda::launch("reverse", config(dim3(8), dim3(256)), nullptr, reverse_through_shared, in.data(), out.data()));
   REQUIRE(cudaEventRecord(middle, nullptr) == cudaSuccess);
-  REQUIRE_CUDA_OK(cuda::launch("reverse", config(dim3(8), dim3(256)), nullptr, reverse_through_shared, out.data(), in.data()));
+  REQUIRE_CUDA_OK(
+      cuda::launch("reverse", config(dim3(8), dim3(256)), nullptr, reverse_through_shared, out.data(), in.data()));
   REQUIRE(cudaEventRecord(end, nullptr) == cudaSuccess);
   REQUIRE(cudaEventSynchronize(end) == cudaSuccess);
 

@@ -121,8 +121,7 @@ TEST_CASE("cuda im2win GEMM: every tile shape, vector and scalar loads, shapes t
         const bool full_vector = !scalar && c.p.in_channels_per_group() % 4 == 0 &&
                                  c.p.out_channels_per_group() % 4 == 0 && c.p.groups == 1 && c.p.dilation_w == 1;
         const bool downgraded = tile == static_cast<int>(cuda::Im2winTile::k128x128) && !full_vector;
-        CHECK(static_cast<int>(plan.tile) ==
-              (downgraded ? static_cast<int>(cuda::Im2winTile::k128x64) : tile));
+        CHECK(static_cast<int>(plan.tile) == (downgraded ? static_cast<int>(cuda::Im2winTile::k128x64) : tile));
         CHECK(plan.vector_a == (!scalar && c.p.in_channels_per_group() % 4 == 0));
         CHECK(plan.vector_b == (!scalar && c.p.out_channels_per_group() % 4 == 0));
         check_case(c.p, seed += 10, runs % 3 == 0 ? Activation::kRelu : Activation::kNone);
@@ -131,7 +130,7 @@ TEST_CASE("cuda im2win GEMM: every tile shape, vector and scalar loads, shapes t
     }
   }
   MESSAGE(runs << " im2win runs: " << cuda::kIm2winTileCount << " tiles x vector/scalar x " << tile_cases().size()
-                << " shapes");
+               << " shapes");
 }
 
 TEST_CASE("cuda im2win falls back to scalar loads and stores on unaligned pointers") {
@@ -174,10 +173,10 @@ TEST_CASE("cuda im2win plan on the paper's twelve layers at batch 128 on an H200
   using T = cuda::Im2winTile;
   // docs/PERFORMANCE_CUDA.md's table: the tile and the number of batch chunks of each layer.
   const Layer layers[] = {
-      {3, 227, 96, 11, 4, T::k128x64, 1},    {3, 231, 96, 11, 4, T::k128x64, 1},   {3, 227, 64, 7, 2, T::k128x64, 2},
-      {64, 224, 64, 7, 2, T::k128x64, 11},   {96, 24, 256, 5, 1, T::k128x128, 1},  {256, 12, 512, 3, 1, T::k128x128, 1},
-      {3, 224, 64, 3, 1, T::k128x64, 1},     {64, 112, 128, 3, 1, T::k128x128, 5}, {64, 56, 64, 3, 1, T::k128x64, 2},
-      {128, 28, 128, 3, 1, T::k128x128, 1},  {256, 14, 256, 3, 1, T::k64x64, 1},   {512, 7, 512, 3, 1, T::k128x64, 1}};
+      {3, 227, 96, 11, 4, T::k128x64, 1},   {3, 231, 96, 11, 4, T::k128x64, 1},   {3, 227, 64, 7, 2, T::k128x64, 2},
+      {64, 224, 64, 7, 2, T::k128x64, 11},  {96, 24, 256, 5, 1, T::k128x128, 1},  {256, 12, 512, 3, 1, T::k128x128, 1},
+      {3, 224, 64, 3, 1, T::k128x64, 1},    {64, 112, 128, 3, 1, T::k128x128, 5}, {64, 56, 64, 3, 1, T::k128x64, 2},
+      {128, 28, 128, 3, 1, T::k128x128, 1}, {256, 14, 256, 3, 1, T::k64x64, 1},   {512, 7, 512, 3, 1, T::k128x64, 1}};
   const cuda::ConvAlgorithm* algo = cuda::find_conv_algorithm("im2win");
   REQUIRE(algo != nullptr);
   int index = 0;

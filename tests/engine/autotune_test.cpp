@@ -65,8 +65,8 @@ void rig_cache(const std::string& path, const std::string& fastest) {
     const size_t tab = line.rfind('\t');
     REQUIRE(tab != std::string::npos);
     const std::string key = line.substr(0, tab);
-    const bool is_fastest = key.size() > fastest.size() && key.compare(key.size() - fastest.size() - 1, std::string::npos,
-                                                                       " " + fastest) == 0;
+    const bool is_fastest = key.size() > fastest.size() &&
+                            key.compare(key.size() - fastest.size() - 1, std::string::npos, " " + fastest) == 0;
     out << key << '\t' << (is_fastest ? "1" : "50") << '\n';
     ++entries;
   }
@@ -74,7 +74,8 @@ void rig_cache(const std::string& path, const std::string& fastest) {
   winfer_test::write_bytes(path, out.str());
 }
 
-std::unique_ptr<winfer::Session> make_session(std::shared_ptr<const winfer::Model> model, winfer::SessionOptions options) {
+std::unique_ptr<winfer::Session> make_session(std::shared_ptr<const winfer::Model> model,
+                                              winfer::SessionOptions options) {
   auto session = winfer::Session::create(std::move(model), options);
   REQUIRE_MESSAGE(session.ok(), session.status().message());
   return std::move(session).value();

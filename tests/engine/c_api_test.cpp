@@ -75,7 +75,8 @@ TEST_CASE("c api: errors come back as status codes with winfer_last_error()") {
   CHECK(winfer_model_load(nullptr, nullptr, &model.handle) == WINFER_INVALID_ARGUMENT);
   CHECK(contains(winfer_last_error(), "yaml_path is NULL"));
   const std::string bad = "format: winfer/1\ninput: {shape: [1, 2]\n";
-  CHECK(winfer_model_load_from_memory(bad.data(), bad.size(), nullptr, 0, nullptr, &model.handle) == WINFER_PARSE_ERROR);
+  CHECK(winfer_model_load_from_memory(bad.data(), bad.size(), nullptr, 0, nullptr, &model.handle) ==
+        WINFER_PARSE_ERROR);
   CHECK(contains(winfer_last_error(), "<memory>"));
 
   REQUIRE(winfer_model_load(repo_path("models/examples/tiny_net.yaml").c_str(), nullptr, &model.handle) == WINFER_OK);
@@ -157,7 +158,8 @@ TEST_CASE("c api: a run gives the C++ API's output bit for bit, and reports memo
   REQUIRE(winfer_session_layer_timing(session.handle, 0, &name, nullptr, &kernel, &ms) == WINFER_OK);
   CHECK(std::string(name).size() > 0);
   CHECK(ms >= 0);
-  CHECK(winfer_session_layer_timing(session.handle, layers, &name, nullptr, nullptr, nullptr) == WINFER_INVALID_ARGUMENT);
+  CHECK(winfer_session_layer_timing(session.handle, layers, &name, nullptr, nullptr, nullptr) ==
+        WINFER_INVALID_ARGUMENT);
   CHECK(winfer_session_conv_choice_count(session.handle) == 0);  // a fixed algorithm
 }
 
@@ -233,7 +235,8 @@ TEST_CASE("c api: the log callback receives the library's messages at or above t
   } seen;
   winfer_set_log_callback(
       [](winfer_log_level level, const char* message, void* user) {
-        static_cast<Seen*>(user)->lines.push_back(std::string(level == WINFER_LOG_INFO ? "info: " : "other: ") + message);
+        static_cast<Seen*>(user)->lines.push_back(std::string(level == WINFER_LOG_INFO ? "info: " : "other: ") +
+                                                  message);
       },
       &seen);
   winfer_set_log_level(WINFER_LOG_INFO);
@@ -272,7 +275,8 @@ TEST_CASE("model from memory: the same model as from files, and the caller's buf
   CHECK(from_memory->path() == "tiny_net (memory)");
   CHECK(from_memory->input_shape() == from_file.value()->input_shape());
   const winfer::Tensor input = winfer_test::random_tensor(from_file.value()->input_shape(), 11, winfer::Layout::kNCHW);
-  CHECK(winfer_test::same_bits(winfer_test::run_model(from_memory, input), winfer_test::run_model(from_file.value(), input)));
+  CHECK(winfer_test::same_bits(winfer_test::run_model(from_memory, input),
+                               winfer_test::run_model(from_file.value(), input)));
   // Errors name the buffer.
   auto bad = winfer::Model::load_from_memory("format: winfer/1\n", nullptr, 0, {}, "my buffer");
   REQUIRE_FALSE(bad.ok());
@@ -363,8 +367,8 @@ TEST_CASE("c api: every function names itself in its argument errors") {
                "session is NULL");
   CHECK(winfer_session_output_count(dead_session) == 0);
   check_named("winfer_session_output_count", "session is not a live winfer_session");
-  check_status(winfer_session_output_shape(session.handle, 3, dims, 8, &rank), kInvalid,
-               "winfer_session_output_shape", "output 3 does not exist");
+  check_status(winfer_session_output_shape(session.handle, 3, dims, 8, &rank), kInvalid, "winfer_session_output_shape",
+               "output 3 does not exist");
   const IoCounts io = io_counts(session.handle);
   const size_t in_count = io.input, out_count = io.output;
   std::vector<float> in(in_count), out(out_count);
@@ -452,7 +456,8 @@ TEST_CASE("c api: sizes no buffer can have are refused before the copy, with the
   winfer_model* model = nullptr;
   // Once: std::string(yaml, SIZE_MAX) threw std::length_error, "basic_string::_M_create".
   check_status(winfer_model_load_from_memory(yaml, SIZE_MAX, nullptr, 0, nullptr, &model), WINFER_INVALID_ARGUMENT,
-               "winfer_model_load_from_memory", "yaml_size is 18446744073709551615 bytes, more than the limit of 16777216");
+               "winfer_model_load_from_memory",
+               "yaml_size is 18446744073709551615 bytes, more than the limit of 16777216");
   check_status(winfer_model_load_from_memory(yaml, (size_t(64) << 20) + 1, nullptr, 0, nullptr, &model),
                WINFER_INVALID_ARGUMENT, "winfer_model_load_from_memory", "yaml_size is 67108865 bytes");
   check_status(winfer_model_load_from_memory(yaml, sizeof yaml - 1, yaml, SIZE_MAX, nullptr, &model),
@@ -601,8 +606,8 @@ TEST_CASE("c api: config setters refuse bad values naming the setter, and config
                "batch must be >= 1 (or 0 for the model's), got -2");
   check_status(winfer_session_config_set_device(config.handle, "gpu"), kInvalid, "winfer_session_config_set_device",
                "unknown device 'gpu' (expected cpu, cuda, cuda:N or auto)");
-  check_status(winfer_session_config_set_device(config.handle, "cuda:x"), kInvalid,
-               "winfer_session_config_set_device", "unknown device 'cuda:x'");
+  check_status(winfer_session_config_set_device(config.handle, "cuda:x"), kInvalid, "winfer_session_config_set_device",
+               "unknown device 'cuda:x'");
   check_status(winfer_session_config_set_device(config.handle, nullptr), kInvalid, "winfer_session_config_set_device",
                "device is NULL");
   check_status(winfer_session_config_set_conv_algorithm(config.handle, ""), kInvalid,
@@ -613,7 +618,8 @@ TEST_CASE("c api: config setters refuse bad values naming the setter, and config
                "winfer_session_config_set_allow_tf32", "allow must be 0 or 1, got -1");
   alignas(64) static unsigned char memory[256];
   check_status(winfer_session_config_set_arena(config.handle, memory + 8, 128), kInvalid,
-               "winfer_session_config_set_arena", "arena is not aligned to WINFER_ARENA_ALIGNMENT (64 bytes): its address modulo 64 is 8");
+               "winfer_session_config_set_arena",
+               "arena is not aligned to WINFER_ARENA_ALIGNMENT (64 bytes): its address modulo 64 is 8");
   check_status(winfer_session_config_set_arena(config.handle, nullptr, 128), kInvalid,
                "winfer_session_config_set_arena", "arena is NULL but bytes is 128");
   check_status(winfer_load_config_set_fuse(load.handle, 5), kInvalid, "winfer_load_config_set_fuse",
@@ -628,9 +634,9 @@ TEST_CASE("c api: config setters refuse bad values naming the setter, and config
   // A refused value left the config as it was: the defaults still make a session.
   CModel model;
   REQUIRE(winfer_load_config_set_pack_for(load.handle, "no_such_algorithm") == WINFER_OK);
-  check_status(winfer_model_load_with_config(repo_path("models/examples/tiny_net.yaml").c_str(), load.handle,
-                                             &model.handle),
-               kInvalid, "winfer_model_load_with_config", "no_such_algorithm");
+  check_status(
+      winfer_model_load_with_config(repo_path("models/examples/tiny_net.yaml").c_str(), load.handle, &model.handle),
+      kInvalid, "winfer_model_load_with_config", "no_such_algorithm");
   REQUIRE(winfer_load_config_set_pack_for(load.handle, "im2win") == WINFER_OK);
   REQUIRE(winfer_model_load_with_config(repo_path("models/examples/tiny_net.yaml").c_str(), load.handle,
                                         &model.handle) == WINFER_OK);
@@ -644,9 +650,10 @@ TEST_CASE("c api: config setters refuse bad values naming the setter, and config
                "winfer_session_create_with_config", "unknown convolution algorithm 'no-such'");
 
   // Handles of the wrong kind, destroyed ones, twice destroyed.
-  check_status(winfer_session_create_with_config(model.handle, reinterpret_cast<winfer_session_config*>(load.handle), &s),
-               kInvalid, "winfer_session_create_with_config",
-               "config is a winfer_load_config handle, not a winfer_session_config");
+  check_status(
+      winfer_session_create_with_config(model.handle, reinterpret_cast<winfer_session_config*>(load.handle), &s),
+      kInvalid, "winfer_session_create_with_config",
+      "config is a winfer_load_config handle, not a winfer_session_config");
   check_status(winfer_session_config_set_threads(reinterpret_cast<winfer_session_config*>(model.handle), 1), kInvalid,
                "winfer_session_config_set_threads", "config is a winfer_model handle, not a winfer_session_config");
   winfer_load_config* dead = nullptr;
@@ -654,8 +661,9 @@ TEST_CASE("c api: config setters refuse bad values naming the setter, and config
   winfer_load_config_destroy(dead);
   winfer_load_config_destroy(dead);
   check_named("winfer_load_config_destroy", "config is not a live winfer_load_config");
-  check_status(winfer_load_config_set_fuse(dead, 1), kInvalid, "winfer_load_config_set_fuse",
-               "config is not a live winfer_load_config (destroyed already, or not returned by winfer_load_config_create)");
+  check_status(
+      winfer_load_config_set_fuse(dead, 1), kInvalid, "winfer_load_config_set_fuse",
+      "config is not a live winfer_load_config (destroyed already, or not returned by winfer_load_config_create)");
   check_status(winfer_model_load_with_config("x.yaml", dead, &model.handle), kInvalid, "winfer_model_load_with_config",
                "config is not a live winfer_load_config");
   winfer_session_config_destroy(nullptr);
@@ -707,35 +715,36 @@ TEST_CASE("c api: inputs and outputs have names, and a run binds them by name") 
   // Errors name the function, the name, and the names there are.
   const char* fn = "winfer_session_run_named";
   const char* wrong_in[] = {"input"};
-  check_status(winfer_session_run_named(session.handle, 1, wrong_in, inputs, in_counts, 1, out_names, outputs,
-                                        out_counts),
-               WINFER_NOT_FOUND, fn, "no input named 'input' (the session's inputs: 'image')");
+  check_status(
+      winfer_session_run_named(session.handle, 1, wrong_in, inputs, in_counts, 1, out_names, outputs, out_counts),
+      WINFER_NOT_FOUND, fn, "no input named 'input' (the session's inputs: 'image')");
   const char* wrong_out[] = {"fc"};
-  check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 1, wrong_out, outputs,
-                                        out_counts),
-               WINFER_NOT_FOUND, fn, "no output named 'fc' (the session's outputs: 'pool', 'act')");
+  check_status(
+      winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 1, wrong_out, outputs, out_counts),
+      WINFER_NOT_FOUND, fn, "no output named 'fc' (the session's outputs: 'pool', 'act')");
   const char* twice[] = {"act", "act"};
   check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 2, twice, outputs, out_counts),
                WINFER_INVALID_ARGUMENT, fn, "output 'act' is bound twice (entries 0 and 1)");
-  check_status(winfer_session_run_named(session.handle, 0, nullptr, nullptr, nullptr, 1, out_names, outputs, out_counts),
-               WINFER_INVALID_ARGUMENT, fn, "input 'image' is not bound (bind every input: 'image')");
+  check_status(
+      winfer_session_run_named(session.handle, 0, nullptr, nullptr, nullptr, 1, out_names, outputs, out_counts),
+      WINFER_INVALID_ARGUMENT, fn, "input 'image' is not bound (bind every input: 'image')");
   check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 0, nullptr, nullptr, nullptr),
                WINFER_INVALID_ARGUMENT, fn, "no output is bound");
-  check_status(winfer_session_run_named(session.handle, 1, in_names, nullptr, in_counts, 1, out_names, outputs,
-                                        out_counts),
-               WINFER_INVALID_ARGUMENT, fn, "input_names, inputs and input_counts must not be NULL");
+  check_status(
+      winfer_session_run_named(session.handle, 1, in_names, nullptr, in_counts, 1, out_names, outputs, out_counts),
+      WINFER_INVALID_ARGUMENT, fn, "input_names, inputs and input_counts must not be NULL");
   const size_t short_counts[] = {47};
-  check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 1, out_names, outputs,
-                                        short_counts),
-               WINFER_SHAPE_MISMATCH, fn, "has shape [1,2,4,6] (48 floats), the buffer holds 47");
+  check_status(
+      winfer_session_run_named(session.handle, 1, in_names, inputs, in_counts, 1, out_names, outputs, short_counts),
+      WINFER_SHAPE_MISMATCH, fn, "has shape [1,2,4,6] (48 floats), the buffer holds 47");
   const size_t short_input[] = {47};
-  check_status(winfer_session_run_named(session.handle, 1, in_names, inputs, short_input, 1, out_names, outputs,
-                                        out_counts),
-               WINFER_SHAPE_MISMATCH, fn, "the input has shape [1,2,4,6] (48 floats), got 47");
+  check_status(
+      winfer_session_run_named(session.handle, 1, in_names, inputs, short_input, 1, out_names, outputs, out_counts),
+      WINFER_SHAPE_MISMATCH, fn, "the input has shape [1,2,4,6] (48 floats), got 47");
   const char* null_name[] = {nullptr};
-  check_status(winfer_session_run_named(session.handle, 1, null_name, inputs, in_counts, 1, out_names, outputs,
-                                        out_counts),
-               WINFER_INVALID_ARGUMENT, fn, "input name 0 is NULL");
+  check_status(
+      winfer_session_run_named(session.handle, 1, null_name, inputs, in_counts, 1, out_names, outputs, out_counts),
+      WINFER_INVALID_ARGUMENT, fn, "input name 0 is NULL");
   // winfer_session_run keeps working: the first output.
   std::vector<float> first(12);
   REQUIRE(winfer_session_run(session.handle, input.data(), input.size(), first.data(), first.size()) == WINFER_OK);
@@ -753,11 +762,13 @@ TEST_CASE("c api: a session runs in an arena the caller gives, of the size winfe
   CSession own;
   REQUIRE(winfer_session_create_with_config(model.handle, config.handle, &own.handle) == WINFER_OK);
 
-  const size_t bytes = (plan.arena_bytes + WINFER_ARENA_ALIGNMENT - 1) / WINFER_ARENA_ALIGNMENT * WINFER_ARENA_ALIGNMENT;
+  const size_t bytes =
+      (plan.arena_bytes + WINFER_ARENA_ALIGNMENT - 1) / WINFER_ARENA_ALIGNMENT * WINFER_ARENA_ALIGNMENT;
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
-  std::unique_ptr<unsigned char, Free> arena(static_cast<unsigned char*>(std::aligned_alloc(WINFER_ARENA_ALIGNMENT, bytes)));
+  std::unique_ptr<unsigned char, Free> arena(
+      static_cast<unsigned char*>(std::aligned_alloc(WINFER_ARENA_ALIGNMENT, bytes)));
   std::memset(arena.get(), 0x33, bytes);
   REQUIRE(winfer_session_config_set_arena(config.handle, arena.get(), plan.arena_bytes - 4) == WINFER_OK);
   winfer_session* s = nullptr;

@@ -73,8 +73,8 @@ TEST_CASE("eval: --limit, --split train and the confusion summary") {
     MESSAGE(kSkipMarker << ": Fashion-MNIST is not installed (" << winfer::kFashionMnistDir << ")");
     return;
   }
-  const CommandResult r = run_cli("eval " + repo_path("models/fashion/fashion_resnet.yaml") +
-                                  " --split train --limit 300 --batch 64");
+  const CommandResult r =
+      run_cli("eval " + repo_path("models/fashion/fashion_resnet.yaml") + " --split train --limit 300 --batch 64");
   INFO(r.stderr_text);
   REQUIRE(r.exit_code == 0);
   CHECK(contains(r.stdout_text, "fashion-mnist train: 300 images"));
@@ -112,8 +112,9 @@ TEST_CASE("eval: a model of many classes costs memory by the images, not by the 
   pixels[5] = char(200);  // image 0 (label 3): brightest near pixel 5; image 1 (label 9) all zero: argmax 0
   write_bytes(dir.file("t10k-images-idx3-ubyte"), be32(0x803) + be32(2) + be32(28) + be32(28) + pixels);
   write_bytes(dir.file("t10k-labels-idx1-ubyte"), be32(0x801) + be32(2) + std::string("\x03\x09", 2));
-  write_bytes(dir.file("flat.yaml"), "format: winfer/1\ninput: {name: input, shape: [1, 1, 256, 256]}\n"
-                                     "preprocess: {resize: 256, channel_order: GRAY}\nlayers:\n  - {name: flat, op: flatten}\n");
+  write_bytes(dir.file("flat.yaml"),
+              "format: winfer/1\ninput: {name: input, shape: [1, 1, 256, 256]}\n"
+              "preprocess: {resize: 256, channel_order: GRAY}\nlayers:\n  - {name: flat, op: flatten}\n");
   const CommandResult r = run_cli("eval " + dir.file("flat.yaml") + " --data " + dir.path() + " --batch 2");
   INFO(r.stderr_text);
   REQUIRE(r.exit_code == 0);

@@ -6,7 +6,6 @@
 
 using namespace winfer_test;
 
-
 TEST_CASE("cli: info prints layers, fusion, params and FLOPs") {
   const CommandResult r = run_cli("info " + repo_path("models/examples/tiny_net.yaml"));
   INFO(r.stderr_text);
@@ -46,9 +45,9 @@ TEST_CASE("cli: run reproduces PyTorch's output file and prints labelled classes
 TEST_CASE("cli: run --no-fuse keeps batch norm as a layer and still equals PyTorch") {
   TempDir dir;
   const std::string out = dir.file("out.npy");
-  const CommandResult r = run_cli("run " + repo_path("models/examples/tiny_net.yaml") + " --input " +
-                                  repo_path("models/examples/tiny_net.input.npy") + " --output " + out +
-                                  " --no-fuse --repeat 0 --profile");
+  const CommandResult r =
+      run_cli("run " + repo_path("models/examples/tiny_net.yaml") + " --input " +
+              repo_path("models/examples/tiny_net.input.npy") + " --output " + out + " --no-fuse --repeat 0 --profile");
   INFO(r.stderr_text);
   REQUIRE(r.exit_code == 0);
   CHECK(contains(r.stderr_text, "stem_bn"));  // in the per-layer profile: not folded away
@@ -94,7 +93,8 @@ TEST_CASE("cli: run --expect compares with a reference output and fails above th
   CHECK(contains(r.stderr_text, ": ok"));
   CHECK(contains(r.stderr_text, "memory (cpu): activation arena"));
   // Another input: the output differs from the golden one, so the check must fail.
-  r = run_cli("run " + model + " --batch 2 --seed 3 --repeat 0 --expect " + repo_path("models/examples/tiny_net.output.npy"));
+  r = run_cli("run " + model + " --batch 2 --seed 3 --repeat 0 --expect " +
+              repo_path("models/examples/tiny_net.output.npy"));
   CHECK(r.exit_code == 1);
   CHECK(contains(r.stderr_text, "FAILED"));
   r = run_cli("run " + model + input + " --repeat 0 --expect " + repo_path("models/examples/tiny_inline.output.npy"));
@@ -169,16 +169,17 @@ TEST_CASE("cli: NaN, negative and out-of-range numbers are refused (--tolerance,
   struct Case {
     std::string args, message;
   };
-  for (const Case& c : {Case{"run " + model + expect + " --tolerance nan", "--tolerance: 'nan' is not a finite number >= 0"},
-                        Case{"run " + model + expect + " --tolerance -1", "'-1' is not a finite number >= 0"},
-                        Case{"run " + model + expect + " --tolerance inf", "'inf' is not a finite number"},
-                        Case{"bench --layers tiny --min-time nan", "--min-time: 'nan' is not a finite number in [0, 3600]"},
-                        Case{"run " + model + " --seed -1", "--seed: '-1' is not a whole number from 0 to 18446744073709551615"},
-                        Case{"run " + model + " --seed 18446744073709551616", "'18446744073709551616' is not a whole number"},
-                        Case{"run " + model + " --seed 1e3", "'1e3' is not a whole number"},
-                        Case{"run " + model + " --random-weights -3", "--random-weights: '-3' is not a whole number"},
-                        Case{"plan " + model + " --random-weights 99999999999999999999999", "is not a whole number"},
-                        Case{"bench --layers tiny --seed -1", "--seed: '-1' is not a whole number"}}) {
+  for (const Case& c :
+       {Case{"run " + model + expect + " --tolerance nan", "--tolerance: 'nan' is not a finite number >= 0"},
+        Case{"run " + model + expect + " --tolerance -1", "'-1' is not a finite number >= 0"},
+        Case{"run " + model + expect + " --tolerance inf", "'inf' is not a finite number"},
+        Case{"bench --layers tiny --min-time nan", "--min-time: 'nan' is not a finite number in [0, 3600]"},
+        Case{"run " + model + " --seed -1", "--seed: '-1' is not a whole number from 0 to 18446744073709551615"},
+        Case{"run " + model + " --seed 18446744073709551616", "'18446744073709551616' is not a whole number"},
+        Case{"run " + model + " --seed 1e3", "'1e3' is not a whole number"},
+        Case{"run " + model + " --random-weights -3", "--random-weights: '-3' is not a whole number"},
+        Case{"plan " + model + " --random-weights 99999999999999999999999", "is not a whole number"},
+        Case{"bench --layers tiny --seed -1", "--seed: '-1' is not a whole number"}}) {
     const CommandResult r = run_cli(c.args);
     INFO(c.args << ": " << r.stderr_text);
     CHECK(r.exit_code == 1);
@@ -196,12 +197,13 @@ TEST_CASE("cli: options that would be silently ignored are refused") {
   struct Case {
     std::string args, message;
   };
-  for (const Case& c : {Case{"run " + model + " --weights " + weights + " --random-weights 1", "--weights excludes --random-weights"},
-                        Case{"plan " + model + " --weights " + weights + " --random-weights 1", "--weights excludes --random-weights"},
-                        Case{"run " + model + " --input " + repo_path("models/examples/tiny_net.input.npy") + " --seed 3",
-                             "--input excludes --seed"},
-                        Case{"run " + model + " --tolerance 1e-3", "--tolerance requires --expect"},
-                        Case{"run " + model + " --tf32", "--tf32 applies to CUDA sessions"}}) {
+  for (const Case& c :
+       {Case{"run " + model + " --weights " + weights + " --random-weights 1", "--weights excludes --random-weights"},
+        Case{"plan " + model + " --weights " + weights + " --random-weights 1", "--weights excludes --random-weights"},
+        Case{"run " + model + " --input " + repo_path("models/examples/tiny_net.input.npy") + " --seed 3",
+             "--input excludes --seed"},
+        Case{"run " + model + " --tolerance 1e-3", "--tolerance requires --expect"},
+        Case{"run " + model + " --tf32", "--tf32 applies to CUDA sessions"}}) {
     const CommandResult r = run_cli(c.args);
     INFO(c.args << ": " << r.stderr_text);
     CHECK(r.exit_code == 1);

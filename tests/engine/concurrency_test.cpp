@@ -66,7 +66,9 @@ struct HoldFirstRun {
   ~HoldFirstRun() { winfer::set_session_run_hook_for_testing(nullptr); }
 };
 
-bool is_refusal(const std::string& message) { return message.find("already running on another thread") != std::string::npos; }
+bool is_refusal(const std::string& message) {
+  return message.find("already running on another thread") != std::string::npos;
+}
 
 // What one thread of a hammering test saw of its runs.
 struct Tally {
@@ -234,7 +236,8 @@ TEST_CASE("concurrency: two threads hammering one session: every run gives the r
   CHECK(tallies[0].ok + tallies[1].ok > 0);
 }
 
-TEST_CASE("concurrency: c api: two threads hammering one winfer_session: right output or an error naming the function") {
+TEST_CASE(
+    "concurrency: c api: two threads hammering one winfer_session: right output or an error naming the function") {
   winfer_model* model = nullptr;
   REQUIRE(winfer_model_load(repo_path("models/examples/tiny_net.yaml").c_str(), nullptr, &model) == WINFER_OK);
   winfer_session* session = nullptr;
@@ -252,8 +255,8 @@ TEST_CASE("concurrency: c api: two threads hammering one winfer_session: right o
   for (int r = 0; r < kHammerRuns; ++r) {
     inputs.push_back(input_of(in_shape, 9, r));
     expected.emplace_back(out_count);
-    REQUIRE(winfer_session_run(session, inputs[r].data(), static_cast<size_t>(inputs[r].numel()),
-                               expected[r].data(), out_count) == WINFER_OK);
+    REQUIRE(winfer_session_run(session, inputs[r].data(), static_cast<size_t>(inputs[r].numel()), expected[r].data(),
+                               out_count) == WINFER_OK);
   }
 
   HoldFirstRun hold;
@@ -263,8 +266,8 @@ TEST_CASE("concurrency: c api: two threads hammering one winfer_session: right o
     threads.emplace_back([&, t] {
       std::vector<float> output(out_count);
       for (int r = 0; r < kHammerRuns; ++r) {
-        const winfer_status status = winfer_session_run(session, inputs[r].data(),
-                                                        static_cast<size_t>(inputs[r].numel()), output.data(), out_count);
+        const winfer_status status = winfer_session_run(
+            session, inputs[r].data(), static_cast<size_t>(inputs[r].numel()), output.data(), out_count);
         const std::string message = status == WINFER_OK ? "" : winfer_last_error();  // per thread
         if (status == WINFER_OK) {
           ++tallies[t].ok;

@@ -27,7 +27,9 @@ using winfer_test::contains;
 
 // y[n,c,h,w] = x[n,c,h,w] * scale * (c + 1) + shift - c: per channel, so that a tensor read in
 // the wrong layout gives wrong numbers.
-double scale_shift(double x, int64_t c, double scale, double shift) { return x * scale * double(c + 1) + shift - double(c); }
+double scale_shift(double x, int64_t c, double scale, double shift) {
+  return x * scale * double(c + 1) + shift - double(c);
+}
 
 class ScaleShift : public CustomOp {
  public:
@@ -99,7 +101,8 @@ std::string model_with(const std::string& op, const std::string& attrs) {
          "outputs: [custom]\n"
          "layers:\n"
          "  - {name: conv, op: conv2d, in_channels: 3, out_channels: 5, kernel_size: 3, padding: 1}\n"
-         "  - {name: custom, op: " + op + attrs + "}\n";
+         "  - {name: custom, op: " +
+         op + attrs + "}\n";
 }
 
 std::shared_ptr<const winfer::Model> load(const winfer_test::TempDir& dir, const std::string& yaml) {
@@ -179,6 +182,7 @@ TEST_CASE("custom op: attribute and shape errors name the file, the layer and th
                                  {"layer 'custom' (test_scale_shift)", "attribute 'scale'", "big"});
   winfer_test::expect_load_error(model_with("test_scale_shift", ", channels: 5, scael: 2"),
                                  {"unknown attribute 'scael' for op test_scale_shift"});
-  winfer_test::expect_load_error(model_with("test_scale_shift", ", channels: 4"),
-                                 {"layer 'custom' (test_scale_shift)", "scale_shift expects [N, 4, H, W], got [1,5,7,5]"});
+  winfer_test::expect_load_error(
+      model_with("test_scale_shift", ", channels: 4"),
+      {"layer 'custom' (test_scale_shift)", "scale_shift expects [N, 4, H, W], got [1,5,7,5]"});
 }

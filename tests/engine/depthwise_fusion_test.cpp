@@ -12,10 +12,10 @@ namespace {
 
 std::string conv(const std::string& name, int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t groups,
                  int64_t padding, const std::string& input = "") {
-  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) + ", out_channels: " +
-         std::to_string(out) + ", kernel_size: " + std::to_string(kernel) + ", stride: " + std::to_string(stride) +
-         ", groups: " + std::to_string(groups) + ", padding: " + std::to_string(padding) + ", bias: false" +
-         (input.empty() ? "" : ", input: " + input) + "}\n";
+  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) +
+         ", out_channels: " + std::to_string(out) + ", kernel_size: " + std::to_string(kernel) +
+         ", stride: " + std::to_string(stride) + ", groups: " + std::to_string(groups) +
+         ", padding: " + std::to_string(padding) + ", bias: false" + (input.empty() ? "" : ", input: " + input) + "}\n";
 }
 std::string bn(const std::string& name, int64_t features) {
   return "  - {name: " + name + ", op: batchnorm2d, num_features: " + std::to_string(features) + "}\n";

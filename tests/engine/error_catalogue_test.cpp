@@ -87,7 +87,8 @@ TEST_CASE("fuzz regression: an empty input name is refused, not taken for a spli
   auto model = load_text(dir, read_bytes(corpus_file("model_yaml", "regress_empty_input_name.yaml")));
   expect_message(model.status(), {"model.yaml:5", "input name '' must be non-empty and contain no ':'"});
   CHECK(load_text(dir, model_header() + "layers:\n  - {name: relu, op: relu}\n").ok());  // 'input' is fine
-  auto colon = load_text(dir, "format: winfer/1\ninput: {name: 'in:0', shape: [1, 1, 2, 2]}\nlayers:\n  - {name: r, op: relu}\n");
+  auto colon = load_text(
+      dir, "format: winfer/1\ninput: {name: 'in:0', shape: [1, 1, 2, 2]}\nlayers:\n  - {name: r, op: relu}\n");
   expect_message(colon.status(), {"input name 'in:0' must be non-empty"});
 }
 

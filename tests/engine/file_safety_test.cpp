@@ -83,7 +83,8 @@ std::string tiny_net_with_labels(const std::string& labels) {
 
 }  // namespace
 
-TEST_CASE("files: every input path refuses a FIFO, a folder, a device and a symlink loop, naming it, without blocking") {
+TEST_CASE(
+    "files: every input path refuses a FIFO, a folder, a device and a symlink loop, naming it, without blocking") {
   TempDir dir;
   make_specials(dir);
   const std::string fifo = dir.file("fifo");
@@ -133,9 +134,8 @@ TEST_CASE("files: every input path refuses a FIFO, a folder, a device and a syml
 TEST_CASE("files: the IDX split of a folder holding a FIFO is refused, naming it") {
   TempDir dir;
   REQUIRE(::mkfifo(dir.file("t10k-images-idx3-ubyte").c_str(), 0600) == 0);
-  const std::string message = within_deadline(dir.file("t10k-images-idx3-ubyte"), [&] {
-    return message_of(winfer::load_mnist_split(dir.path(), "test"));
-  });
+  const std::string message = within_deadline(dir.file("t10k-images-idx3-ubyte"),
+                                              [&] { return message_of(winfer::load_mnist_split(dir.path(), "test")); });
   CHECK(contains(message, "t10k-images-idx3-ubyte"));
   CHECK(contains(message, "FIFO"));
 }
@@ -236,15 +236,14 @@ TEST_CASE("files: a writer replaces only a file of its own kind, through a tempo
     fs::create_directories(dir.file("folder"));
     fs::create_symlink("loop", dir.file("loop"));
     fs::create_symlink("missing.npy", dir.file("dangling"));
-    for (const SpecialFile& target : std::vector<SpecialFile>{
-             {"fifo", "is a FIFO (named pipe); winfer writes only regular files"},
-             {"folder", "is a directory"},
-             {"loop", "symbolic link loop"},
-             {"dangling", "symbolic link to a file that does not exist"}}) {
+    for (const SpecialFile& target :
+         std::vector<SpecialFile>{{"fifo", "is a FIFO (named pipe); winfer writes only regular files"},
+                                  {"folder", "is a directory"},
+                                  {"loop", "symbolic link loop"},
+                                  {"dangling", "symbolic link to a file that does not exist"}}) {
       INFO(target.name);
-      const std::string message = within_deadline(dir.file("fifo"), [&] {
-        return winfer::write_npy(dir.file(target.name), tensor).message();
-      });
+      const std::string message =
+          within_deadline(dir.file("fifo"), [&] { return winfer::write_npy(dir.file(target.name), tensor).message(); });
       CHECK(contains(message, dir.file(target.name)));
       CHECK(contains(message, target.expected));
     }
@@ -266,8 +265,8 @@ TEST_CASE("files: the autotune cache replaces only an autotune cache") {
   winfer_test::write_bytes(options.autotune_cache, "line one\nline two\n");
   auto refused = winfer::Session::create(model.value(), options);
   REQUIRE_FALSE(refused.ok());
-  CHECK(contains(refused.status().message(), "autotune cache '" + options.autotune_cache +
-                                                 "' exists and is not a winfer autotune cache"));
+  CHECK(contains(refused.status().message(),
+                 "autotune cache '" + options.autotune_cache + "' exists and is not a winfer autotune cache"));
   CHECK(winfer_test::read_bytes(options.autotune_cache) == "line one\nline two\n");
 
   options.autotune_cache = dir.file("cache.txt");  // a new file: created, then read back
@@ -404,8 +403,8 @@ TEST_CASE("files: every CLI file flag refuses a FIFO, a folder, a device and a s
       CHECK(contains(r.stderr_text, path));
       // A folder given where a folder is expected (classify's images, eval's --data) is read
       // as one; the others say what the file is.
-      const bool folder_expected = command.rfind("classify " + fashion + " X", 0) == 0 ||
-                                   command.find("--data X") != std::string::npos;
+      const bool folder_expected =
+          command.rfind("classify " + fashion + " X", 0) == 0 || command.find("--data X") != std::string::npos;
       if (!(folder_expected && special.name == "folder")) CHECK(contains(r.stderr_text, special.expected));
     }
   }
@@ -458,22 +457,24 @@ TEST_CASE("files: LoadOptions::confine_to keeps the files a model names inside o
     options.confine_to = inside + "/";
     return winfer::Model::load(inside + "/sub/model.yaml", options);
   };
-  CHECK(with("w.safetensors", "../labels.txt").ok());                         // inside, through ..
-  CHECK(with(inside + "/sub/w.safetensors", inside + "/labels.txt").ok());    // inside, absolute
+  CHECK(with("w.safetensors", "../labels.txt").ok());                       // inside, through ..
+  CHECK(with(inside + "/sub/w.safetensors", inside + "/labels.txt").ok());  // inside, absolute
   auto absolute = with("w.safetensors", repo_path("models/examples/tiny_net.labels.txt"));
   REQUIRE_FALSE(absolute.ok());
-  CHECK(contains(absolute.status().message(), "model.yaml:9: 'labels: " + repo_path("models/examples/tiny_net.labels.txt")));
+  CHECK(contains(absolute.status().message(),
+                 "model.yaml:9: 'labels: " + repo_path("models/examples/tiny_net.labels.txt")));
   CHECK(contains(absolute.status().message(), "outside the folder '" + inside));
   auto dots = with("../../../w.safetensors", "../labels.txt");
   REQUIRE_FALSE(dots.ok());
   CHECK(contains(dots.status().message(), "'weights: ../../../w.safetensors' resolves to"));
   auto link = with("w.safetensors", "../escape.txt");  // a symlink out of the folder
   REQUIRE_FALSE(link.ok());
-  CHECK(contains(link.status().message(), "'labels: ../escape.txt' resolves to '" +
-                                              repo_path("models/examples/tiny_net.labels.txt")));
+  CHECK(contains(link.status().message(),
+                 "'labels: ../escape.txt' resolves to '" + repo_path("models/examples/tiny_net.labels.txt")));
   // Without confine_to, a model file names what it likes (the trust model of docs/MODEL_FORMAT.md).
   std::string text = yaml;
-  text.replace(text.find("labels: tiny_net.labels.txt"), 27, "labels: " + repo_path("models/examples/tiny_net.labels.txt"));
+  text.replace(text.find("labels: tiny_net.labels.txt"), 27,
+               "labels: " + repo_path("models/examples/tiny_net.labels.txt"));
   text.replace(text.find("weights: tiny_net.safetensors"), 29, "weights: " + inside + "/sub/w.safetensors");
   winfer_test::write_bytes(inside + "/sub/model.yaml", text);
   CHECK(winfer::Model::load(inside + "/sub/model.yaml").ok());

@@ -32,8 +32,8 @@ namespace {
 
 // libwinfer_cuda: the CUDA backend plug-in (engine/src/cuda/plugin/), libwinfer_bench_cuda the
 // bench's CUDA layer timing (bench/cuda/module/): cudart and CUDA kernels, each.
-const std::vector<std::string> kGpuAndPeerLibraries = {"libwinfer_cuda", "libwinfer_bench_cuda", "libcublas",
-                                                       "libcudnn",       "libdnnl",              "libXNNPACK"};
+const std::vector<std::string> kGpuAndPeerLibraries = {
+    "libwinfer_cuda", "libwinfer_bench_cuda", "libcublas", "libcudnn", "libdnnl", "libXNNPACK"};
 
 struct ChildResult {
   int exit_code = -1;
@@ -82,8 +82,10 @@ ChildResult run_child(const TempDir& dir, const std::string& program, const std:
 std::string winfer_cli() { return std::string(WINFER_BINARY_DIR) + "/bin/winfer"; }
 
 std::vector<std::string> tiny_cpu_run() {
-  return {"run",    repo_path("models/examples/tiny_net.yaml"), "--input", repo_path("models/examples/tiny_net.input.npy"),
-          "--device", "cpu", "--threads", "2"};
+  return {"run",       repo_path("models/examples/tiny_net.yaml"),
+          "--input",   repo_path("models/examples/tiny_net.input.npy"),
+          "--device",  "cpu",
+          "--threads", "2"};
 }
 
 // The libraries of kGpuAndPeerLibraries that LD_DEBUG=files output (or /proc/<pid>/maps) names.
@@ -225,7 +227,8 @@ TEST_CASE("footprint: a cuBLAS that cannot be mapped is an error naming the libr
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(contains(message, std::string("cuBLAS (") + cuda::cublas_soname() + ") could not be loaded: "));
-  CHECK(contains(message, "install the CUDA toolkit's cuBLAS (or add its folder to LD_LIBRARY_PATH), or use --device cpu"));
+  CHECK(contains(message,
+                 "install the CUDA toolkit's cuBLAS (or add its folder to LD_LIBRARY_PATH), or use --device cpu"));
 #endif
 }
 #endif
@@ -269,8 +272,8 @@ TEST_CASE("footprint: a bench peer's library is loaded when the bench times it, 
 #else
   const std::string peer = "xnnpack", library = "libXNNPACK";
 #endif
-  const std::vector<std::string> args = {"bench", "--layers", "tiny",       "--conv", peer,
-                                         "--runs", "1",       "--min-time", "0",      "--no-peak"};
+  const std::vector<std::string> args = {"bench",  "--layers", "tiny",       "--conv", peer,
+                                         "--runs", "1",        "--min-time", "0",      "--no-peak"};
   {
     TempDir dir;
     const ChildResult r = run_child(dir, winfer_cli(), args, {"LD_DEBUG=files"});

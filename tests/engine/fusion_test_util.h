@@ -25,7 +25,8 @@ inline std::shared_ptr<const winfer::Model> load_ok(const std::string& yaml, boo
 
 inline int count_type(const winfer::Model& model, const std::string& type) {
   const auto layers = model.layers();
-  return static_cast<int>(std::count_if(layers.begin(), layers.end(), [&](const winfer::LayerInfo& l) { return l.type == type; }));
+  return static_cast<int>(
+      std::count_if(layers.begin(), layers.end(), [&](const winfer::LayerInfo& l) { return l.type == type; }));
 }
 
 // The layer of that name, or null.

@@ -18,7 +18,8 @@ std::string fixture(const std::string& name) { return repo_path("tests/fixtures/
 
 // Decoding `bytes` written to `name` in `dir` must fail with a message naming the file and
 // containing `fragment`.
-void expect_image_error(const TempDir& dir, const std::string& name, const std::string& bytes, const std::string& fragment) {
+void expect_image_error(const TempDir& dir, const std::string& name, const std::string& bytes,
+                        const std::string& fragment) {
   const std::string path = dir.file(name);
   write_bytes(path, bytes);
   auto image = winfer::read_image(path, winfer::ColorMode::kRgb);
@@ -71,8 +72,8 @@ TEST_CASE("image errors: empty, text, missing, directory") {
 
 TEST_CASE("image errors: truncated files of every format") {
   TempDir dir;
-  for (const std::string name : {"rgb_97x61.png", "photo_64x48.jpg", "rgb_20x14.bmp", "anim_29x23.gif", "gray_17x19.pgm",
-                                  "rgb_23x21.ppm"}) {
+  for (const std::string name :
+       {"rgb_97x61.png", "photo_64x48.jpg", "rgb_20x14.bmp", "anim_29x23.gif", "gray_17x19.pgm", "rgb_23x21.ppm"}) {
     const std::string whole = read_bytes(fixture(name));
     for (double fraction : {0.1, 0.5, 0.9}) {
       const std::string part = whole.substr(0, static_cast<size_t>(double(whole.size()) * fraction));
@@ -109,8 +110,8 @@ TEST_CASE("image errors: a header claiming 10000x10000 pixels is refused before 
 
 TEST_CASE("image errors: an image of 0 pixels says so, not that it is over the limit") {
   TempDir dir;
-  for (const auto& [name, header, size] : {std::make_tuple("empty.pgm", "P5\n0 0\n255\n", "0x0"),
-                                           std::make_tuple("flat.ppm", "P6\n0 7\n255\n", "0x7")}) {
+  for (const auto& [name, header, size] :
+       {std::make_tuple("empty.pgm", "P5\n0 0\n255\n", "0x0"), std::make_tuple("flat.ppm", "P6\n0 7\n255\n", "0x7")}) {
     const std::string path = dir.file(name);
     write_bytes(path, header);
     auto image = winfer::read_image(path, winfer::ColorMode::kRgb);
@@ -149,8 +150,8 @@ TEST_CASE("image errors: damaged copies of every fixture never crash the decoder
   TempDir dir;
   std::mt19937 rng(7);
   int decoded = 0, refused = 0;
-  for (const std::string name : {"rgb_97x61.png", "photo_64x48.jpg", "rgb_20x14.bmp", "anim_29x23.gif", "gray_17x19.pgm",
-                                  "rgb_23x21.ppm", "gray_40x50.png", "rgba_33x45.png"}) {
+  for (const std::string name : {"rgb_97x61.png", "photo_64x48.jpg", "rgb_20x14.bmp", "anim_29x23.gif",
+                                 "gray_17x19.pgm", "rgb_23x21.ppm", "gray_40x50.png", "rgba_33x45.png"}) {
     const std::string whole = read_bytes(fixture(name));
     for (int trial = 0; trial < 40; ++trial) {
       std::string bytes = whole;

@@ -55,9 +55,9 @@ const std::vector<Config>& configs() {
   return all;
 }
 
-const std::vector<std::string> kLosslessImages = {"rgb_97x61.png", "rgb_240x160.png", "gray_40x50.png",
-                                                  "rgba_33x45.png", "anim_29x23.gif", "rgb_20x14.bmp",
-                                                  "gray_17x19.pgm", "rgb_23x21.ppm",  "one_pixel.png"};
+const std::vector<std::string> kLosslessImages = {"rgb_97x61.png",  "rgb_240x160.png", "gray_40x50.png",
+                                                  "rgba_33x45.png", "anim_29x23.gif",  "rgb_20x14.bmp",
+                                                  "gray_17x19.pgm", "rgb_23x21.ppm",   "one_pixel.png"};
 
 std::string fixture(const std::string& name) { return repo_path("tests/fixtures/images/" + name); }
 
@@ -107,7 +107,7 @@ TEST_CASE("image preprocessing: lossless images equal torchvision's Resize/Cente
     }
   }
   MESSAGE("max |winfer - torchvision| after normalization over " << kLosslessImages.size() * configs().size()
-                                                                  << " image/config pairs: " << worst);
+                                                                 << " image/config pairs: " << worst);
 }
 
 TEST_CASE("image preprocessing: JPEG differs from PIL only by the decoder (reported)") {
@@ -216,8 +216,8 @@ TEST_CASE("image preprocessing: stb_image_resize's filters do not match PIL (why
       int64_t w = 0, h = 0;
       winfer::shorter_side_size(in.width, in.height, config.preprocess.resize, &w, &h);
       winfer::Image resized = winfer::Image::blank(w, h, 3);
-      REQUIRE(stbir_resize_uint8_generic(in.pixels.data(), int(in.width), int(in.height), 0, resized.pixels.data(), int(w),
-                                         int(h), 0, 3, STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP, filter,
+      REQUIRE(stbir_resize_uint8_generic(in.pixels.data(), int(in.width), int(in.height), 0, resized.pixels.data(),
+                                         int(w), int(h), 0, 3, STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP, filter,
                                          STBIR_COLORSPACE_LINEAR, nullptr) == 1);
       winfer::Preprocess no_resize = config.preprocess;
       no_resize.resize = 0;
@@ -229,8 +229,8 @@ TEST_CASE("image preprocessing: stb_image_resize's filters do not match PIL (why
       total += out.numel();
     }
     MESSAGE("stb_image_resize " << std::string(filter == STBIR_FILTER_TRIANGLE ? "triangle" : "default (Mitchell)")
-                                << " filter: max |diff| vs torchvision " << worst << ", " << differing << " of " << total
-                                << " values differ by more than 1e-3");
+                                << " filter: max |diff| vs torchvision " << worst << ", " << differing << " of "
+                                << total << " values differ by more than 1e-3");
     CHECK(worst > 1e-3f);  // if this ever fails, stb would do and image.cpp could use it
   }
 }

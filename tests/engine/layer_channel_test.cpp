@@ -22,9 +22,8 @@ TEST_CASE("layer linear matches the float64 reference") {
     MapParams params;
     const HostTensor& w = params.add_random("fc.weight", Shape{c.out, c.in});
     if (c.bias) params.add_random("fc.bias", Shape{c.out});
-    std::unique_ptr<Op> fc = make_op("linear", {{"in_features", int_attr(c.in)},
-                                                 {"out_features", int_attr(c.out)},
-                                                 {"bias", bool_attr(c.bias)}});
+    std::unique_ptr<Op> fc = make_op(
+        "linear", {{"in_features", int_attr(c.in)}, {"out_features", int_attr(c.out)}, {"bias", bool_attr(c.bias)}});
     const std::vector<Shape> out = prepare(*fc, {Shape{c.rows, c.in}}, params, "fc");
     CHECK(out[0] == Shape{c.rows, c.out});
     CHECK(fc->param_count() == c.out * c.in + (c.bias ? c.out : 0));

@@ -13,14 +13,10 @@ namespace layer_test {
 namespace {
 
 AttrList conv_attrs(const ConvCase& k) {
-  return {{"in_channels", int_attr(k.c)},
-          {"out_channels", int_attr(k.co)},
-          {"kernel_size", ints_attr({k.kh, k.kw})},
-          {"stride", ints_attr({k.sh, k.sw})},
-          {"dilation", ints_attr({k.dh, k.dw})},
-          {"padding", ints_attr({k.pt, k.pl, k.pb, k.pr})},
-          {"groups", int_attr(k.groups)},
-          {"bias", bool_attr(k.bias)}};
+  return {{"in_channels", int_attr(k.c)},           {"out_channels", int_attr(k.co)},
+          {"kernel_size", ints_attr({k.kh, k.kw})}, {"stride", ints_attr({k.sh, k.sw})},
+          {"dilation", ints_attr({k.dh, k.dw})},    {"padding", ints_attr({k.pt, k.pl, k.pb, k.pr})},
+          {"groups", int_attr(k.groups)},           {"bias", bool_attr(k.bias)}};
 }
 
 // bn_reference with the parameters named "<prefix>.weight" etc. in `p`.
@@ -47,7 +43,6 @@ std::unique_ptr<Op> loaded_conv(const ConvCase& k, MapParams& params, Shape* out
   return conv;
 }
 
-
 // The numbers of every case with every algorithm are checked against float64 through the
 // public API by the op checker (op_check_test.cpp, same table); here only which kernel the layer
 // compiles to, which needs the algorithms' supports().
@@ -65,9 +60,9 @@ TEST_CASE("layer conv2d runs the requested algorithm where it supports the layer
       auto kernel = conv->compile({input}, outputs, options);
       REQUIRE_MESSAGE(kernel.ok(), kernel.status().message());
       const std::string used = kernel.value()->describe();
-      const std::string expected_algorithm = p.is_depthwise()             ? "depthwise"
-                                             : algorithm->supports(p)    ? algorithm->name()
-                                                                         : "im2win";
+      const std::string expected_algorithm = p.is_depthwise()         ? "depthwise"
+                                             : algorithm->supports(p) ? algorithm->name()
+                                                                      : "im2win";
       INFO(k.name, ": requested ", algorithm->name(), ", kernel says '", used, "'");
       CHECK(used.rfind(expected_algorithm, 0) == 0);
     }
@@ -165,8 +160,7 @@ void check_bn_folding(const ConvCase& k, const char* activation) {
 
   // And both against float64.
   RefTensor expected = bn_reference(
-      conv_reference(k, x, params.at("conv.weight"), k.bias ? &params.at("conv.bias") : nullptr), params, "bn",
-      1e-5);
+      conv_reference(k, x, params.at("conv.weight"), k.bias ? &params.at("conv.bias") : nullptr), params, "bn", 1e-5);
   if (act) expected = relu6_reference(expected, std::string(activation) == "relu6");
   check_close(unfused, expected, kSumTol, "unfolded vs float64");
 }

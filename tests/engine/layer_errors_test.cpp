@@ -45,12 +45,13 @@ TEST_CASE("layer errors: missing, non-integer and out-of-range attributes") {
   check_mentions(create_error("linear", {{"in_features", text_attr("four")}, {"out_features", int_attr(2)}}),
                  "attribute 'in_features': expected an integer");
   check_mentions(create_error("maxpool2d", {{"kernel_size", ints_attr({2, 2, 2})}}), "attribute 'kernel_size'");
-  check_mentions(create_error("linear", {{"in_features", int_attr(4)}, {"out_features", int_attr(2)},
-                                         {"bias", text_attr("yes")}}),
-                 "attribute 'bias': expected true or false");
+  check_mentions(
+      create_error("linear", {{"in_features", int_attr(4)}, {"out_features", int_attr(2)}, {"bias", text_attr("yes")}}),
+      "attribute 'bias': expected true or false");
 
   check_mentions(create_error("conv2d", with(kConv, "stride", int_attr(0))), "attribute 'stride' must be >= 1, got 0");
-  check_mentions(create_error("conv2d", with(kConv, "padding", int_attr(-1))), "attribute 'padding' must be >= 0, got -1");
+  check_mentions(create_error("conv2d", with(kConv, "padding", int_attr(-1))),
+                 "attribute 'padding' must be >= 0, got -1");
   check_mentions(create_error("conv2d", with(kConv, "groups", int_attr(0))), "attribute 'groups' must be >= 1, got 0");
   check_mentions(create_error("linear", {{"in_features", int_attr(0)}, {"out_features", int_attr(2)}}),
                  "attribute 'in_features' must be >= 1, got 0");
@@ -58,10 +59,12 @@ TEST_CASE("layer errors: missing, non-integer and out-of-range attributes") {
                  "attribute 'stride' must be >= 1, got -2");
   check_mentions(create_error("maxpool2d", {{"kernel_size", int_attr(3)}, {"dilation", int_attr(0)}}),
                  "attribute 'dilation' must be >= 1, got 0");
-  check_mentions(create_error("avgpool2d", {{"kernel_size", int_attr(0)}}), "attribute 'kernel_size' must be >= 1, got 0");
+  check_mentions(create_error("avgpool2d", {{"kernel_size", int_attr(0)}}),
+                 "attribute 'kernel_size' must be >= 1, got 0");
   check_mentions(create_error("adaptive_avgpool2d", {{"output_size", ints_attr({3, 0})}}),
                  "attribute 'output_size' must be >= 1, got 0");
-  check_mentions(create_error("channel_shuffle", {{"groups", int_attr(-3)}}), "attribute 'groups' must be >= 1, got -3");
+  check_mentions(create_error("channel_shuffle", {{"groups", int_attr(-3)}}),
+                 "attribute 'groups' must be >= 1, got -3");
   check_mentions(create_error("dropout", {{"p", text_attr("1")}}), "attribute 'p' must be in [0, 1), got 1");
   check_mentions(create_error("dropout", {{"p", text_attr("-0.1")}}), "attribute 'p' must be in [0, 1), got -0.1");
   check_mentions(create_error("dropout", {{"p", text_attr("half")}}), "attribute 'p': expected a number");
@@ -108,17 +111,20 @@ TEST_CASE("layer errors: shapes") {
   check_mentions(shape_error_of("conv2d", kConv, {Shape{8, 5, 5}}), "input must be 4-D NCHW, got [8,5,5]");
   check_mentions(shape_error_of("maxpool2d", {{"kernel_size", int_attr(2)}}, {Shape{1, 8}}),
                  "input must be 4-D NCHW, got [1,8]");
-  check_mentions(shape_error_of("linear", {{"in_features", int_attr(8)}, {"out_features", int_attr(2)}}, {Shape{1, 8, 1, 1}}),
-                 "input must be 2-D, got [1,8,1,1]");
+  check_mentions(
+      shape_error_of("linear", {{"in_features", int_attr(8)}, {"out_features", int_attr(2)}}, {Shape{1, 8, 1, 1}}),
+      "input must be 2-D, got [1,8,1,1]");
   check_mentions(shape_error_of("flatten", {}, {Shape{2, 3, 4}}), "input must be 2-D [N,F] or 4-D NCHW, got [2,3,4]");
   check_mentions(shape_error_of("softmax", {}, {Shape{10}}), "got [10]");
   check_mentions(shape_error_of("channel_shuffle", {{"groups", int_attr(2)}}, {Shape{2, 8}}), "must be 4-D");
   check_mentions(shape_error_of("adaptive_avgpool2d", {{"output_size", int_attr(1)}}, {Shape{2, 8, 3}}), "must be 4-D");
 
   // Wrong channel or feature count.
-  check_mentions(shape_error_of("conv2d", kConv, {Shape{1, 3, 8, 8}}), "input [1,3,8,8] has 3 channels, expected in_channels = 8");
-  check_mentions(shape_error_of("linear", {{"in_features", int_attr(8)}, {"out_features", int_attr(2)}}, {Shape{4, 10}}),
-                 "input [4,10] has 10 features, expected in_features = 8");
+  check_mentions(shape_error_of("conv2d", kConv, {Shape{1, 3, 8, 8}}),
+                 "input [1,3,8,8] has 3 channels, expected in_channels = 8");
+  check_mentions(
+      shape_error_of("linear", {{"in_features", int_attr(8)}, {"out_features", int_attr(2)}}, {Shape{4, 10}}),
+      "input [4,10] has 10 features, expected in_features = 8");
   check_mentions(shape_error_of("batchnorm2d", {{"num_features", int_attr(4)}}, {Shape{1, 3, 2, 2}}),
                  "expected num_features = 4");
   check_mentions(shape_error_of("channel_shuffle", {{"groups", int_attr(3)}}, {Shape{1, 8, 4, 4}}),
@@ -130,14 +136,16 @@ TEST_CASE("layer errors: shapes") {
   check_mentions(shape_error_of("concat", {}, {Shape{1, 3, 4, 4}, Shape{1, 2, 4, 4}, Shape{1, 2, 5, 4}}),
                  "input 2 [1,2,5,4] does not match input 0 [1,3,4,4]");
   check_mentions(shape_error_of("concat", {}, {Shape{2, 3}, Shape{2, 3, 1, 1}}), "input 1 [2,3,1,1] does not match");
-  check_mentions(shape_error_of("concat", {}, {Shape{2, 3}, Shape{3, 3}}), "input 1 [3,3] does not match input 0 [2,3]");
+  check_mentions(shape_error_of("concat", {}, {Shape{2, 3}, Shape{3, 3}}),
+                 "input 1 [3,3] does not match input 0 [2,3]");
 
   // Split pieces that do not add up.
   check_mentions(shape_error_of("split", {{"sizes", ints_attr({3, 4})}}, {Shape{1, 8, 2, 2}}),
                  "attribute 'sizes' [3,4] sums to 7, but input [1,8,2,2] has 8 channels");
   const std::string chunks = shape_error_of("split", {{"chunks", int_attr(4)}}, {Shape{1, 5, 2, 2}});
   check_mentions(chunks, "pieces of ceil(5/4) = 2 channels, which gives 3 pieces (2,2,1), not 4");
-  check_mentions(shape_error_of("split", {{"chunks", int_attr(4)}}, {Shape{1, 3, 2, 2}}), "gives 3 pieces (1,1,1), not 4");
+  check_mentions(shape_error_of("split", {{"chunks", int_attr(4)}}, {Shape{1, 3, 2, 2}}),
+                 "gives 3 pieces (1,1,1), not 4");
 
   // Windows larger than the (padded) input.
   check_mentions(shape_error_of("conv2d", with(kConv, "kernel_size", int_attr(5)), {Shape{1, 8, 3, 3}}),
@@ -146,10 +154,12 @@ TEST_CASE("layer errors: shapes") {
   check_mentions(shape_error_of("conv2d", with(with(kConv, "kernel_size", int_attr(5)), "stride", int_attr(2)),
                                 {Shape{1, 8, 4, 4}}),
                  "input [1,8,4,4] is smaller than the dilated kernel 5x5");
-  check_mentions(shape_error_of("maxpool2d", {{"kernel_size", int_attr(5)}, {"stride", int_attr(2)}}, {Shape{1, 2, 4, 4}}),
-                 "input [1,2,4,4] is smaller than the pooling window 5x5");
-  check_mentions(shape_error_of("maxpool2d", {{"kernel_size", int_attr(3)}, {"dilation", int_attr(2)}}, {Shape{1, 2, 4, 4}}),
-                 "input [1,2,4,4] is smaller than the pooling window 5x5");
+  check_mentions(
+      shape_error_of("maxpool2d", {{"kernel_size", int_attr(5)}, {"stride", int_attr(2)}}, {Shape{1, 2, 4, 4}}),
+      "input [1,2,4,4] is smaller than the pooling window 5x5");
+  check_mentions(
+      shape_error_of("maxpool2d", {{"kernel_size", int_attr(3)}, {"dilation", int_attr(2)}}, {Shape{1, 2, 4, 4}}),
+      "input [1,2,4,4] is smaller than the pooling window 5x5");
   check_mentions(shape_error_of("adaptive_avgpool2d", {{"output_size", int_attr(1)}}, {Shape{1, 2, 0, 4}}),
                  "empty spatial size");
 }

@@ -25,8 +25,7 @@ TEST_CASE("layer maxpool2d ceil_mode output sizes follow PyTorch") {
   CHECK(run_simple("maxpool2d", pool_attrs(keep, true), random_tensor(keep.input)).shape == Shape{1, 3, 5, 5});
   PoolCase floor_mode = keep;
   floor_mode.ceil_mode = false;
-  CHECK(run_simple("maxpool2d", pool_attrs(floor_mode, true), random_tensor(keep.input)).shape ==
-        Shape{1, 3, 4, 4});
+  CHECK(run_simple("maxpool2d", pool_attrs(floor_mode, true), random_tensor(keep.input)).shape == Shape{1, 3, 4, 4});
 }
 
 }  // namespace

@@ -95,8 +95,7 @@ class MapParams : public ParamSource {
   void add(const std::string& name, const HostTensor& t) { tensors_[name] = t; }
   const HostTensor& at(const std::string& name) const { return tensors_.at(name); }
   // Adds a random tensor and returns it.
-  const HostTensor& add_random(const std::string& name, const Shape& shape, float scale = 1.f,
-                               float offset = 0.f) {
+  const HostTensor& add_random(const std::string& name, const Shape& shape, float scale = 1.f, float offset = 0.f) {
     tensors_[name] = random_tensor(shape, scale, offset);
     return tensors_[name];
   }
@@ -251,7 +250,8 @@ inline void check_close(const HostTensor& actual, const RefTensor& expected, dou
   }
 }
 
-inline void check_close(const HostTensor& actual, const HostTensor& expected, double tol, const std::string& what = "") {
+inline void check_close(const HostTensor& actual, const HostTensor& expected, double tol,
+                        const std::string& what = "") {
   check_close(actual, to_ref(expected), tol, what);
 }
 

@@ -96,7 +96,8 @@ TEST_CASE("model: random weights are deterministic per seed and finite through a
   REQUIRE(c.ok());
   CHECK(a.value()->weights_source() == "random(seed=1)");
   const winfer::Tensor input = random_tensor(winfer::Shape{1, 3, 16, 16}, 5, winfer::Layout::kNCHW);
-  const winfer::Tensor ya = run_model(a.value(), input), yb = run_model(b.value(), input), yc = run_model(c.value(), input);
+  const winfer::Tensor ya = run_model(a.value(), input), yb = run_model(b.value(), input),
+                       yc = run_model(c.value(), input);
   CHECK(max_abs_diff(ya, yb) == 0.0f);
   CHECK(max_abs_diff(ya, yc) > 0.0f);
   double sum = 0;
@@ -113,8 +114,9 @@ TEST_CASE("model: structure-only load (no weights) gives shapes and FLOPs but ca
   TempDir dir;
   winfer::LoadOptions options;
   options.allow_missing_weights = true;
-  auto model = load_text(dir, model_header() + "layers:\n  - {name: conv, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: 3}\n",
-                         options);
+  auto model = load_text(
+      dir, model_header() + "layers:\n  - {name: conv, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: 3}\n",
+      options);
   REQUIRE(model.ok());
   CHECK(model.value()->structure_only());
   CHECK(model.value()->output_shapes()[0] == winfer::Shape{1, 4, 6, 6});
@@ -125,9 +127,10 @@ TEST_CASE("model: structure-only load (no weights) gives shapes and FLOPs but ca
 
 TEST_CASE("model: layers may be listed before the layers they read (sorted topologically)") {
   TempDir dir;
-  auto model = load_text(dir, model_header() +
-                                  "layers:\n  - {name: sum, op: add, inputs: [a, b]}\n  - {name: a, op: relu, input: input}\n"
-                                  "  - {name: b, op: relu6, input: input}\noutputs: [sum]\n");
+  auto model =
+      load_text(dir, model_header() +
+                         "layers:\n  - {name: sum, op: add, inputs: [a, b]}\n  - {name: a, op: relu, input: input}\n"
+                         "  - {name: b, op: relu6, input: input}\noutputs: [sum]\n");
   REQUIRE_MESSAGE(model.ok(), model.status().message());
   const winfer::Tensor input = random_tensor(winfer::Shape{1, 3, 8, 8}, 9, winfer::Layout::kNCHW);
   const winfer::Tensor out = run_model(model.value(), input);

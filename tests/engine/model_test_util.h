@@ -31,8 +31,8 @@ inline std::string zoo_yaml_at(const std::string& name, int64_t side) {
 
 // A header for hand-written test models: input [1, C, H, W].
 inline std::string model_header(int64_t c = 3, int64_t h = 8, int64_t w = 8) {
-  return "format: winfer/1\ninput: {name: input, shape: [1, " + std::to_string(c) + ", " + std::to_string(h) +
-         ", " + std::to_string(w) + "]}\n";
+  return "format: winfer/1\ninput: {name: input, shape: [1, " + std::to_string(c) + ", " + std::to_string(h) + ", " +
+         std::to_string(w) + "]}\n";
 }
 
 inline winfer::Result<std::shared_ptr<const winfer::Model>> load_text(const TempDir& dir, const std::string& yaml,

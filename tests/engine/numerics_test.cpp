@@ -47,7 +47,8 @@ TEST_CASE("numerics: check_numerics names the input, or the first layer that ove
   auto failed = session.value()->run(input);
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.status().code() == winfer::ErrorCode::kInvalidArgument);
-  CHECK(contains(failed.status().message(), "input 'input' has 1 non-finite value(s) of 3072 (first: -Inf at index 3)"));
+  CHECK(
+      contains(failed.status().message(), "input 'input' has 1 non-finite value(s) of 3072 (first: -Inf at index 3)"));
 
   winfer::Tensor huge = tiny_input(2);
   for (int64_t i = 0; i < huge.numel(); ++i) huge.data()[i] *= 3e38f;
@@ -71,7 +72,8 @@ TEST_CASE("numerics: winfer run --check-numerics exits 1 naming the layer") {
   REQUIRE(input.ok());
   for (int64_t i = 0; i < input.value().numel(); ++i) input.value().data()[i] *= 9e37f;
   REQUIRE(winfer::write_npy(dir.file("huge.npy"), input.value()).ok());
-  const std::string base = "run " + repo_path("models/examples/tiny_net.yaml") + " --repeat 0 --input " + dir.file("huge.npy");
+  const std::string base =
+      "run " + repo_path("models/examples/tiny_net.yaml") + " --repeat 0 --input " + dir.file("huge.npy");
   CommandResult r = run_cli(base + " --check-numerics");
   CHECK(r.exit_code == 1);
   CHECK(contains(r.stderr_text, "check_numerics:"));

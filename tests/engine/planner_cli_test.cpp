@@ -2,7 +2,6 @@
 // algorithms that do not exist and models without weights.
 #include <nlohmann/json.hpp>
 
-
 #include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
 
@@ -10,9 +9,7 @@ using namespace winfer_test;
 
 namespace {
 
-CommandResult run_plan(const std::string& args) {
-  return run_cli("plan " + args);
-}
+CommandResult run_plan(const std::string& args) { return run_cli("plan " + args); }
 
 }  // namespace
 
@@ -35,7 +32,8 @@ TEST_CASE("cli plan: the side-by-side table with a measured run and the saving")
 }
 
 TEST_CASE("cli plan: --json gives one object - an unknown algorithm is reported, not zeros") {
-  const CommandResult r = run_plan(repo_path("models/examples/tiny_net.yaml") + " --json --conv im2col,no_such_algorithm,direct");
+  const CommandResult r =
+      run_plan(repo_path("models/examples/tiny_net.yaml") + " --json --conv im2col,no_such_algorithm,direct");
   INFO(r.stdout_text << r.stderr_text);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json j = nlohmann::json::parse(r.stdout_text);
@@ -50,8 +48,9 @@ TEST_CASE("cli plan: --json gives one object - an unknown algorithm is reported,
   for (int i : {0, 2}) {
     const nlohmann::json& a = j["algorithms"][i];
     INFO(a.dump());
-    for (const char* key : {"weights_bytes", "packed_weights_bytes", "activations_sum_bytes", "activations_lower_bound_bytes",
-                            "arena_bytes", "max_workspace_bytes", "total_bytes", "measured_peak_bytes"}) {
+    for (const char* key :
+         {"weights_bytes", "packed_weights_bytes", "activations_sum_bytes", "activations_lower_bound_bytes",
+          "arena_bytes", "max_workspace_bytes", "total_bytes", "measured_peak_bytes"}) {
       REQUIRE(a.contains(key));
     }
     CHECK(a["weights_bytes"].get<size_t>() > 0);

@@ -54,8 +54,12 @@ void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return co
 void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return counted_malloc(size); }
 void* operator new(std::size_t size, std::align_val_t a) { return or_throw(counted_aligned(size, a)); }
 void* operator new[](std::size_t size, std::align_val_t a) { return or_throw(counted_aligned(size, a)); }
-void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept { return counted_aligned(size, a); }
-void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept { return counted_aligned(size, a); }
+void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_aligned(size, a);
+}
+void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_aligned(size, a);
+}
 // GCC (at -O1) takes these free() calls for a mismatch with the operator new they pair with; they
 // are the pair: every new above is malloc/aligned_alloc.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -107,9 +111,9 @@ const winfer::MemoryBuffer& find_buffer(const winfer::MemoryReport& report, cons
 }
 
 std::string conv(const std::string& name, int64_t in, int64_t out, int64_t kernel, const std::string& input = "") {
-  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) + ", out_channels: " +
-         std::to_string(out) + ", kernel_size: " + std::to_string(kernel) + ", padding: " + std::to_string(kernel / 2) +
-         (input.empty() ? "" : ", input: " + input) + "}\n";
+  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) +
+         ", out_channels: " + std::to_string(out) + ", kernel_size: " + std::to_string(kernel) +
+         ", padding: " + std::to_string(kernel / 2) + (input.empty() ? "" : ", input: " + input) + "}\n";
 }
 
 // Planned (with poisoning) and unplanned runs give bit-identical outputs.
@@ -130,8 +134,9 @@ void check_planned_equals_unplanned(std::shared_ptr<const winfer::Model> model, 
 }  // namespace
 
 TEST_CASE("plan golden: a plain chain of convolutions runs in two buffers") {
-  auto model = load_ok(model_header(4, 8, 8) + "layers:\n" + conv("a", 4, 4, 1) + conv("b", 4, 4, 1) + conv("c", 4, 4, 1),
-                       random_weights());
+  auto model =
+      load_ok(model_header(4, 8, 8) + "layers:\n" + conv("a", 4, 4, 1) + conv("b", 4, 4, 1) + conv("c", 4, 4, 1),
+              random_weights());
   winfer::SessionOptions options;
   options.conv_algorithm = "direct";  // no workspace
   auto session = session_ok(model, options);
@@ -173,7 +178,8 @@ TEST_CASE("plan golden: a residual block keeps the skip tensor alive, the add ru
   check_planned_equals_unplanned(model, random_tensor(winfer::Shape{1, 4, 8, 8}, 2, winfer::Layout::kNCHW), options);
 }
 
-TEST_CASE("plan golden: a fused residual stays alive until its conv, whose output takes it over where the algorithm allows") {
+TEST_CASE(
+    "plan golden: a fused residual stays alive until its conv, whose output takes it over where the algorithm allows") {
   auto model = load_ok(residual_block(), random_weights());  // conv b absorbs the add: b(a, x) -> y
   const size_t tensor = 4 * 8 * 8 * sizeof(float);
   for (const char* algorithm : {"direct", "im2col", "im2win", "indirect"}) {
@@ -245,8 +251,9 @@ TEST_CASE("plan: flatten runs in place only when it is a plain copy - dropout an
   CHECK(r.in_place_layers == 3);
   check_planned_equals_unplanned(model, random_tensor(winfer::Shape{2, 4, 8, 8}, 5, winfer::Layout::kNCHW));
 
-  const std::string reordered = model_header(4, 8, 8) + "layers:\n" + conv("c", 4, 2, 3) +
-                                "  - {name: flat, op: flatten}\n  - {name: fc, op: linear, in_features: 128, out_features: 3}\n";
+  const std::string reordered =
+      model_header(4, 8, 8) + "layers:\n" + conv("c", 4, 2, 3) +
+      "  - {name: flat, op: flatten}\n  - {name: fc, op: linear, in_features: 128, out_features: 3}\n";
   auto model2 = load_ok(reordered, random_weights());
   CHECK(find_buffer(session_ok(model2)->memory_report(), "flat").in_place_of.empty());  // NHWC -> NCHW order
   check_planned_equals_unplanned(model2, random_tensor(winfer::Shape{2, 4, 8, 8}, 6, winfer::Layout::kNCHW));
@@ -310,7 +317,10 @@ TEST_CASE("plan: random graphs run planned (poisoned) exactly as unplanned") {
         case 1: yaml += conv(name, 4, 4, 1, pick()); break;
         case 2: yaml += "  - {name: " + name + ", op: relu, input: " + pick() + "}\n"; break;
         case 3: yaml += "  - {name: " + name + ", op: batchnorm2d, num_features: 4, input: " + pick() + "}\n"; break;
-        case 4: yaml += "  - {name: " + name + ", op: maxpool2d, kernel_size: 3, stride: 1, padding: 1, input: " + pick() + "}\n"; break;
+        case 4:
+          yaml +=
+              "  - {name: " + name + ", op: maxpool2d, kernel_size: 3, stride: 1, padding: 1, input: " + pick() + "}\n";
+          break;
         case 5: {
           const std::string a = pick(), b = pick();
           yaml += "  - {name: " + name + ", op: add, inputs: [" + a + ", " + b + "]}\n";
@@ -333,7 +343,8 @@ TEST_CASE("plan: random graphs run planned (poisoned) exactly as unplanned") {
     INFO(yaml);
     auto model = load_ok(yaml, random_weights(/*fuse=*/rng() % 2 == 0));
     in_place += session_ok(model)->memory_report().in_place_layers;
-    check_planned_equals_unplanned(model, random_tensor(winfer::Shape{1 + round % 3, 4, 6, 6}, round, winfer::Layout::kNCHW));
+    check_planned_equals_unplanned(model,
+                                   random_tensor(winfer::Shape{1 + round % 3, 4, 6, 6}, round, winfer::Layout::kNCHW));
   }
   CHECK(in_place > 10);
 }
@@ -346,7 +357,8 @@ TEST_CASE("session: run_into allocates nothing after its first call - run() allo
   return;
 #endif
   if (winfer::gemm_backend_description().rfind("OpenBLAS", 0) != 0) {
-    MESSAGE("skipped: the portable fallback GEMM allocates packing buffers (" << winfer::gemm_backend_description() << ")");
+    MESSAGE("skipped: the portable fallback GEMM allocates packing buffers (" << winfer::gemm_backend_description()
+                                                                              << ")");
     return;
   }
   const winfer::Tensor input = random_tensor(winfer::Shape{1, 3, 32, 32}, 8, winfer::Layout::kNCHW);
@@ -376,8 +388,9 @@ TEST_CASE("session: run_into allocates nothing after its first call - run() allo
 }
 
 TEST_CASE("session: run_into checks caller-provided outputs and honours their layout") {
-  auto model = load_ok(model_header(4, 8, 8) + "layers:\n" + conv("a", 4, 6, 3) + conv("b", 6, 2, 1) + "outputs: [a, b]\n",
-                       random_weights());
+  auto model =
+      load_ok(model_header(4, 8, 8) + "layers:\n" + conv("a", 4, 6, 3) + conv("b", 6, 2, 1) + "outputs: [a, b]\n",
+              random_weights());
   auto session = session_ok(model);
   const winfer::Tensor input = random_tensor(winfer::Shape{1, 4, 8, 8}, 9, winfer::Layout::kNCHW);
   auto expected = session->run_all(input);

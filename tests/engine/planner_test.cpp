@@ -62,7 +62,8 @@ void check_plan(const std::vector<PlanBuffer>& buffers, const MemoryPlan& plan, 
       if (a.bytes == 0 || b.bytes == 0) continue;
       if (root_of(buffers, static_cast<int>(i)) == root_of(buffers, static_cast<int>(j))) continue;
       const bool same_time = a.first_step <= b.last_step && b.first_step <= a.last_step;
-      const bool same_bytes = plan.offsets[i] < plan.offsets[j] + b.bytes && plan.offsets[j] < plan.offsets[i] + a.bytes;
+      const bool same_bytes =
+          plan.offsets[i] < plan.offsets[j] + b.bytes && plan.offsets[j] < plan.offsets[i] + a.bytes;
       if (same_time && same_bytes) {
         FAIL("buffers " << i << " [" << a.first_step << "," << a.last_step << "] @" << plan.offsets[i] << "+" << a.bytes
                         << " and " << j << " [" << b.first_step << "," << b.last_step << "] @" << plan.offsets[j] << "+"
@@ -207,11 +208,11 @@ TEST_CASE("planner golden: a residual block keeps the skip tensor alive") {
 TEST_CASE("planner golden: an in-place relu after a conv shares the conv's buffer") {
   // step 0: c = conv(in); 1: r = relu(c) in place; 2: out = conv(r)
   std::vector<PlanBuffer> net = {
-      buffer(2048, 0, 0),         // input
-      buffer(2048, 0, 1),         // c
-      buffer(2048, 1, 2, 1),      // r, in place of c
-      buffer(2048, 2, 2),         // out
-      buffer(10000, 0, 0),        // the first conv's workspace
+      buffer(2048, 0, 0),     // input
+      buffer(2048, 0, 1),     // c
+      buffer(2048, 1, 2, 1),  // r, in place of c
+      buffer(2048, 2, 2),     // out
+      buffer(10000, 0, 0),    // the first conv's workspace
   };
   const MemoryPlan plan = plan_ok(net);
   check_plan(net, plan, 64);

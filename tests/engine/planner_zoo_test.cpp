@@ -40,8 +40,8 @@ void check_zoo_model(const std::string& name, int64_t side) {
 
     const winfer::MemoryReport& r = planned.value()->memory_report();
     const double over = double(r.arena_bytes) / double(r.activations_lower_bound_bytes) - 1.0;
-    MESSAGE(name << " " << side << "x" << side << " batch " << batch << ": arena " << r.arena_bytes << " B, lower bound "
-                 << r.activations_lower_bound_bytes << " B (+" << 100.0 * over << "%), no reuse "
+    MESSAGE(name << " " << side << "x" << side << " batch " << batch << ": arena " << r.arena_bytes
+                 << " B, lower bound " << r.activations_lower_bound_bytes << " B (+" << 100.0 * over << "%), no reuse "
                  << r.activations_sum_bytes << " B, " << r.in_place_layers << " layers in place");
     CHECK(over <= 0.05);
     CHECK(r.arena_bytes <= r.activations_sum_bytes);
@@ -51,8 +51,10 @@ void check_zoo_model(const std::string& name, int64_t side) {
 }  // namespace
 
 // Input side per model: 224 where a batch-4 run is cheap enough, smaller for the heavy ones.
-#define ZOO_CASE(model, side) \
-  TEST_CASE("slow: zoo " model " runs planned and poisoned exactly as unplanned, batch 1 and 4") { check_zoo_model(model, side); }
+#define ZOO_CASE(model, side)                                                                      \
+  TEST_CASE("slow: zoo " model " runs planned and poisoned exactly as unplanned, batch 1 and 4") { \
+    check_zoo_model(model, side);                                                                  \
+  }
 
 ZOO_CASE("resnet18", 224)
 ZOO_CASE("resnet34", 160)

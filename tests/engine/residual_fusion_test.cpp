@@ -10,10 +10,10 @@ namespace {
 
 std::string conv(const std::string& name, int64_t in, int64_t out, int64_t kernel, int64_t stride,
                  const std::string& input = "") {
-  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) + ", out_channels: " +
-         std::to_string(out) + ", kernel_size: " + std::to_string(kernel) + ", stride: " + std::to_string(stride) +
-         ", padding: " + std::to_string(kernel / 2) + ", bias: false" + (input.empty() ? "" : ", input: " + input) +
-         "}\n";
+  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) +
+         ", out_channels: " + std::to_string(out) + ", kernel_size: " + std::to_string(kernel) +
+         ", stride: " + std::to_string(stride) + ", padding: " + std::to_string(kernel / 2) + ", bias: false" +
+         (input.empty() ? "" : ", input: " + input) + "}\n";
 }
 std::string bn(const std::string& name, int64_t features) {
   return "  - {name: " + name + ", op: batchnorm2d, num_features: " + std::to_string(features) + "}\n";
@@ -105,7 +105,8 @@ TEST_CASE("residual fusion: the residual stays alive until the fused conv and is
   }
 }
 
-TEST_CASE("residual fusion: not when the conv already has an activation, its output is read elsewhere or is an output") {
+TEST_CASE(
+    "residual fusion: not when the conv already has an activation, its output is read elsewhere or is an output") {
   // conv+relu then add: relu(conv) + r is not relu-free; the add stays.
   const std::string activated = model_header(4, 5, 5) + "layers:\n" + conv("a", 4, 4, 3, 1) +
                                 "  - {name: a.relu, op: relu}\n"
@@ -121,8 +122,8 @@ TEST_CASE("residual fusion: not when the conv already has an activation, its out
                              "  - {name: sum, op: add, inputs: [a, input]}\n";
   CHECK(count_type(*load_ok(output, true), "add") == 1);
   // add(x, x): both operands are the conv's.
-  const std::string twice = model_header(4, 5, 5) + "layers:\n" + conv("a", 4, 4, 3, 1) +
-                            "  - {name: sum, op: add, inputs: [a, a]}\n";
+  const std::string twice =
+      model_header(4, 5, 5) + "layers:\n" + conv("a", 4, 4, 3, 1) + "  - {name: sum, op: add, inputs: [a, a]}\n";
   CHECK(count_type(*load_ok(twice, true), "add") == 1);
   // A batch norm after a fused add cannot be folded into the weights (it would scale the residual).
   const std::string bn_after = model_header(4, 5, 5) + "layers:\n" + conv("a", 4, 4, 3, 1) +
@@ -137,7 +138,8 @@ TEST_CASE("residual fusion: not when the conv already has an activation, its out
                                  "  - {name: sum, op: add, inputs: [input, a]}\n  - {name: r, op: relu6}\n";
   CHECK(count_type(*load_ok(from_input, true), "add") == 0);
   CHECK(count_type(*load_ok(from_input, false), "add") == 1);
-  CHECK(relative_diff(run_model(load_ok(from_input, true), input), run_model(load_ok(from_input, false), input)) <= 1e-5f);
+  CHECK(relative_diff(run_model(load_ok(from_input, true), input), run_model(load_ok(from_input, false), input)) <=
+        1e-5f);
 }
 
 namespace {

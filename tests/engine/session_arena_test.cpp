@@ -111,10 +111,10 @@ TEST_CASE("session arena: sessions that never run at the same time may share one
   CHECK(winfer_test::same_bits(run(*a.value(), a_in), a_first));
   CHECK(winfer_test::same_bits(run(*b.value(), b_in), b_first));
   CHECK(winfer_test::same_bits(a_first, winfer_test::run_model(model, a_in, [] {
-          SessionOptions o;
-          o.conv_algorithm = "indirect";
-          return o;
-        }())));
+                                 SessionOptions o;
+                                 o.conv_algorithm = "indirect";
+                                 return o;
+                               }())));
 }
 
 TEST_CASE("session arena: too small, misaligned, unplanned, or on CUDA is refused naming the bytes needed") {
@@ -180,6 +180,7 @@ TEST_CASE("session names: inputs and outputs by name, and an unknown name lists 
   auto unknown = s.input_index("nope");
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.status().code() == winfer::ErrorCode::kNotFound);
-  CHECK(contains(unknown.status().message(), "no input named 'nope' (the model's inputs: '" + model->input_name() + "')"));
+  CHECK(contains(unknown.status().message(),
+                 "no input named 'nope' (the model's inputs: '" + model->input_name() + "')"));
   CHECK(contains(s.output_index("nope").status().message(), "no output named 'nope' (the model's outputs: '"));
 }

@@ -86,8 +86,9 @@ class AddressSpaceLimit {
 
 TEST_CASE("session memory: under an address-space limit (ulimit -v) a session too large is refused naming the limit") {
 #ifdef WINFER_TEST_SANITIZED
-  MESSAGE("WINFER_TEST_SKIPPED: a sanitizer's shadow memory needs terabytes of address space, so RLIMIT_AS cannot "
-          "be used");
+  MESSAGE(
+      "WINFER_TEST_SKIPPED: a sanitizer's shadow memory needs terabytes of address space, so RLIMIT_AS cannot "
+      "be used");
   return;
 #endif
   const auto model = resnet18_random();

@@ -105,7 +105,9 @@ TEST_CASE("weight sharing: pack_for names a CPU algorithm or nothing") {
   CHECK(session.value()->memory_report().session_weights_bytes == 0);
 }
 
-TEST_CASE("weight sharing: pack_for = winograd keeps only the transformed weights; other algorithms are told why they cannot run") {
+TEST_CASE(
+    "weight sharing: pack_for = winograd keeps only the transformed weights; other algorithms are told why they cannot "
+    "run") {
   // fashion_vgg: 3x3 stride-1 convolutions (winograd) and others (im2win, the fallback).
   const auto model = load_model("models/fashion/fashion_vgg.yaml", "winograd");
   const auto kept = load_model("models/fashion/fashion_vgg.yaml", "");

@@ -287,7 +287,7 @@ TEST_CASE("cuda session: a batch larger than the device's free memory is refused
   auto model = load(repo("models/examples/tiny_net.yaml"));
   SessionOptions options;
   options.device = "cuda";
-  options.plan_memory = false;  // every tensor on its own: the most memory a batch can ask for
+  options.plan_memory = false;                 // every tensor on its own: the most memory a batch can ask for
   auto one = Session::create(model, options);  // its weights are on the device before the big one
   REQUIRE_MESSAGE(one.ok(), one.status().message());
   const size_t per_sample = one.value()->memory_report().activations_sum_bytes;
@@ -349,7 +349,8 @@ TEST_CASE("cuda session: NaN and Inf propagate, and check_numerics names where t
   REQUIRE(plain.ok());
   auto out = plain.value()->run(input);
   REQUIRE(out.ok());
-  CHECK(std::any_of(out.value().data(), out.value().data() + out.value().numel(), [](float v) { return std::isnan(v); }));
+  CHECK(
+      std::any_of(out.value().data(), out.value().data() + out.value().numel(), [](float v) { return std::isnan(v); }));
 
   options.check_numerics = true;
   auto checking = Session::create(model, options);

@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
     /* libwinfer.so opens <libdir>/winfer/libwinfer_cuda.so on this first use of CUDA. */
     winfer_session_config* cuda = NULL;
     winfer_session* cuda_session = NULL;
-    if (winfer_session_config_create(&cuda) != WINFER_OK || winfer_session_config_set_device(cuda, "cuda") != WINFER_OK ||
+    if (winfer_session_config_create(&cuda) != WINFER_OK ||
+        winfer_session_config_set_device(cuda, "cuda") != WINFER_OK ||
         winfer_session_config_set_conv_algorithm(cuda, "im2win") != WINFER_OK) {
       fprintf(stderr, "%s\n", winfer_last_error());
       return 1;

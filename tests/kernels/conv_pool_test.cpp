@@ -37,13 +37,13 @@ PoolParams pool_params(const ConvParams& c, const PoolShape& s) {
 std::vector<ConvPoolCase> cases() {
   const Activation relu = Activation::kRelu, none = Activation::kNone;
   return {
-      {Conv(2, 5, 9, 11, 16).k(3, 3).pad(1).p, {2, 2, 0, 1, false}, relu},          // VGG, odd sizes, batch 2
+      {Conv(2, 5, 9, 11, 16).k(3, 3).pad(1).p, {2, 2, 0, 1, false}, relu},           // VGG, odd sizes, batch 2
       {Conv(1, 3, 17, 15, 40).k(7, 7).s(2, 2).pad(3).p, {3, 2, 1, 1, false}, relu},  // ResNet stem
       {Conv(1, 6, 12, 10, 8).k(3, 3).pad(1).p, {3, 2, 1, 1, true}, none},            // ceil mode
       {Conv(2, 4, 11, 9, 7).k(3, 3).pad(1).p, {3, 1, 2, 2, false}, relu},            // dilated pool: many shared rows
       {Conv(1, 8, 13, 12, 33).k(3, 2).s(2, 1).d(2, 1).pad(2, 1, 0, 2).p, {2, 1, 0, 1, false}, none},
-      {Conv(1, 24, 10, 10, 24).k(1, 1).p, {3, 2, 1, 1, false}, relu},               // 1x1
-      {Conv(1, 8, 9, 9, 12).k(3, 3).g(2).pad(1).p, {2, 2, 0, 1, true}, relu},       // groups, ceil
+      {Conv(1, 24, 10, 10, 24).k(1, 1).p, {3, 2, 1, 1, false}, relu},          // 1x1
+      {Conv(1, 8, 9, 9, 12).k(3, 3).g(2).pad(1).p, {2, 2, 0, 1, true}, relu},  // groups, ceil
   };
 }
 

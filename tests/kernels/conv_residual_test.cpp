@@ -58,7 +58,8 @@ TEST_CASE("conv residual: every algorithm adds the residual before the activatio
         for (int threads : {1, 3}) {
           INFO("threads ", threads);
           const std::vector<float> residual_copy = residual;
-          const std::vector<float> got = test::run_conv(*algorithm, c.p, d, c.bias, c.act, threads, residual_copy.data());
+          const std::vector<float> got =
+              test::run_conv(*algorithm, c.p, d, c.bias, c.act, threads, residual_copy.data());
           test::check_close(got.data(), want.value, want.abs_sum, want.terms, name + " with residual vs reference");
           CHECK_MESSAGE(residual_copy == residual, name, " wrote into the residual");
         }
@@ -100,8 +101,8 @@ TEST_CASE("conv residual: algorithms that say so give the same bits with the out
       algorithm->pack_weights(c.p, d.weight.data(), packed.data());
       std::vector<float> workspace(algorithm->workspace_bytes(c.p) / sizeof(float) + 1);
       std::vector<float> shared = residual;
-      algorithm->run(c.p, d.input.data(), packed.data(), c.bias ? d.bias.data() : nullptr, shared.data(),
-                     shared.data(), workspace.data(), c.act, 3);
+      algorithm->run(c.p, d.input.data(), packed.data(), c.bias ? d.bias.data() : nullptr, shared.data(), shared.data(),
+                     workspace.data(), c.act, 3);
       CHECK(test::bitwise_equal(shared.data(), apart.data(), apart.size()));
     }
   }

@@ -18,13 +18,13 @@ namespace {
 using test::Conv;
 using test::ConvCase;
 using test::ConvData;
-using test::GuardedBuffer;
 using test::describe;
-using test::make_data;
-using test::run_conv;
+using test::GuardedBuffer;
 using test::kNone;
 using test::kRelu;
 using test::kRelu6;
+using test::make_data;
+using test::run_conv;
 
 // Shapes chosen to hit the edges: odd sizes, C = 1 and 3, Co not a multiple of 8/16, batch 3,
 // stride 2 and 4, dilation 2, asymmetric padding, groups 2 and 4, 1x1 (with and without the
@@ -158,21 +158,21 @@ TEST_CASE("conv supports() rejects what an algorithm cannot run") {
   const ConvAlgorithm* depthwise = find_conv_algorithm("depthwise");
   REQUIRE(depthwise != nullptr);
   CHECK(depthwise->supports(Conv(1, 8, 5, 5, 8).k(3, 3).g(8).p));
-  CHECK_FALSE(depthwise->supports(Conv(1, 8, 5, 5, 8).k(3, 3).p));           // dense
-  CHECK_FALSE(depthwise->supports(Conv(1, 8, 5, 5, 16).k(3, 3).g(8).p));     // multiplier 2
-  CHECK_FALSE(depthwise->supports(Conv(1, 8, 5, 5, 8).k(3, 3).g(4).p));      // grouped
-  CHECK_FALSE(depthwise->supports(Conv(1, 1, 5, 5, 1).k(3, 3).p));           // C = 1, groups 1
+  CHECK_FALSE(depthwise->supports(Conv(1, 8, 5, 5, 8).k(3, 3).p));        // dense
+  CHECK_FALSE(depthwise->supports(Conv(1, 8, 5, 5, 16).k(3, 3).g(8).p));  // multiplier 2
+  CHECK_FALSE(depthwise->supports(Conv(1, 8, 5, 5, 8).k(3, 3).g(4).p));   // grouped
+  CHECK_FALSE(depthwise->supports(Conv(1, 1, 5, 5, 1).k(3, 3).p));        // C = 1, groups 1
 
   // Invalid params: every algorithm says no.
   const std::vector<ConvParams> invalid = {
-      Conv(1, 6, 5, 5, 8).k(3, 3).g(4).p,          // C not divisible by groups
-      Conv(1, 8, 5, 5, 6).k(3, 3).g(4).p,          // Co not divisible by groups
-      Conv(1, 4, 2, 2, 4).k(3, 3).p,               // kernel larger than the input
-      Conv(1, 4, 2, 5, 4).k(3, 3).s(2, 2).p,       // ditto; out_h() alone would say 1
-      Conv(1, 4, 5, 5, 4).k(3, 3).s(0, 1).p,       // stride 0
-      Conv(0, 4, 5, 5, 4).k(3, 3).p,               // empty batch
-      Conv(1, 4, 5, 5, 4).k(3, 3).pad(-1).p,       // negative padding
-      Conv(1, 4, 5, 5, 4).k(3, 3).d(0, 1).p,       // dilation 0
+      Conv(1, 6, 5, 5, 8).k(3, 3).g(4).p,     // C not divisible by groups
+      Conv(1, 8, 5, 5, 6).k(3, 3).g(4).p,     // Co not divisible by groups
+      Conv(1, 4, 2, 2, 4).k(3, 3).p,          // kernel larger than the input
+      Conv(1, 4, 2, 5, 4).k(3, 3).s(2, 2).p,  // ditto; out_h() alone would say 1
+      Conv(1, 4, 5, 5, 4).k(3, 3).s(0, 1).p,  // stride 0
+      Conv(0, 4, 5, 5, 4).k(3, 3).p,          // empty batch
+      Conv(1, 4, 5, 5, 4).k(3, 3).pad(-1).p,  // negative padding
+      Conv(1, 4, 5, 5, 4).k(3, 3).d(0, 1).p,  // dilation 0
   };
   for (const ConvParams& p : invalid) {
     INFO(p.to_string());
@@ -190,9 +190,10 @@ TEST_CASE("im2col workspace_bytes is exactly the buffer it uses") {
     INFO(describe(c));
     const bool pointwise = p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
                            p.pad_top + p.pad_left + p.pad_bottom + p.pad_right == 0;
-    const size_t expected = pointwise ? 0
-                                      : static_cast<size_t>(p.out_h() * p.out_w() * p.kernel_h * p.kernel_w *
-                                                            p.in_channels_per_group()) * sizeof(float);
+    const size_t expected =
+        pointwise ? 0
+                  : static_cast<size_t>(p.out_h() * p.out_w() * p.kernel_h * p.kernel_w * p.in_channels_per_group()) *
+                        sizeof(float);
     CHECK(im2col->workspace_bytes(p) == expected);
 
     // Fill the workspace with a pattern no input value or zero has (an all-ones NaN); after a

@@ -25,15 +25,33 @@ struct Conv {
     p.in_w = w;
     p.out_channels = co;
   }
-  Conv& k(int64_t kh, int64_t kw) { p.kernel_h = kh; p.kernel_w = kw; return *this; }
-  Conv& s(int64_t sh, int64_t sw) { p.stride_h = sh; p.stride_w = sw; return *this; }
+  Conv& k(int64_t kh, int64_t kw) {
+    p.kernel_h = kh;
+    p.kernel_w = kw;
+    return *this;
+  }
+  Conv& s(int64_t sh, int64_t sw) {
+    p.stride_h = sh;
+    p.stride_w = sw;
+    return *this;
+  }
   Conv& pad(int64_t top, int64_t left, int64_t bottom, int64_t right) {
-    p.pad_top = top; p.pad_left = left; p.pad_bottom = bottom; p.pad_right = right;
+    p.pad_top = top;
+    p.pad_left = left;
+    p.pad_bottom = bottom;
+    p.pad_right = right;
     return *this;
   }
   Conv& pad(int64_t all) { return pad(all, all, all, all); }
-  Conv& d(int64_t dh, int64_t dw) { p.dilation_h = dh; p.dilation_w = dw; return *this; }
-  Conv& g(int64_t groups) { p.groups = groups; return *this; }
+  Conv& d(int64_t dh, int64_t dw) {
+    p.dilation_h = dh;
+    p.dilation_w = dw;
+    return *this;
+  }
+  Conv& g(int64_t groups) {
+    p.groups = groups;
+    return *this;
+  }
 };
 
 struct ConvCase {
@@ -64,8 +82,8 @@ inline ConvData make_data(const ConvParams& p, uint32_t seed) {
 // Packs and runs `algo` with every buffer guarded by a canary, and checks the canaries.
 // The output starts as NaN so an element the algorithm forgets to write shows up. `residual`
 // (the output's size, or null) is the fused shortcut.
-inline std::vector<float> run_conv(const ConvAlgorithm& algo, const ConvParams& p, const ConvData& d,
-                            bool with_bias, Activation act, int threads, const float* residual = nullptr) {
+inline std::vector<float> run_conv(const ConvAlgorithm& algo, const ConvParams& p, const ConvData& d, bool with_bias,
+                                   Activation act, int threads, const float* residual = nullptr) {
   GuardedBuffer packed(algo.packed_weight_bytes(p));
   algo.pack_weights(p, d.weight.data(), packed.floats());
   CHECK_MESSAGE(packed.canary_intact(), algo.name(), " pack_weights wrote past packed_weight_bytes");
@@ -132,20 +150,20 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       {Conv(1, 6, 12, 14, 33).k(3, 3).pad(2).d(2, 2).p, true, kRelu},
       {Conv(1, 6, 12, 10, 16).k(3, 3).pad(2, 1, 2, 1).d(2, 1).p, false, kNone},
       {Conv(1, 8, 11, 13, 10).k(3, 2).s(1, 2).pad(1, 1, 1, 0).d(1, 2).g(2).p, true, kRelu},
-      {Conv(1, 8, 9, 11, 34).k(3, 3).pad(1).g(2).p, true, kRelu},          // 17 channels per group
+      {Conv(1, 8, 9, 11, 34).k(3, 3).pad(1).g(2).p, true, kRelu},            // 17 channels per group
       {Conv(2, 16, 7, 8, 12).k(3, 3).s(2, 1).pad(1).g(4).p, false, kRelu6},  // 3 per group
-      {Conv(3, 40, 5, 7, 33).k(1, 1).p, true, kRelu},                       // im2win: in place
-      {Conv(1, 16, 9, 9, 17).k(1, 1).s(2, 2).p, false, kNone},              // in place, strided
-      {Conv(1, 12, 6, 5, 6).k(1, 1).g(3).p, true, kRelu6},                  // in place, groups
-      {Conv(1, 12, 5, 20, 8).k(1, 3).d(1, 2).g(4).p, true, kNone},          // in place, segments
-      {Conv(1, 6, 5, 7, 3).k(1, 1).pad(1, 0, 0, 1).p, true, kNone},         // 1x1 padded: window
-      {Conv(1, 4, 5, 6, 7).k(1, 3).pad(1, 0, 1, 0).p, true, kNone},         // Kh = 1 padded in H
+      {Conv(3, 40, 5, 7, 33).k(1, 1).p, true, kRelu},                        // im2win: in place
+      {Conv(1, 16, 9, 9, 17).k(1, 1).s(2, 2).p, false, kNone},               // in place, strided
+      {Conv(1, 12, 6, 5, 6).k(1, 1).g(3).p, true, kRelu6},                   // in place, groups
+      {Conv(1, 12, 5, 20, 8).k(1, 3).d(1, 2).g(4).p, true, kNone},           // in place, segments
+      {Conv(1, 6, 5, 7, 3).k(1, 1).pad(1, 0, 0, 1).p, true, kNone},          // 1x1 padded: window
+      {Conv(1, 4, 5, 6, 7).k(1, 3).pad(1, 0, 1, 0).p, true, kNone},          // Kh = 1 padded in H
       {Conv(1, 3, 29, 31, 64).k(7, 7).s(2, 2).pad(3).p, true, kRelu},
       {Conv(1, 3, 47, 43, 20).k(11, 11).s(4, 4).pad(2).p, false, kNone},
       {Conv(3, 9, 8, 6, 35).k(3, 3).pad(1).p, true, kNone},
-      {Conv(1, 16, 6, 5, 48).k(3, 3).pad(1).p, true, kRelu},               // Wo = 5
-      {Conv(1, 8, 4, 15, 32).k(3, 3).pad(1).p, false, kRelu},              // Wo = 15
-      {Conv(1, 8, 3, 29, 64).k(3, 3).pad(1).p, true, kNone},               // Wo = 29
+      {Conv(1, 16, 6, 5, 48).k(3, 3).pad(1).p, true, kRelu},   // Wo = 5
+      {Conv(1, 8, 4, 15, 32).k(3, 3).pad(1).p, false, kRelu},  // Wo = 15
+      {Conv(1, 8, 3, 29, 64).k(3, 3).pad(1).p, true, kNone},   // Wo = 29
       // im2win: rows of 62*3*64 floats: 4 rows per block; 23 rows -> 5 blocks of 4 and one of
       // 3; two images and two groups reuse the block, threads split rows across all of them.
       {Conv(2, 128, 23, 60, 8).k(3, 3).pad(1).g(2).p, true, kRelu},
@@ -155,12 +173,12 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       {Conv(1, 64, 5, 9, 40).k(3, 3).pad(1).p, true, kRelu},
       {Conv(1, 256, 9, 20, 161).k(3, 3).pad(1).p, false, kRelu6},
       {Conv(1, 256, 2, 30, 64).k(3, 3).pad(1).p, true, kNone},
-      {Conv(1, 2, 2, 2, 5).k(3, 3).pad(3).p, true, kRelu6},                // all-padding windows
-      {Conv(1, 256, 4, 4, 40).k(3, 3).pad(1).p, true, kNone},              // K = 2304, 16 pixels
+      {Conv(1, 2, 2, 2, 5).k(3, 3).pad(3).p, true, kRelu6},    // all-padding windows
+      {Conv(1, 256, 4, 4, 40).k(3, 3).pad(1).p, true, kNone},  // K = 2304, 16 pixels
       // 1.6 MB of weights: the next panel prefetched (im2win), panel by panel (indirect).
       {Conv(1, 224, 5, 6, 200).k(3, 3).pad(1).p, true, kRelu},
       {Conv(2, 224, 5, 6, 200).k(3, 3).pad(1).p, true, kRelu},
-      {Conv(1, 8, 7, 9, 8).k(3, 3).pad(1).g(8).p, true, kRelu},            // depthwise
+      {Conv(1, 8, 7, 9, 8).k(3, 3).pad(1).g(8).p, true, kRelu},  // depthwise
   };
 }
 
@@ -168,8 +186,7 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
 // against the float64 reference and `direct`, under every ISA this machine runs, and
 // bitwise-identical results for 2 and 3 threads (the tiles and each one's summation order do
 // not depend on the thread count).
-inline void check_on_edge_cases(const ConvAlgorithm& algorithm, const std::vector<ConvCase>& cases,
-                                uint32_t seed) {
+inline void check_on_edge_cases(const ConvAlgorithm& algorithm, const std::vector<ConvCase>& cases, uint32_t seed) {
   const ConvAlgorithm* direct = find_conv_algorithm("direct");
   REQUIRE(direct != nullptr);
   const std::string name = algorithm.name();

@@ -74,7 +74,8 @@ std::vector<float> banded(const ConvAlgorithm& a, const ConvAlgorithm& b, const 
   const ConvThenConv pair(a, c.first, b, c.second, band_bytes);
   const Packed packed = pack(a, b, c, d1, d2);
   test::GuardedBuffer workspace(pair.workspace_bytes());
-  const size_t count = static_cast<size_t>(c.second.batch * c.second.out_h() * c.second.out_w() * c.second.out_channels);
+  const size_t count =
+      static_cast<size_t>(c.second.batch * c.second.out_h() * c.second.out_w() * c.second.out_channels);
   test::GuardedBuffer out(count * sizeof(float));
   std::memset(out.data_bytes(), 0xFF, count * sizeof(float));  // NaN: a row never written shows
   pair.run(d1.input.data(), ConvStage{&a, packed.first.data(), d1.bias.data(), c.first_act},

@@ -43,37 +43,95 @@ class ConvTileTester {
  public:
   // The tile: `rows` pixels (MR) x `vecs` vectors, of which the call stores `cols` columns
   // (0: all of them, vecs * lanes).
-  ConvTileTester& rows(int v) { rows_ = v; return *this; }
-  ConvTileTester& vecs(int v) { vecs_ = v; return *this; }
-  ConvTileTester& cols(int v) { cols_ = v; return *this; }
+  ConvTileTester& rows(int v) {
+    rows_ = v;
+    return *this;
+  }
+  ConvTileTester& vecs(int v) {
+    vecs_ = v;
+    return *this;
+  }
+  ConvTileTester& cols(int v) {
+    cols_ = v;
+    return *this;
+  }
   // The weight panel: its width (kPanel, or a group's narrower last panel) and the call's
   // first column in it.
-  ConvTileTester& panel_width(int64_t v) { panel_width_ = v; return *this; }
-  ConvTileTester& col0(int64_t v) { col0_ = v; return *this; }
+  ConvTileTester& panel_width(int64_t v) {
+    panel_width_ = v;
+    return *this;
+  }
+  ConvTileTester& col0(int64_t v) {
+    col0_ = v;
+    return *this;
+  }
   // K = segments * seg_len; each segment's weights start w_seg_rows panel rows after the
   // previous one's (default seg_len: contiguous; more leaves rows the call skips, as im2win does
   // for taps in the padding).
-  ConvTileTester& segments(int64_t v) { segments_ = v; return *this; }
-  ConvTileTester& seg_len(int64_t v) { seg_len_ = v; return *this; }
-  ConvTileTester& w_seg_rows(int64_t v) { w_seg_rows_ = v; return *this; }
+  ConvTileTester& segments(int64_t v) {
+    segments_ = v;
+    return *this;
+  }
+  ConvTileTester& seg_len(int64_t v) {
+    seg_len_ = v;
+    return *this;
+  }
+  ConvTileTester& w_seg_rows(int64_t v) {
+    w_seg_rows_ = v;
+    return *this;
+  }
   // im2win's pixels: floats from one segment of a pixel to the next (default seg_len), and from
   // one pixel to the next.
-  ConvTileTester& seg_stride(int64_t v) { seg_stride_ = v; return *this; }
-  ConvTileTester& pixel_step(int64_t v) { pixel_step_ = v; return *this; }
+  ConvTileTester& seg_stride(int64_t v) {
+    seg_stride_ = v;
+    return *this;
+  }
+  ConvTileTester& pixel_step(int64_t v) {
+    pixel_step_ = v;
+    return *this;
+  }
   // The indirect entry: pointers `pixels_stride` apart per tap (default rows), offset by
   // pixel_offset floats (a group's first channel).
-  ConvTileTester& indirect(bool v) { indirect_ = v; return *this; }
-  ConvTileTester& pixels_stride(int64_t v) { pixels_stride_ = v; return *this; }
-  ConvTileTester& pixel_offset(int64_t v) { pixel_offset_ = v; return *this; }
+  ConvTileTester& indirect(bool v) {
+    indirect_ = v;
+    return *this;
+  }
+  ConvTileTester& pixels_stride(int64_t v) {
+    pixels_stride_ = v;
+    return *this;
+  }
+  ConvTileTester& pixel_offset(int64_t v) {
+    pixel_offset_ = v;
+    return *this;
+  }
   // The epilogue: bias or none, a residual (a separate buffer, or the output itself as when the
   // planner lets the output take over the residual's storage), the activation.
-  ConvTileTester& bias(bool v) { bias_ = v; return *this; }
-  ConvTileTester& residual(bool v) { residual_ = v; return *this; }
-  ConvTileTester& residual_in_place(bool v) { residual_in_place_ = v; if (v) residual_ = true; return *this; }
-  ConvTileTester& activation(Activation v) { activation_ = v; return *this; }
+  ConvTileTester& bias(bool v) {
+    bias_ = v;
+    return *this;
+  }
+  ConvTileTester& residual(bool v) {
+    residual_ = v;
+    return *this;
+  }
+  ConvTileTester& residual_in_place(bool v) {
+    residual_in_place_ = v;
+    if (v) residual_ = true;
+    return *this;
+  }
+  ConvTileTester& activation(Activation v) {
+    activation_ = v;
+    return *this;
+  }
   // A prefetch share (TileArgs::prefetch): a hint that must not change any result.
-  ConvTileTester& prefetch(bool v) { prefetch_ = v; return *this; }
-  ConvTileTester& seed(uint32_t v) { seed_ = v; return *this; }
+  ConvTileTester& prefetch(bool v) {
+    prefetch_ = v;
+    return *this;
+  }
+  ConvTileTester& seed(uint32_t v) {
+    seed_ = v;
+    return *this;
+  }
 
   std::string describe(const cpu::TileKernels& uk) const {
     std::ostringstream s;
@@ -166,8 +224,7 @@ class ConvTileTester {
         CHECK(out[static_cast<size_t>(m * out_stride + j)] == kSentinel);
       }
     }
-    if (residual_ && !residual_in_place_)
-      CHECK(residual == random_floats(out.size(), seed_ + 3, -2.f, 2.f));
+    if (residual_ && !residual_in_place_) CHECK(residual == random_floats(out.size(), seed_ + 3, -2.f, 2.f));
   }
 
  private:
@@ -269,24 +326,80 @@ inline void check_every_tile_shape(bool indirect, uint32_t seed) {
           t.rows(rows).vecs(vecs).cols(cols).indirect(indirect);
           if (cols == width)
             ConvTileTester(t).segments(0).seg_len(5).bias(true).activation(Activation::kRelu).seed(seed += 3).test(uk);
-          ConvTileTester(t).segments(1).seg_len(37).bias(odd).activation(odd ? Activation::kRelu6 : Activation::kNone)
-              .seed(seed += 3).test(uk);
-          ConvTileTester(t).col0(cpu::kPanel - width).segments(1).seg_len(37).bias(!odd)
-              .activation(odd ? Activation::kNone : Activation::kRelu6).seed(seed += 3).test(uk);
-          ConvTileTester(t).col0(cpu::kPanel - width).segments(3).seg_len(5).seg_stride(11).w_seg_rows(7)
-              .pixels_stride(cpu::kIndirectTile).pixel_offset(3).bias(!odd)
-              .activation(odd ? Activation::kNone : Activation::kRelu).seed(seed += 3).test(uk);
-          ConvTileTester(t).segments(9).seg_len(7).seg_stride(10).w_seg_rows(odd ? 7 : 8)
-              .pixels_stride(cpu::kIndirectTile).pixel_offset(odd ? 3 : 0).bias(odd)
-              .activation(odd ? Activation::kRelu : Activation::kNone).seed(seed += 3).test(uk);
-          ConvTileTester(t).segments(2).seg_len(9).seg_stride(13).pixel_offset(2).bias(!odd).residual(true)
-              .residual_in_place(rows % 2 == 0).prefetch(true).activation(act).seed(seed += 3).test(uk);
+          ConvTileTester(t)
+              .segments(1)
+              .seg_len(37)
+              .bias(odd)
+              .activation(odd ? Activation::kRelu6 : Activation::kNone)
+              .seed(seed += 3)
+              .test(uk);
+          ConvTileTester(t)
+              .col0(cpu::kPanel - width)
+              .segments(1)
+              .seg_len(37)
+              .bias(!odd)
+              .activation(odd ? Activation::kNone : Activation::kRelu6)
+              .seed(seed += 3)
+              .test(uk);
+          ConvTileTester(t)
+              .col0(cpu::kPanel - width)
+              .segments(3)
+              .seg_len(5)
+              .seg_stride(11)
+              .w_seg_rows(7)
+              .pixels_stride(cpu::kIndirectTile)
+              .pixel_offset(3)
+              .bias(!odd)
+              .activation(odd ? Activation::kNone : Activation::kRelu)
+              .seed(seed += 3)
+              .test(uk);
+          ConvTileTester(t)
+              .segments(9)
+              .seg_len(7)
+              .seg_stride(10)
+              .w_seg_rows(odd ? 7 : 8)
+              .pixels_stride(cpu::kIndirectTile)
+              .pixel_offset(odd ? 3 : 0)
+              .bias(odd)
+              .activation(odd ? Activation::kRelu : Activation::kNone)
+              .seed(seed += 3)
+              .test(uk);
+          ConvTileTester(t)
+              .segments(2)
+              .seg_len(9)
+              .seg_stride(13)
+              .pixel_offset(2)
+              .bias(!odd)
+              .residual(true)
+              .residual_in_place(rows % 2 == 0)
+              .prefetch(true)
+              .activation(act)
+              .seed(seed += 3)
+              .test(uk);
           if (cols < cpu::kPanel) {
-            ConvTileTester(t).panel_width(cpu::kPanel - 1).col0(cpu::kPanel - 1 - cols).segments(3).seg_len(5)
-                .seg_stride(11).w_seg_rows(7).pixels_stride(cpu::kIndirectTile).pixel_offset(1).bias(odd)
-                .residual(odd).activation(act).seed(seed += 3).test(uk);
-            ConvTileTester(t).panel_width(cols).segments(1).seg_len(19).bias(!odd).residual(!odd)
-                .activation(kActs[(rows + cols + 1) % 3]).seed(seed += 3).test(uk);
+            ConvTileTester(t)
+                .panel_width(cpu::kPanel - 1)
+                .col0(cpu::kPanel - 1 - cols)
+                .segments(3)
+                .seg_len(5)
+                .seg_stride(11)
+                .w_seg_rows(7)
+                .pixels_stride(cpu::kIndirectTile)
+                .pixel_offset(1)
+                .bias(odd)
+                .residual(odd)
+                .activation(act)
+                .seed(seed += 3)
+                .test(uk);
+            ConvTileTester(t)
+                .panel_width(cols)
+                .segments(1)
+                .seg_len(19)
+                .bias(!odd)
+                .residual(!odd)
+                .activation(kActs[(rows + cols + 1) % 3])
+                .seed(seed += 3)
+                .test(uk);
           }
         }
       }

@@ -148,8 +148,8 @@ TEST_CASE("layout NCHW <-> NHWC: index formula, round trip, threads") {
   };
   // Thin (C <= 16 or H*W <= 16) and tiled shapes, partial tiles, and sizes big enough to be
   // split between threads.
-  for (const Case& s : {Case{2, 3, 7, 5}, Case{1, 70, 33, 35}, Case{1, 1, 4, 4}, Case{3, 64, 1, 1},
-                        Case{1, 33, 1, 65}, Case{2, 3, 200, 200}, Case{2, 20000, 2, 2}, Case{2, 96, 45, 41}}) {
+  for (const Case& s : {Case{2, 3, 7, 5}, Case{1, 70, 33, 35}, Case{1, 1, 4, 4}, Case{3, 64, 1, 1}, Case{1, 33, 1, 65},
+                        Case{2, 3, 200, 200}, Case{2, 20000, 2, 2}, Case{2, 96, 45, 41}}) {
     INFO("N", s.n, " C", s.c, " H", s.h, " W", s.w);
     const size_t count = static_cast<size_t>(s.n * s.c * s.h * s.w);
     const auto nchw = test::random_floats(count, 41);

@@ -67,7 +67,8 @@ void check_gemm(bool ta, bool tb, GemmShape s, float alpha, float beta, uint32_t
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t j = 0; j < s.n; ++j) got[static_cast<size_t>(i * s.n + j)] = c[static_cast<size_t>(i * ldc + j)];
     for (int64_t j = s.n; j < ldc; ++j)
-      padding_intact &= std::memcmp(&c[static_cast<size_t>(i * ldc + j)], &c_before[static_cast<size_t>(i * ldc + j)], 4) == 0;
+      padding_intact &=
+          std::memcmp(&c[static_cast<size_t>(i * ldc + j)], &c_before[static_cast<size_t>(i * ldc + j)], 4) == 0;
   }
   CHECK_MESSAGE(padding_intact, "sgemm wrote outside the m x n block of C");
   test::check_close(got.data(), want.value, want.abs_sum, want.terms, "sgemm vs reference");
@@ -75,7 +76,7 @@ void check_gemm(bool ta, bool tb, GemmShape s, float alpha, float beta, uint32_t
 
 void check_all_shapes() {
   // m/n/k of 1, odd sizes, and sizes past the fallback's blocking (MC 64, KC 256, NC 512).
-  const std::vector<GemmShape> shapes = {{1, 1, 1},   {1, 7, 3},    {5, 1, 9},    {13, 17, 1},
+  const std::vector<GemmShape> shapes = {{1, 1, 1},    {1, 7, 3},      {5, 1, 9},    {13, 17, 1},
                                          {33, 65, 70}, {130, 67, 300}, {7, 600, 20}, {67, 9, 513}};
   uint32_t seed = 1;
   for (const GemmShape& s : shapes)
@@ -202,7 +203,7 @@ int run_child(int headroom_mib, std::chrono::seconds deadline) {
 }
 
 // Skipped in normal runs (and not listed to ctest): only the test below runs it, with --no-skip.
-TEST_CASE(kChildTestName * doctest::skip()) {
+TEST_CASE(kChildTestName* doctest::skip()) {
   const char* headroom_text = std::getenv(kChildHeadroomVariable);
   if (headroom_text == nullptr) return;  // run by hand: it would limit the caller's process
   const int headroom_mib = std::atoi(headroom_text);
@@ -230,8 +231,9 @@ TEST_CASE(kChildTestName * doctest::skip()) {
 
 TEST_CASE("gemm under an address-space limit (ulimit -v) answers promptly instead of spinning in OpenBLAS") {
 #ifdef WINFER_GEMM_TEST_SANITIZED
-  MESSAGE("WINFER_TEST_SKIPPED: a sanitizer's shadow memory needs terabytes of address space, so RLIMIT_AS cannot "
-          "be used");
+  MESSAGE(
+      "WINFER_TEST_SKIPPED: a sanitizer's shadow memory needs terabytes of address space, so RLIMIT_AS cannot "
+      "be used");
   return;
 #endif
   // A child takes well under a second; 60 s leaves room for a loaded 2-core machine.

@@ -111,20 +111,30 @@ TEST_CASE("im2win workspace is at most half of im2col's for 3x3 and larger kerne
   REQUIRE(im2col != nullptr);
   // The benchmark layers (docs/PERFORMANCE.md) and the paper's twelve (REFERENCES.md).
   const std::vector<ConvParams> layers = {
-      Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p,        Conv(1, 128, 28, 28, 128).k(3, 3).pad(1).p,
-      Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p,      Conv(1, 512, 7, 7, 512).k(3, 3).pad(1).p,
-      Conv(1, 3, 224, 224, 64).k(7, 7).s(2, 2).pad(3).p, Conv(1, 128, 28, 28, 256).k(3, 3).s(2, 2).pad(1).p,
-      Conv(8, 64, 224, 224, 64).k(3, 3).pad(1).p,      Conv(1, 3, 227, 227, 96).k(11, 11).s(4, 4).p,
-      Conv(1, 3, 231, 231, 96).k(11, 11).s(4, 4).p,    Conv(1, 3, 227, 227, 64).k(7, 7).s(2, 2).p,
-      Conv(1, 64, 224, 224, 64).k(7, 7).s(2, 2).p,     Conv(1, 96, 24, 24, 256).k(5, 5).p,
-      Conv(1, 256, 12, 12, 512).k(3, 3).p,             Conv(1, 3, 224, 224, 64).k(3, 3).p,
-      Conv(1, 64, 112, 112, 128).k(3, 3).p,            Conv(1, 64, 56, 56, 64).k(3, 3).p,
-      Conv(1, 128, 28, 28, 128).k(3, 3).p,             Conv(1, 256, 14, 14, 256).k(3, 3).p,
+      Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p,
+      Conv(1, 128, 28, 28, 128).k(3, 3).pad(1).p,
+      Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p,
+      Conv(1, 512, 7, 7, 512).k(3, 3).pad(1).p,
+      Conv(1, 3, 224, 224, 64).k(7, 7).s(2, 2).pad(3).p,
+      Conv(1, 128, 28, 28, 256).k(3, 3).s(2, 2).pad(1).p,
+      Conv(8, 64, 224, 224, 64).k(3, 3).pad(1).p,
+      Conv(1, 3, 227, 227, 96).k(11, 11).s(4, 4).p,
+      Conv(1, 3, 231, 231, 96).k(11, 11).s(4, 4).p,
+      Conv(1, 3, 227, 227, 64).k(7, 7).s(2, 2).p,
+      Conv(1, 64, 224, 224, 64).k(7, 7).s(2, 2).p,
+      Conv(1, 96, 24, 24, 256).k(5, 5).p,
+      Conv(1, 256, 12, 12, 512).k(3, 3).p,
+      Conv(1, 3, 224, 224, 64).k(3, 3).p,
+      Conv(1, 64, 112, 112, 128).k(3, 3).p,
+      Conv(1, 64, 56, 56, 64).k(3, 3).p,
+      Conv(1, 128, 28, 28, 128).k(3, 3).p,
+      Conv(1, 256, 14, 14, 256).k(3, 3).p,
       Conv(1, 512, 7, 7, 512).k(3, 3).p,
   };
   for (const ConvParams& p : layers) {
     INFO(p.to_string());
-    const double ratio = static_cast<double>(im2win().workspace_bytes(p)) / static_cast<double>(im2col->workspace_bytes(p));
+    const double ratio =
+        static_cast<double>(im2win().workspace_bytes(p)) / static_cast<double>(im2col->workspace_bytes(p));
     CHECK(ratio <= 0.5);
   }
 }

@@ -87,8 +87,10 @@ TEST_CASE("indirect workspace_bytes is exactly the pointers and the zero vector"
       // Every byte written (the size is not over-reported: every pointer slot and every float
       // of the zero vector, which must read as 0) and nothing past it (the canary).
       GuardedBuffer workspace = test::run_on_marked_workspace(indirect(), c, d, packed.floats(), threads);
-      CHECK(test::unwritten_words<uint64_t>(workspace.data_bytes(), bytes - static_cast<size_t>(p.in_channels) * 4) == 0);
-      const float* zero = reinterpret_cast<const float*>(workspace.data_bytes() + bytes - static_cast<size_t>(p.in_channels) * 4);
+      CHECK(test::unwritten_words<uint64_t>(workspace.data_bytes(), bytes - static_cast<size_t>(p.in_channels) * 4) ==
+            0);
+      const float* zero =
+          reinterpret_cast<const float*>(workspace.data_bytes() + bytes - static_cast<size_t>(p.in_channels) * 4);
       for (int64_t i = 0; i < p.in_channels; ++i) CHECK(zero[i] == 0.f);
     }
   }
@@ -97,7 +99,8 @@ TEST_CASE("indirect workspace_bytes is exactly the pointers and the zero vector"
 TEST_CASE("indirect: the same layer on inputs at two addresses uses no stale pointer") {
   // One workspace and one packing reused, as a plan does, with the input moved and changed
   // between runs (and back): each output must be that input's convolution.
-  for (const ConvParams& p : {Conv(1, 16, 9, 11, 20).k(3, 3).pad(1).p, Conv(2, 8, 6, 7, 12).k(3, 3).s(2, 2).pad(1, 0, 1, 2).g(2).p}) {
+  for (const ConvParams& p :
+       {Conv(1, 16, 9, 11, 20).k(3, 3).pad(1).p, Conv(2, 8, 6, 7, 12).k(3, 3).s(2, 2).pad(1, 0, 1, 2).g(2).p}) {
     INFO(p.to_string());
     ConvData a = test::make_data(p, 111), b = test::make_data(p, 222);
     b.weight = a.weight;
@@ -132,13 +135,14 @@ TEST_CASE("indirect workspace is far below im2col's for 3x3 and larger kernels")
   // times smaller, 1.5x for C = 3; within 2x of that with the last tile's slots and the zero
   // vector (C floats: as large as the pointers on a 7x7 output).
   const std::vector<ConvParams> layers = {
-      Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p,   Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p,
-      Conv(1, 512, 7, 7, 512).k(3, 3).pad(1).p,   Conv(1, 3, 224, 224, 64).k(7, 7).s(2, 2).pad(3).p,
+      Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p, Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p,
+      Conv(1, 512, 7, 7, 512).k(3, 3).pad(1).p, Conv(1, 3, 224, 224, 64).k(7, 7).s(2, 2).pad(3).p,
       Conv(1, 96, 24, 24, 256).k(5, 5).p,
   };
   for (const ConvParams& p : layers) {
     INFO(p.to_string());
-    const double ratio = static_cast<double>(indirect().workspace_bytes(p)) / static_cast<double>(im2col->workspace_bytes(p));
+    const double ratio =
+        static_cast<double>(indirect().workspace_bytes(p)) / static_cast<double>(im2col->workspace_bytes(p));
     CHECK(ratio <= 4.0 / static_cast<double>(p.in_channels));
   }
 }
@@ -157,9 +161,7 @@ TEST_CASE("indirect packs its weights exactly as im2win does") {
   }
 }
 
-TEST_CASE("indirect is registered") {
-  CHECK(find_conv_algorithm("indirect") == &indirect());
-}
+TEST_CASE("indirect is registered") { CHECK(find_conv_algorithm("indirect") == &indirect()); }
 
 }  // namespace
 }  // namespace winfer

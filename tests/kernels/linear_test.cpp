@@ -18,11 +18,14 @@ TEST_CASE("linear matches the reference (bias, activations, both GEMM paths)") {
     bool bias;
     Activation act;
   };
-  const std::vector<Case> cases = {{1, 7, 1, true, Activation::kNone},     {3, 300, 10, false, Activation::kRelu},
-                                   {5, 64, 1000, true, Activation::kNone}, {2, 513, 33, true, Activation::kRelu6},
+  const std::vector<Case> cases = {{1, 7, 1, true, Activation::kNone},
+                                   {3, 300, 10, false, Activation::kRelu},
+                                   {5, 64, 1000, true, Activation::kNone},
+                                   {2, 513, 33, true, Activation::kRelu6},
                                    {1, 1, 5, true, Activation::kRelu},
                                    // big enough to split over threads: by rows, by outputs
-                                   {300, 40, 21, true, Activation::kRelu6}, {4, 130, 700, false, Activation::kRelu}};
+                                   {300, 40, 21, true, Activation::kRelu6},
+                                   {4, 130, 700, false, Activation::kRelu}};
   uint32_t seed = 300;
   for (bool portable : {false, true}) {
     gemm_force_portable_for_testing(portable);
@@ -85,10 +88,10 @@ TEST_CASE("softmax_rows: stable for large values, rows sum to 1, in place") {
   const int64_t cols = 37;
   std::vector<float> in = test::random_floats(static_cast<size_t>(6 * cols), 77, -5.f, 5.f);
   for (int64_t c = 0; c < cols; ++c) {
-    in[static_cast<size_t>(1 * cols + c)] += 1000.f;                  // row 1: values ~1000 (exp overflows)
-    in[static_cast<size_t>(2 * cols + c)] -= 10000.f;                 // row 2: values ~-10000 (exp underflows)
+    in[static_cast<size_t>(1 * cols + c)] += 1000.f;                   // row 1: values ~1000 (exp overflows)
+    in[static_cast<size_t>(2 * cols + c)] -= 10000.f;                  // row 2: values ~-10000 (exp underflows)
     in[static_cast<size_t>(3 * cols + c)] = c % 2 ? 3000.f : -3000.f;  // row 3: extremes
-    in[static_cast<size_t>(4 * cols + c)] = 88.f + 0.01f * c;         // row 4: around exp's float limit
+    in[static_cast<size_t>(4 * cols + c)] = 88.f + 0.01f * c;          // row 4: around exp's float limit
   }
   // Row 5 stays moderate. A single-column input is all ones.
   const auto want = ref::softmax_rows(in, 6, cols);

@@ -23,10 +23,10 @@ PoolParams make_params(const PoolCase& pc) {
 }
 
 std::string describe(const PoolParams& p, bool ceil_mode) {
-  return "N" + std::to_string(p.batch) + " C" + std::to_string(p.channels) + " " + std::to_string(p.in_h) +
-         "x" + std::to_string(p.in_w) + " -> " + std::to_string(p.out_h) + "x" + std::to_string(p.out_w) +
-         " k" + std::to_string(p.kernel_h) + " s" + std::to_string(p.stride_h) + " p" +
-         std::to_string(p.pad_top) + " d" + std::to_string(p.dilation_h) + (ceil_mode ? " ceil" : " floor");
+  return "N" + std::to_string(p.batch) + " C" + std::to_string(p.channels) + " " + std::to_string(p.in_h) + "x" +
+         std::to_string(p.in_w) + " -> " + std::to_string(p.out_h) + "x" + std::to_string(p.out_w) + " k" +
+         std::to_string(p.kernel_h) + " s" + std::to_string(p.stride_h) + " p" + std::to_string(p.pad_top) + " d" +
+         std::to_string(p.dilation_h) + (ceil_mode ? " ceil" : " floor");
 }
 
 std::vector<float> run_max(const PoolParams& p, const std::vector<float>& in, int threads) {
@@ -43,17 +43,17 @@ std::vector<float> run_avg(const PoolParams& p, bool include_pad, const std::vec
 
 TEST_CASE("pooling output sizes of the test helper follow PyTorch") {
   // The ceil-mode cases below rely on these: the last window hangs past the padding.
-  CHECK(ref::pool_out_size(8, 3, 2, 1, 1, true) == 5);   // last window rows 7..9, in + pad = 9
+  CHECK(ref::pool_out_size(8, 3, 2, 1, 1, true) == 5);  // last window rows 7..9, in + pad = 9
   CHECK(ref::pool_out_size(8, 3, 2, 1, 1, false) == 4);
-  CHECK(ref::pool_out_size(7, 2, 2, 0, 1, true) == 4);   // last window rows 6..7, 7 past the input
-  CHECK(ref::pool_out_size(5, 2, 2, 1, 1, true) == 3);   // a 4th window would start in the padding: dropped
+  CHECK(ref::pool_out_size(7, 2, 2, 0, 1, true) == 4);  // last window rows 6..7, 7 past the input
+  CHECK(ref::pool_out_size(5, 2, 2, 1, 1, true) == 3);  // a 4th window would start in the padding: dropped
   CHECK(ref::pool_out_size(112, 3, 2, 1, 1, false) == 56);
 }
 
 TEST_CASE("maxpool2d matches the reference - padding never wins") {
   const std::vector<PoolCase> cases = {
-      {2, 5, 9, 8, 3, 2, 1, 1, false},  {2, 5, 9, 8, 3, 2, 1, 1, true},  {1, 3, 7, 7, 2, 2, 0, 1, true},
-      {1, 17, 8, 11, 3, 2, 1, 1, true}, {1, 4, 11, 9, 3, 1, 1, 2, false}, {3, 1, 5, 5, 5, 1, 2, 1, false},
+      {2, 5, 9, 8, 3, 2, 1, 1, false},    {2, 5, 9, 8, 3, 2, 1, 1, true},   {1, 3, 7, 7, 2, 2, 0, 1, true},
+      {1, 17, 8, 11, 3, 2, 1, 1, true},   {1, 4, 11, 9, 3, 1, 1, 2, false}, {3, 1, 5, 5, 5, 1, 2, 1, false},
       {1, 70, 13, 11, 3, 2, 1, 1, false},
   };
   for (cpu::Isa isa : test::runnable_isas()) {  // the kernel is compiled per ISA
@@ -63,7 +63,8 @@ TEST_CASE("maxpool2d matches the reference - padding never wins") {
       const PoolParams p = make_params(pc);
       INFO(test::isa_name(isa), " ", describe(p, pc.ceil_mode));
       // All-negative data: a kernel that let a zero padding tap win would show it.
-      const auto in = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.channels), seed++, -2.f, -0.5f);
+      const auto in =
+          test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.channels), seed++, -2.f, -0.5f);
       const auto want = ref::maxpool2d(p, in);
       const auto got = run_max(p, in, 1);
       test::check_close_simple(got.data(), want, 0.0, 0.0, "maxpool");  // exact: no arithmetic
@@ -78,9 +79,9 @@ TEST_CASE("maxpool2d propagates NaN in vector lanes and in the channel tail, on 
     INFO(test::isa_name(isa));
     PoolParams p = make_params({1, 37, 4, 4, 2, 2, 0, 1, false});  // 37 channels: 2 x 16 + a tail of 5
     std::vector<float> in(static_cast<size_t>(p.in_h * p.in_w * p.channels), 1.f);
-    in[3] = NAN;                            // pixel (0,0), channel 3: a vector lane, first window
-    in[36] = NAN;                           // pixel (0,0), channel 36: the tail, first window
-    in[(1 * p.in_w + 1) * 37 + 20] = NAN;   // pixel (1,1), channel 20, first window, not its first tap
+    in[3] = NAN;                           // pixel (0,0), channel 3: a vector lane, first window
+    in[36] = NAN;                          // pixel (0,0), channel 36: the tail, first window
+    in[(1 * p.in_w + 1) * 37 + 20] = NAN;  // pixel (1,1), channel 20, first window, not its first tap
     const auto got = run_max(p, in, 1);
     for (int64_t c = 0; c < 37; ++c) {
       INFO("channel ", c);
@@ -102,8 +103,8 @@ TEST_CASE("maxpool2d propagates NaN like PyTorch") {
 
 TEST_CASE("avgpool2d matches the reference with and without count_include_pad") {
   const std::vector<PoolCase> cases = {
-      {2, 5, 9, 8, 3, 2, 1, 1, false}, {2, 5, 8, 8, 3, 2, 1, 1, true}, {1, 6, 7, 5, 2, 2, 0, 1, false},
-      {1, 6, 7, 5, 2, 2, 0, 1, true},  {1, 9, 6, 7, 3, 3, 1, 1, true}, {3, 20, 5, 5, 5, 1, 2, 1, false},
+      {2, 5, 9, 8, 3, 2, 1, 1, false},    {2, 5, 8, 8, 3, 2, 1, 1, true}, {1, 6, 7, 5, 2, 2, 0, 1, false},
+      {1, 6, 7, 5, 2, 2, 0, 1, true},     {1, 9, 6, 7, 3, 3, 1, 1, true}, {3, 20, 5, 5, 5, 1, 2, 1, false},
       {1, 33, 13, 11, 3, 1, 1, 1, false},
   };
   uint32_t seed = 40;
@@ -138,9 +139,8 @@ TEST_CASE("adaptive_avgpool2d matches the reference, including non-divisible and
   struct Case {
     int64_t n, c, h, w, oh, ow;
   };
-  const std::vector<Case> cases = {{1, 5, 7, 5, 3, 2}, {2, 3, 5, 5, 3, 3}, {1, 17, 13, 11, 4, 5},
-                                   {3, 8, 7, 7, 1, 1}, {1, 4, 3, 3, 5, 5}, {1, 64, 7, 7, 1, 1},
-                                   {1, 6, 6, 6, 6, 6}};
+  const std::vector<Case> cases = {{1, 5, 7, 5, 3, 2}, {2, 3, 5, 5, 3, 3},  {1, 17, 13, 11, 4, 5}, {3, 8, 7, 7, 1, 1},
+                                   {1, 4, 3, 3, 5, 5}, {1, 64, 7, 7, 1, 1}, {1, 6, 6, 6, 6, 6}};
   uint32_t seed = 70;
   for (const Case& c : cases) {
     INFO(c.h, "x", c.w, " -> ", c.oh, "x", c.ow, " C", c.c);

@@ -35,8 +35,8 @@ struct Result {
 // with ih = oh*sh - pad_top + kh*dh, iw = ow*sw - pad_left + kw*dw; taps outside the input are
 // zero padding and contribute nothing.
 // A residual (NHWC like the output, or null) is added before the activation.
-inline Result conv2d(const ConvParams& p, const std::vector<float>& in, const std::vector<float>& w,
-                     const float* bias, Activation act, const float* residual = nullptr) {
+inline Result conv2d(const ConvParams& p, const std::vector<float>& in, const std::vector<float>& w, const float* bias,
+                     Activation act, const float* residual = nullptr) {
   const int64_t ho = p.out_h(), wo = p.out_w();
   const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
   Result r;
@@ -56,7 +56,8 @@ inline Result conv2d(const ConvParams& p, const std::vector<float>& in, const st
                 const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
                 const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
                 if (ih < 0 || ih >= p.in_h || iw < 0 || iw >= p.in_w) continue;
-                const double x = in[static_cast<size_t>(((n * p.in_h + ih) * p.in_w + iw) * p.in_channels + g * cg + ci)];
+                const double x =
+                    in[static_cast<size_t>(((n * p.in_h + ih) * p.in_w + iw) * p.in_channels + g * cg + ci)];
                 const double k = w[static_cast<size_t>(((o * cg + ci) * p.kernel_h + kh) * p.kernel_w + kw)];
                 sum += x * k;
                 abs_sum += std::abs(x * k);
@@ -74,8 +75,8 @@ inline Result conv2d(const ConvParams& p, const std::vector<float>& in, const st
 
 // C = alpha * op(A) * op(B) + beta * C (row-major, as winfer::sgemm); c holds C on entry.
 inline Result gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
-                   const std::vector<float>& a, int64_t lda, const std::vector<float>& b,
-                   int64_t ldb, double beta, const std::vector<float>& c, int64_t ldc) {
+                   const std::vector<float>& a, int64_t lda, const std::vector<float>& b, int64_t ldb, double beta,
+                   const std::vector<float>& c, int64_t ldc) {
   Result r;
   r.terms = k + 1;
   r.value.assign(static_cast<size_t>(m * n), 0.0);
@@ -99,8 +100,8 @@ inline Result gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 
 // PyTorch's pooling output size (floor or ceil mode): in ceil mode the last window must start
 // inside the input or the left padding, else it is dropped.
-inline int64_t pool_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
-                             int64_t dilation, bool ceil_mode) {
+inline int64_t pool_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                             bool ceil_mode) {
   const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
   int64_t out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
   if (ceil_mode && (out - 1) * stride >= in + pad) --out;
@@ -150,8 +151,7 @@ inline std::vector<double> maxpool2d(const PoolParams& p, const std::vector<floa
 // inside the padded input [-pad, in + pad) (padding taps count, taps hanging past the
 // padding in ceil mode do not), otherwise only the taps inside the input. A window with no tap
 // inside the input gives 0.
-inline std::vector<double> avgpool2d(const PoolParams& p, bool count_include_pad,
-                                     const std::vector<float>& in) {
+inline std::vector<double> avgpool2d(const PoolParams& p, bool count_include_pad, const std::vector<float>& in) {
   std::vector<double> out(static_cast<size_t>(p.batch * p.out_h * p.out_w * p.channels));
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t oh = 0; oh < p.out_h; ++oh)
@@ -176,9 +176,8 @@ inline std::vector<double> avgpool2d(const PoolParams& p, bool count_include_pad
 }
 
 // AdaptiveAvgPool2d: output bin i covers inputs [floor(i*in/out), ceil((i+1)*in/out)).
-inline std::vector<double> adaptive_avgpool2d(int64_t batch, int64_t channels, int64_t in_h,
-                                              int64_t in_w, int64_t out_h, int64_t out_w,
-                                              const std::vector<float>& in) {
+inline std::vector<double> adaptive_avgpool2d(int64_t batch, int64_t channels, int64_t in_h, int64_t in_w,
+                                              int64_t out_h, int64_t out_w, const std::vector<float>& in) {
   std::vector<double> out(static_cast<size_t>(batch * out_h * out_w * channels));
   for (int64_t n = 0; n < batch; ++n)
     for (int64_t oh = 0; oh < out_h; ++oh)

@@ -63,8 +63,8 @@ inline double float32_tolerance(double abs_sum, int64_t terms) {
 
 // Checks got[i] against ref[i] within float32_tolerance(abs_sum[i], terms) for every i; on
 // failure reports how many elements differ and the worst one, with `what` as context.
-inline void check_close(const float* got, const std::vector<double>& ref,
-                        const std::vector<double>& abs_sum, int64_t terms, const std::string& what) {
+inline void check_close(const float* got, const std::vector<double>& ref, const std::vector<double>& abs_sum,
+                        int64_t terms, const std::string& what) {
   size_t bad = 0, worst = 0;
   double worst_ratio = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -79,14 +79,14 @@ inline void check_close(const float* got, const std::vector<double>& ref,
   }
   if (bad == 0) return;
   std::ostringstream msg;
-  msg << what << ": " << bad << " of " << ref.size() << " elements off; worst at " << worst
-      << ": got " << got[worst] << " want " << ref[worst] << " (error/tolerance " << worst_ratio << ")";
+  msg << what << ": " << bad << " of " << ref.size() << " elements off; worst at " << worst << ": got " << got[worst]
+      << " want " << ref[worst] << " (error/tolerance " << worst_ratio << ")";
   FAIL_CHECK(msg.str());
 }
 
 // Same, for results that need no per-element magnitude: |got - ref| <= tol_rel * |ref| + tol_abs.
-inline void check_close_simple(const float* got, const std::vector<double>& ref, double tol_rel,
-                               double tol_abs, const std::string& what) {
+inline void check_close_simple(const float* got, const std::vector<double>& ref, double tol_rel, double tol_abs,
+                               const std::string& what) {
   size_t bad = 0, first = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     const bool same_inf = std::isinf(ref[i]) && static_cast<double>(got[i]) == ref[i];
@@ -96,8 +96,8 @@ inline void check_close_simple(const float* got, const std::vector<double>& ref,
   }
   if (bad == 0) return;
   std::ostringstream msg;
-  msg << what << ": " << bad << " of " << ref.size() << " elements off; first at " << first
-      << ": got " << got[first] << " want " << ref[first];
+  msg << what << ": " << bad << " of " << ref.size() << " elements off; first at " << first << ": got " << got[first]
+      << " want " << ref[first];
   FAIL_CHECK(msg.str());
 }
 

@@ -24,7 +24,7 @@ std::vector<ConvParams> packing_shapes() {
       Conv(1, 3, 9, 9, 64).k(7, 7).s(2, 2).pad(3).p,  // ResNet stem: K = 147
       Conv(1, 64, 5, 5, 64).k(3, 3).pad(1).p,
       Conv(1, 40, 5, 5, 96).k(1, 1).p,
-      Conv(1, 24, 5, 5, 58).k(1, 1).p,                 // ShuffleNet: 58 = one full panel + 26
+      Conv(1, 24, 5, 5, 58).k(1, 1).p,                // ShuffleNet: 58 = one full panel + 26
       Conv(1, 16, 6, 7, 7).k(3, 2).d(2, 1).pad(2).p,  // 7 output channels: one narrow panel
       Conv(1, 32, 5, 5, 64).k(3, 3).g(2).pad(1).p,    // groups: 16 -> 32 per group
       Conv(1, 12, 5, 5, 12).k(3, 3).g(4).pad(1).p,    // groups: 3 -> 3 per group, narrow panels

@@ -35,13 +35,13 @@ constexpr double kTransformGrowth = 8.0;
 
 std::vector<ConvCase> winograd_cases() {
   return {
-      {Conv(1, 21, 7, 9, 7).k(3, 3).pad(1).p, true, kRelu},         // odd output: partial tiles
-      {Conv(2, 19, 6, 5, 33).k(3, 3).p, true, kNone},              // no padding, Co off the panel
-      {Conv(1, 16, 8, 8, 32).k(3, 3).pad(2).p, false, kRelu6},      // padding 2: tiles of pure padding
+      {Conv(1, 21, 7, 9, 7).k(3, 3).pad(1).p, true, kRelu},            // odd output: partial tiles
+      {Conv(2, 19, 6, 5, 33).k(3, 3).p, true, kNone},                  // no padding, Co off the panel
+      {Conv(1, 16, 8, 8, 32).k(3, 3).pad(2).p, false, kRelu6},         // padding 2: tiles of pure padding
       {Conv(1, 24, 9, 6, 70).k(3, 3).pad(0, 1, 2, 0).p, true, kRelu},  // asymmetric padding
-      {Conv(2, 64, 14, 14, 64).k(3, 3).pad(1).p, true, kRelu},      // 2 x 49 tiles: more than one block
-      {Conv(1, 17, 3, 3, 4).k(3, 3).p, true, kNone},               // one output pixel
-      {Conv(1, 256, 6, 6, 112).k(3, 3).pad(1).p, true, kRelu},      // 2.1 MB of U: streamed, next panel prefetched
+      {Conv(2, 64, 14, 14, 64).k(3, 3).pad(1).p, true, kRelu},         // 2 x 49 tiles: more than one block
+      {Conv(1, 17, 3, 3, 4).k(3, 3).p, true, kNone},                   // one output pixel
+      {Conv(1, 256, 6, 6, 112).k(3, 3).pad(1).p, true, kRelu},         // 2.1 MB of U: streamed, next panel prefetched
   };
 }
 
@@ -53,7 +53,7 @@ TEST_CASE("winograd: supports 3x3 stride 1 dense convolutions of 16 or more inpu
   CHECK_FALSE(w.supports(Conv(1, 16, 8, 8, 8).k(3, 3).d(2, 2).pad(2).p));
   CHECK_FALSE(w.supports(Conv(1, 16, 8, 8, 8).k(3, 3).g(2).pad(1).p));
   CHECK_FALSE(w.supports(Conv(1, 3, 8, 8, 8).k(3, 3).pad(1).p));  // too few input channels to pay off
-  CHECK_FALSE(w.can_unpack_weights());  // G g G^T is not a permutation
+  CHECK_FALSE(w.can_unpack_weights());                            // G g G^T is not a permutation
 }
 
 TEST_CASE("winograd: declines few tiles of weights beyond L2, which a session leaves to im2win") {
@@ -66,7 +66,7 @@ TEST_CASE("winograd: declines few tiles of weights beyond L2, which a session le
   CHECK(why.find("winograd leaves " + deep.to_string() + " to im2win") == 0);
   CHECK(why.find("16384 KiB of transformed weights") != std::string::npos);
   CHECK(why.find("only 16 tiles") != std::string::npos);
-  CHECK(w.declines(Conv(2, 512, 7, 7, 512).k(3, 3).pad(1).p).empty());   // 32 tiles
+  CHECK(w.declines(Conv(2, 512, 7, 7, 512).k(3, 3).pad(1).p).empty());    // 32 tiles
   CHECK(w.declines(Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p).empty());  // 49 tiles
   CHECK(w.declines(Conv(1, 64, 4, 4, 64).k(3, 3).pad(1).p).empty());      // weights in L2
 }

@@ -27,8 +27,7 @@ int fail(const winfer::Status& status) {
 
 int main(int argc, char** argv) {
   if (argc != 7) {
-    std::fprintf(stderr, "usage: %s MODEL.yaml WEIGHTS.safetensors INPUT.npy OUTPUT.npy ALGORITHM THREADS\n",
-                 argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL.yaml WEIGHTS.safetensors INPUT.npy OUTPUT.npy ALGORITHM THREADS\n", argv[0]);
     return 2;
   }
   const std::string model_path = argv[1], weights = argv[2], input_path = argv[3], output_path = argv[4];

@@ -23,7 +23,8 @@ LoadedModule load_module() {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed
   if (handle == nullptr) {
     const char* error = dlerror();
-    loaded.error = "the bench's CUDA module could not be loaded: " + std::string(error != nullptr ? error : path) + remedy;
+    loaded.error =
+        "the bench's CUDA module could not be loaded: " + std::string(error != nullptr ? error : path) + remedy;
     return loaded;
   }
   using Entry = void* (*)();

@@ -86,9 +86,7 @@ class CustomOp {
   virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
                    const CustomOpContext& context) const = 0;
   // Multiply-adds x 2, for `winfer info` and Model::layers(); 0 when unknown.
-  virtual int64_t flops(const std::vector<Shape>& /*inputs*/, const std::vector<Shape>& /*outputs*/) const {
-    return 0;
-  }
+  virtual int64_t flops(const std::vector<Shape>& /*inputs*/, const std::vector<Shape>& /*outputs*/) const { return 0; }
 };
 
 struct CustomOpDefinition {

@@ -80,8 +80,8 @@ Status check_preprocess(const Preprocess& preprocess, const Shape& input_shape);
 // Applies resize, center crop, scaling to [0, 1], channel order and mean/std to a decoded image
 // (any color mode; it is converted to the preprocess's first) and writes channels x height x
 // width floats (CHW) to `chw`. Fails when the result is not height x width, naming both sizes.
-Status image_to_input(const Image& image, const Preprocess& preprocess, int64_t channels, int64_t height,
-                      int64_t width, float* chw);
+Status image_to_input(const Image& image, const Preprocess& preprocess, int64_t channels, int64_t height, int64_t width,
+                      float* chw);
 
 // Converts between gray and RGB as PIL's convert() does.
 Image convert_color(const Image& image, ColorMode mode);

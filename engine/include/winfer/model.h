@@ -74,15 +74,13 @@ constexpr uint64_t kMaxModelTextBytes = uint64_t(16) << 20;  // 16 MiB
 
 class Model {
  public:
-  static Result<std::shared_ptr<const Model>> load(const std::string& yaml_path,
-                                                   const LoadOptions& options = {});
+  static Result<std::shared_ptr<const Model>> load(const std::string& yaml_path, const LoadOptions& options = {});
   // The same from memory: `yaml_text` is the model description; `weights` (safetensors bytes,
   // copied, so the caller may free them on return; null with size 0 for none) take the place
   // of the YAML's `weights:` file. `name` stands for the file name in messages and path();
   // relative `weights:`/`labels:` paths in the YAML resolve against the current directory.
   static Result<std::shared_ptr<const Model>> load_from_memory(const std::string& yaml_text,
-                                                               const void* weights = nullptr,
-                                                               size_t weights_size = 0,
+                                                               const void* weights = nullptr, size_t weights_size = 0,
                                                                const LoadOptions& options = {},
                                                                const std::string& name = "<memory>");
   ~Model();

@@ -72,8 +72,7 @@ class SafeTensorsFile {
 // Writes a safetensors file of F32 tensors whose data lies in the given order. Tensors are
 // written in logical C order (an NHWC tensor is converted to NCHW first). Fails on duplicate or
 // reserved ("__metadata__") names and on tensors without data.
-Status write_safetensors(const std::string& path,
-                         const std::vector<std::pair<std::string, Tensor>>& tensors,
+Status write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace winfer

@@ -149,9 +149,9 @@ std::vector<std::string> conv_algorithm_names(const std::string& device = "cpu")
 // kOutOfMemory "WHAT needs X MiB, more than the M MiB this machine has available
 // (MemAvailable); use a smaller batch" when `bytes` of host memory are more than the machine has
 // available now (or than is left under ulimit -v), the figure Session::create checks its own
-// memory against; Ok when that is unknown. For buffers sized from what a user gave (a batch of inputs, a random input): checked
-// before allocating, because the allocator may overcommit and fail only when the pages are
-// touched (the OOM killer), or throw std::bad_alloc.
+// memory against; Ok when that is unknown. For buffers sized from what a user gave (a batch of inputs, a random input):
+// checked before allocating, because the allocator may overcommit and fail only when the pages are touched (the OOM
+// killer), or throw std::bad_alloc.
 Status check_host_memory_for(const std::string& what, size_t bytes);
 
 class SessionImpl;
@@ -180,8 +180,8 @@ class Session {
   Result<size_t> input_index(const std::string& name) const;
   Result<size_t> output_index(const std::string& name) const;
 
-  const Shape& input_shape() const;               // NCHW with the session's batch
-  const std::string& device() const;              // where it runs: "cpu" or "cuda:N"
+  const Shape& input_shape() const;   // NCHW with the session's batch
+  const std::string& device() const;  // where it runs: "cpu" or "cuda:N"
   const std::vector<Shape>& output_shapes() const;
 
   // Input: the model's input shape (NCHW, or plain for non-image inputs), any layout.

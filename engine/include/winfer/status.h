@@ -86,15 +86,14 @@ class [[nodiscard]] Result {
 #define WINFER_CONCAT(a, b) WINFER_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` failed.
-#define WINFER_RETURN_IF_ERROR(expr)                      \
-  do {                                                    \
-    ::winfer::Status winfer_status_ = (expr);             \
-    if (!winfer_status_.ok()) return winfer_status_;      \
+#define WINFER_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::winfer::Status winfer_status_ = (expr);        \
+    if (!winfer_status_.ok()) return winfer_status_; \
   } while (0)
 
 // `WINFER_ASSIGN_OR_RETURN(auto x, make_x());` unwraps a Result or returns its Status.
-#define WINFER_ASSIGN_OR_RETURN(lhs, expr)                                  \
-  auto WINFER_CONCAT(winfer_result_, __LINE__) = (expr);                    \
-  if (!WINFER_CONCAT(winfer_result_, __LINE__).ok())                        \
-    return WINFER_CONCAT(winfer_result_, __LINE__).status();                \
+#define WINFER_ASSIGN_OR_RETURN(lhs, expr)                                                                    \
+  auto WINFER_CONCAT(winfer_result_, __LINE__) = (expr);                                                      \
+  if (!WINFER_CONCAT(winfer_result_, __LINE__).ok()) return WINFER_CONCAT(winfer_result_, __LINE__).status(); \
   lhs = std::move(WINFER_CONCAT(winfer_result_, __LINE__)).value()

@@ -135,10 +135,10 @@ winfer_status winfer_model_load_from_memory_with_config(const char* yaml, size_t
 
 /* Deprecated (it cannot grow without breaking binaries): use winfer_load_config. Kept working. */
 typedef struct winfer_load_options {
-  const char* weights_path;      /* overrides the YAML's weights file; NULL: none */
-  int use_random_weights;        /* non-zero: deterministic random weights from random_seed */
+  const char* weights_path; /* overrides the YAML's weights file; NULL: none */
+  int use_random_weights;   /* non-zero: deterministic random weights from random_seed */
   uint64_t random_seed;
-  int fuse;                      /* fold batch norm and fuse activations (default 1) */
+  int fuse; /* fold batch norm and fuse activations (default 1) */
   /* The CPU convolution algorithm whose layout the weights are packed in at load, once, for
    * every session that uses it (winfer::LoadOptions::pack_for): NULL for the default
    * ("im2win"), "" to keep the OIHW weights, or the conv_algorithm your sessions will use
@@ -185,12 +185,14 @@ const char* winfer_model_labels_path(const winfer_model* model);
  * device's presence) is checked by winfer_session_create_with_config. */
 winfer_status winfer_session_config_create(winfer_session_config** config);
 void winfer_session_config_destroy(winfer_session_config* config); /* NULL: nothing; twice: nothing */
-winfer_status winfer_session_config_set_device(winfer_session_config* config, const char* device); /* "cpu", "cuda", "cuda:N", "auto" */
+winfer_status winfer_session_config_set_device(winfer_session_config* config,
+                                               const char* device); /* "cpu", "cuda", "cuda:N", "auto" */
 winfer_status winfer_session_config_set_conv_algorithm(winfer_session_config* config, const char* algorithm);
-winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads);  /* >= 1 */
-winfer_status winfer_session_config_set_batch(winfer_session_config* config, int64_t batch);  /* 0: the model's */
+winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads);        /* >= 1 */
+winfer_status winfer_session_config_set_batch(winfer_session_config* config, int64_t batch);        /* 0: the model's */
 winfer_status winfer_session_config_set_memory_budget(winfer_session_config* config, size_t bytes); /* 0: none */
-winfer_status winfer_session_config_set_autotune_cache(winfer_session_config* config, const char* path); /* NULL: none */
+winfer_status winfer_session_config_set_autotune_cache(winfer_session_config* config,
+                                                       const char* path); /* NULL: none */
 winfer_status winfer_session_config_set_plan_memory(winfer_session_config* config, int plan_memory);
 /* Debugging: fill dead arena bytes with NaN before each layer (winfer::SessionOptions). */
 winfer_status winfer_session_config_set_poison_unused_memory(winfer_session_config* config, int poison);
@@ -213,13 +215,13 @@ winfer_status winfer_session_create_with_config(const winfer_model* model, const
 
 /* Deprecated (it cannot grow without breaking binaries): use winfer_session_config. Kept working. */
 typedef struct winfer_session_options {
-  const char* device;          /* "cpu" (default), "cuda", "cuda:N", "auto" */
-  const char* conv_algorithm;  /* "im2win" (default), "indirect", "im2col", "direct", "auto" */
-  int threads;                 /* >= 1 (default 1) */
-  int64_t batch;               /* 0: the model's declared batch */
-  size_t memory_budget;        /* bytes; 0: none (see winfer::SessionOptions::memory_budget) */
-  const char* autotune_cache;  /* "auto" only: cache file, or NULL */
-  int plan_memory;             /* default 1 */
+  const char* device;         /* "cpu" (default), "cuda", "cuda:N", "auto" */
+  const char* conv_algorithm; /* "im2win" (default), "indirect", "im2col", "direct", "auto" */
+  int threads;                /* >= 1 (default 1) */
+  int64_t batch;              /* 0: the model's declared batch */
+  size_t memory_budget;       /* bytes; 0: none (see winfer::SessionOptions::memory_budget) */
+  const char* autotune_cache; /* "auto" only: cache file, or NULL */
+  int plan_memory;            /* default 1 */
 } winfer_session_options;
 
 void winfer_session_options_init(winfer_session_options* options);

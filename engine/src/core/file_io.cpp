@@ -66,7 +66,8 @@ const char* file_type_phrase(mode_t mode) {
 // blocks until a writer comes and a device such as /dev/zero or /dev/urandom never ends.
 Status not_a_regular_file(const std::string& who, mode_t mode) {
   if (S_ISDIR(mode)) return invalid_argument(who + " is a directory, not a file");
-  return invalid_argument(who + " is " + file_type_phrase(mode) + ", not a regular file; winfer reads only regular files");
+  return invalid_argument(who + " is " + file_type_phrase(mode) +
+                          ", not a regular file; winfer reads only regular files");
 }
 
 Status too_large(const std::string& who, const char* what, uint64_t size, uint64_t limit) {
@@ -212,8 +213,10 @@ Result<std::string> output_target(const std::string& path, const OutputKind& kin
   std::string target = path;
   if (S_ISLNK(st.st_mode)) {
     if (::stat(path.c_str(), &st) != 0) {
-      if (errno == ENOENT) return invalid_argument(who + " is a symbolic link to a file that does not exist; "
-                                                   "give the target path itself");
+      if (errno == ENOENT)
+        return invalid_argument(who +
+                                " is a symbolic link to a file that does not exist; "
+                                "give the target path itself");
       return access_error(who, errno);
     }
     std::unique_ptr<char, void (*)(void*)> resolved(::realpath(path.c_str(), nullptr), ::free);
@@ -229,8 +232,7 @@ Result<std::string> output_target(const std::string& path, const OutputKind& kin
   if (st.st_size > 0) {
     WINFER_ASSIGN_OR_RETURN(std::string head, read_head(target, 4096));
     if (!kind.looks_like(head, uint64_t(st.st_size))) {
-      return invalid_argument(who + " exists and is not " + kind.format +
-                              "; winfer replaces only " + kind.format +
+      return invalid_argument(who + " exists and is not " + kind.format + "; winfer replaces only " + kind.format +
                               " (remove the file or choose another name)");
     }
   }
@@ -274,8 +276,7 @@ Status FileWriter::open() {
   }
   const int err = errno;
   temp_.clear();
-  return os_error(path_, std::string("cannot create the ") + kind_.what + " (a temporary file in '" + dir + "')",
-                  err);
+  return os_error(path_, std::string("cannot create the ") + kind_.what + " (a temporary file in '" + dir + "')", err);
 }
 
 Status FileWriter::write(const void* data, size_t size) {

@@ -65,9 +65,7 @@ class HeaderParser {
   }
 
  private:
-  Status fail(const std::string& what) const {
-    return parse_error("at offset " + std::to_string(pos_) + ": " + what);
-  }
+  Status fail(const std::string& what) const { return parse_error("at offset " + std::to_string(pos_) + ": " + what); }
   void skip_space() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
   }
@@ -172,9 +170,12 @@ std::string printable(const std::string& header) {
   std::string out;
   for (size_t i = 0; i < end && out.size() < 200; ++i) {
     const unsigned char c = static_cast<unsigned char>(header[i]);
-    if (c == '\n') out += "\\n";
-    else if (c < 0x20 || c >= 0x7f) out += "?";
-    else out.push_back(static_cast<char>(c));
+    if (c == '\n')
+      out += "\\n";
+    else if (c < 0x20 || c >= 0x7f)
+      out += "?";
+    else
+      out.push_back(static_cast<char>(c));
   }
   return out;
 }
@@ -182,19 +183,19 @@ std::string printable(const std::string& header) {
 Result<ArrayInfo> interpret_header(const std::string& path, const std::string& header) {
   Result<std::map<std::string, PyValue>> parsed = HeaderParser(header).parse_dict();
   if (!parsed.ok()) {
-    return parse_error(path + ": malformed header " + parsed.status().message() + " in \"" +
-                       printable(header) + "\"");
+    return parse_error(path + ": malformed header " + parsed.status().message() + " in \"" + printable(header) + "\"");
   }
   const std::map<std::string, PyValue>& dict = parsed.value();
   for (const char* key : {"descr", "fortran_order", "shape"}) {
     if (dict.count(key) == 0) {
-      return parse_error(path + ": malformed header: no '" + std::string(key) + "' in \"" +
-                         printable(header) + "\"");
+      return parse_error(path + ": malformed header: no '" + std::string(key) + "' in \"" + printable(header) + "\"");
     }
   }
   if (dict.size() != 3) {  // NumPy itself refuses headers with other keys
-    return parse_error(path + ": malformed header: keys other than 'descr', 'fortran_order' and "
-                       "'shape' in \"" + printable(header) + "\"");
+    return parse_error(path +
+                       ": malformed header: keys other than 'descr', 'fortran_order' and "
+                       "'shape' in \"" +
+                       printable(header) + "\"");
   }
 
   ArrayInfo info;
@@ -216,7 +217,8 @@ Result<ArrayInfo> interpret_header(const std::string& path, const std::string& h
     return parse_error(path + ": malformed header: 'fortran_order' must be True or False");
   }
   if (fortran.boolean) {
-    return unsupported(path + ": fortran_order True not supported; save a C-order array "
+    return unsupported(path +
+                       ": fortran_order True not supported; save a C-order array "
                        "(np.ascontiguousarray)");
   }
 
@@ -256,8 +258,8 @@ Result<HeaderSpan> locate_header(const std::string& path, const unsigned char* b
   const int major = bytes[6];
   const int minor = bytes[7];
   if ((major != 1 && major != 2 && major != 3) || minor != 0) {
-    return unsupported(path + ": .npy version " + std::to_string(major) + "." +
-                       std::to_string(minor) + " not supported; expected 1.0, 2.0 or 3.0");
+    return unsupported(path + ": .npy version " + std::to_string(major) + "." + std::to_string(minor) +
+                       " not supported; expected 1.0, 2.0 or 3.0");
   }
   HeaderSpan span{};
   if (major == 1) {
@@ -269,8 +271,8 @@ Result<HeaderSpan> locate_header(const std::string& path, const unsigned char* b
     span.length = detail::load_le_u32(bytes + 8);
   }
   if (span.length > size - span.begin) {
-    return parse_error(path + ": header length " + std::to_string(span.length) +
-                       " reaches beyond the file of " + std::to_string(size) + " bytes");
+    return parse_error(path + ": header length " + std::to_string(span.length) + " reaches beyond the file of " +
+                       std::to_string(size) + " bytes");
   }
   return span;
 }
@@ -315,10 +317,9 @@ Result<Tensor> read_npy(const std::string& path) {
   const uint64_t expected = uint64_t(info.shape.numel()) * info.element_bytes;
   const uint64_t actual = file.size() - span.begin - span.length;
   if (actual != expected) {
-    return parse_error(path + ": " + std::to_string(actual) + " data bytes after the header, but " +
-                       "shape " + info.shape.to_string() + " of " + std::to_string(info.element_bytes) +
-                       "-byte floats needs " + std::to_string(expected) +
-                       (actual < expected ? " (truncated file?)" : ""));
+    return parse_error(path + ": " + std::to_string(actual) + " data bytes after the header, but " + "shape " +
+                       info.shape.to_string() + " of " + std::to_string(info.element_bytes) + "-byte floats needs " +
+                       std::to_string(expected) + (actual < expected ? " (truncated file?)" : ""));
   }
 
   const Layout layout = info.shape.rank() == 4 ? Layout::kNCHW : Layout::kPlain;
@@ -338,8 +339,7 @@ Status write_npy(const std::string& path, const Tensor& t) {
   if (t.empty()) return invalid_argument(path + ": tensor has no data");
   const Tensor logical = t.layout() == Layout::kNHWC ? t.to_layout(Layout::kNCHW) : t;
 
-  std::string header =
-      "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_repr(logical.shape()) + ", }";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_repr(logical.shape()) + ", }";
   // Version 1.0 has a 16-bit header length; only absurdly many dims need 2.0's 32 bits.
   const bool v1 = header.size() + kAlignment < 65535;
   const size_t prefix = v1 ? 10 : 12;

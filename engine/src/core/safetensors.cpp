@@ -33,9 +33,8 @@ struct DtypeSize {
   size_t bytes;
 };
 constexpr DtypeSize kDtypes[] = {
-    {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
-    {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
-    {"U32", 4},  {"F32", 4}, {"I64", 8}, {"U64", 8},     {"F64", 8},
+    {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+    {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"I64", 8},     {"U64", 8}, {"F64", 8},
 };
 
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
@@ -94,13 +93,11 @@ Result<json> parse_header_json(const std::string& path, const char* begin, const
 }
 
 // A field of a tensor entry with the expected JSON type, or a message saying what was found.
-Result<const json*> get_field(const std::string& where, const json& entry, const char* key,
-                              json::value_t type) {
+Result<const json*> get_field(const std::string& where, const json& entry, const char* key, json::value_t type) {
   auto it = entry.find(key);
   if (it == entry.end()) return parse_error(where + ": missing \"" + key + "\"");
   if (it->type() != type) {
-    return parse_error(where + ": \"" + key + "\" must be " + json(type).type_name() + ", got " +
-                       it->type_name());
+    return parse_error(where + ": \"" + key + "\" must be " + json(type).type_name() + ", got " + it->type_name());
   }
   return &*it;
 }
@@ -111,9 +108,8 @@ Result<Shape> read_shape(const std::string& where, const json& dims_json) {
     if (d.is_number_unsigned()) {
       // Values beyond int64 cannot be a real dimension; map them to a value Shape::make rejects.
       const uint64_t u = d.get<uint64_t>();
-      dims.push_back(u > uint64_t(std::numeric_limits<int64_t>::max())
-                         ? std::numeric_limits<int64_t>::max()
-                         : static_cast<int64_t>(u));
+      dims.push_back(u > uint64_t(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                       : static_cast<int64_t>(u));
     } else if (d.is_number_integer()) {
       dims.push_back(d.get<int64_t>());
     } else {
@@ -137,12 +133,11 @@ Result<ByteRange> read_offsets(const std::string& where, const json& offsets, ui
   }
   const ByteRange r{offsets[0].get<uint64_t>(), offsets[1].get<uint64_t>()};
   if (r.begin > r.end) {
-    return parse_error(where + ": data_offsets begin " + std::to_string(r.begin) + " > end " +
-                       std::to_string(r.end));
+    return parse_error(where + ": data_offsets begin " + std::to_string(r.begin) + " > end " + std::to_string(r.end));
   }
   if (r.end > data_size) {
-    return parse_error(where + ": data_offsets end " + std::to_string(r.end) +
-                       " is beyond the data region of " + std::to_string(data_size) + " bytes");
+    return parse_error(where + ": data_offsets end " + std::to_string(r.end) + " is beyond the data region of " +
+                       std::to_string(data_size) + " bytes");
   }
   return r;
 }
@@ -152,16 +147,15 @@ struct Entry {
   ByteRange range;
 };
 
-Result<Entry> read_entry(const std::string& path, const std::string& name, const json& entry,
-                         const unsigned char* data, uint64_t data_size) {
+Result<Entry> read_entry(const std::string& path, const std::string& name, const json& entry, const unsigned char* data,
+                         uint64_t data_size) {
   const std::string where = path + ": tensor " + in_quotes(name);
   if (!entry.is_object()) {
     return parse_error(where + ": entry must be an object, got " + entry.type_name());
   }
   WINFER_ASSIGN_OR_RETURN(const json* dtype, get_field(where, entry, "dtype", json::value_t::string));
   WINFER_ASSIGN_OR_RETURN(const json* dims, get_field(where, entry, "shape", json::value_t::array));
-  WINFER_ASSIGN_OR_RETURN(const json* offsets,
-                          get_field(where, entry, "data_offsets", json::value_t::array));
+  WINFER_ASSIGN_OR_RETURN(const json* offsets, get_field(where, entry, "data_offsets", json::value_t::array));
 
   Entry e;
   e.tensor.name = name;
@@ -175,24 +169,22 @@ Result<Entry> read_entry(const std::string& path, const std::string& name, const
   const uint64_t expected = uint64_t(e.tensor.shape.numel()) * element_bytes;
   const uint64_t actual = e.range.end - e.range.begin;
   if (actual != expected) {
-    return parse_error(where + ": data_offsets span " + std::to_string(actual) + " bytes but " +
-                       e.tensor.dtype + " " + e.tensor.shape.to_string() + " needs " +
-                       std::to_string(expected));
+    return parse_error(where + ": data_offsets span " + std::to_string(actual) + " bytes but " + e.tensor.dtype + " " +
+                       e.tensor.shape.to_string() + " needs " + std::to_string(expected));
   }
   e.tensor.data = data + e.range.begin;
   e.tensor.byte_size = static_cast<size_t>(actual);
   return e;
 }
 
-Status read_metadata(const std::string& path, const json& value,
-                     std::map<std::string, std::string>& out) {
+Status read_metadata(const std::string& path, const json& value, std::map<std::string, std::string>& out) {
   if (!value.is_object()) {
     return parse_error(path + ": \"__metadata__\" must be an object, got " + value.type_name());
   }
   for (auto it = value.begin(); it != value.end(); ++it) {
     if (!it.value().is_string()) {
-      return parse_error(path + ": \"__metadata__\" value of " + in_quotes(it.key()) +
-                         " must be a string, got " + it.value().type_name());
+      return parse_error(path + ": \"__metadata__\" value of " + in_quotes(it.key()) + " must be a string, got " +
+                         it.value().type_name());
     }
     out[it.key()] = it.value().get<std::string>();
   }
@@ -210,10 +202,9 @@ Status sort_and_check_overlap(const std::string& path, std::vector<Entry>& entri
     if (e.range.begin == e.range.end) continue;  // an empty tensor shares no bytes
     if (previous != nullptr && e.range.begin < previous->range.end) {
       return parse_error(path + ": data of tensors " + in_quotes(previous->tensor.name) + " [" +
-                         std::to_string(previous->range.begin) + ", " +
-                         std::to_string(previous->range.end) + ") and " + in_quotes(e.tensor.name) +
-                         " [" + std::to_string(e.range.begin) + ", " + std::to_string(e.range.end) +
-                         ") overlap");
+                         std::to_string(previous->range.begin) + ", " + std::to_string(previous->range.end) + ") and " +
+                         in_quotes(e.tensor.name) + " [" + std::to_string(e.range.begin) + ", " +
+                         std::to_string(e.range.end) + ") overlap");
     }
     if (previous == nullptr || e.range.end > previous->range.end) previous = &e;
   }
@@ -221,8 +212,7 @@ Status sort_and_check_overlap(const std::string& path, std::vector<Entry>& entri
 }
 
 // Reads the 8-byte length and checks that the header fits in the file.
-Result<uint64_t> read_header_length(const std::string& path, const unsigned char* bytes,
-                                    size_t file_size) {
+Result<uint64_t> read_header_length(const std::string& path, const unsigned char* bytes, size_t file_size) {
   if (file_size < kLengthBytes) {
     return parse_error(path + ": file is " + std::to_string(file_size) +
                        " bytes, too short for the 8-byte safetensors header length");
@@ -233,8 +223,8 @@ Result<uint64_t> read_header_length(const std::string& path, const unsigned char
                        std::to_string(kMaxHeaderBytes) + " bytes); not a safetensors file?");
   }
   if (n > file_size - kLengthBytes) {
-    return parse_error(path + ": header length " + std::to_string(n) +
-                       " reaches beyond the file of " + std::to_string(file_size) + " bytes");
+    return parse_error(path + ": header length " + std::to_string(n) + " reaches beyond the file of " +
+                       std::to_string(file_size) + " bytes");
   }
   return n;
 }
@@ -252,11 +242,10 @@ Status SafeTensorsFile::parse(const std::string& path, const unsigned char* byte
   WINFER_ASSIGN_OR_RETURN(const uint64_t header_size, read_header_length(path, bytes, size));
 
   const char* header_begin = reinterpret_cast<const char*>(bytes + kLengthBytes);
-  WINFER_ASSIGN_OR_RETURN(json header,
-                          parse_header_json(path, header_begin, header_begin + header_size));
+  WINFER_ASSIGN_OR_RETURN(json header, parse_header_json(path, header_begin, header_begin + header_size));
   if (header.size() > kMaxTensors + (header.contains(kMetadataKey) ? 1 : 0)) {
-    return parse_error(path + ": the header lists " + std::to_string(header.size()) + " entries, more than the limit of " +
-                       std::to_string(kMaxTensors) + " tensors");
+    return parse_error(path + ": the header lists " + std::to_string(header.size()) +
+                       " entries, more than the limit of " + std::to_string(kMaxTensors) + " tensors");
   }
 
   const unsigned char* data = bytes + kLengthBytes + header_size;
@@ -309,7 +298,7 @@ Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::open(const std::
 }
 
 Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::from_memory(const void* data, size_t size,
-                                                                          const std::string& name) {
+                                                                            const std::string& name) {
   if (data == nullptr && size > 0) return invalid_argument(name + ": null data of " + std::to_string(size) + " bytes");
   std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
   const auto* bytes = static_cast<const unsigned char*>(data);
@@ -327,8 +316,7 @@ const SafeTensor* SafeTensorsFile::find(const std::string& name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-Status write_safetensors(const std::string& path,
-                         const std::vector<std::pair<std::string, Tensor>>& tensors,
+Status write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                          const std::map<std::string, std::string>& metadata) {
   // Logical C order: an NHWC activation is stored as its NCHW equivalent.
   std::vector<Tensor> logical;
@@ -344,9 +332,7 @@ Status write_safetensors(const std::string& path,
     }
     logical.push_back(tensor.layout() == Layout::kNHWC ? tensor.to_layout(Layout::kNCHW) : tensor);
     const uint64_t bytes = logical.back().bytes();
-    header[name] = {{"dtype", "F32"},
-                    {"shape", tensor.shape().dims()},
-                    {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {{"dtype", "F32"}, {"shape", tensor.shape().dims()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   if (!metadata.empty()) header[kMetadataKey] = metadata;

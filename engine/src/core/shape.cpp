@@ -9,8 +9,7 @@ Result<Shape> Shape::make(const std::vector<int64_t>& dims) {
   for (size_t i = 0; i < dims.size(); ++i) {
     const int64_t d = dims[i];
     if (d < 0) {
-      return invalid_argument("dimension " + std::to_string(i) + " of " + Shape(dims).to_string() +
-                              " is negative");
+      return invalid_argument("dimension " + std::to_string(i) + " of " + Shape(dims).to_string() + " is negative");
     }
     if (d != 0 && count > kMaxElements / d) {
       return invalid_argument("shape " + Shape(dims).to_string() + " has more than 2^40 elements");

@@ -17,8 +17,7 @@ class CudaBackend : public DeviceBackend {
   DeviceAvailability availability() const override { return cuda_device_availability(); }
   std::vector<std::string> conv_algorithm_names() const override { return cuda_selectable_conv_algorithms(); }
   bool supports_op(const Op& op) const override { return find_cuda_kernel_factory(op.type()) != nullptr; }
-  Result<std::unique_ptr<SessionImpl>> create_session(std::shared_ptr<const Model> model,
-                                                      const SessionOptions& options,
+  Result<std::unique_ptr<SessionImpl>> create_session(std::shared_ptr<const Model> model, const SessionOptions& options,
                                                       int device_index) const override {
     return create_cuda_session(std::move(model), options, device_index);
   }

@@ -24,4 +24,3 @@ Result<const float*> upload_tensor(const CudaCompileOptions& options, const void
 }
 
 }  // namespace winfer
-

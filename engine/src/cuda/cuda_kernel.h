@@ -51,8 +51,8 @@ class FunctionCudaKernel : public CudaKernel {
       : description_(std::move(description)), run_(std::move(run)), weight_bytes_(weight_bytes) {}
   size_t weight_bytes() const override { return weight_bytes_; }
   std::string describe() const override { return description_; }
-  cuda::Status run(const cuda::Context& ctx, const std::vector<const float*>& inputs, const std::vector<float*>& outputs,
-                   void* workspace) const override {
+  cuda::Status run(const cuda::Context& ctx, const std::vector<const float*>& inputs,
+                   const std::vector<float*>& outputs, void* workspace) const override {
     return run_(ctx, inputs, outputs, workspace);
   }
 

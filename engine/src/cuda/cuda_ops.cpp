@@ -24,8 +24,8 @@ namespace winfer {
   X("dropout", compile_identity_cuda)                      \
   X("identity", compile_identity_cuda)
 
-#define WINFER_DECLARE_CUDA_FACTORY(type, factory)                                                       \
-  Result<std::unique_ptr<CudaKernel>> factory(const Op& op, const std::vector<Shape>& inputs,           \
+#define WINFER_DECLARE_CUDA_FACTORY(type, factory)                                            \
+  Result<std::unique_ptr<CudaKernel>> factory(const Op& op, const std::vector<Shape>& inputs, \
                                               const std::vector<Shape>& outputs, const CudaCompileOptions& options);
 WINFER_CUDA_OPS(WINFER_DECLARE_CUDA_FACTORY)
 #undef WINFER_DECLARE_CUDA_FACTORY

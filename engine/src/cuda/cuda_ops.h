@@ -14,8 +14,8 @@ namespace winfer {
 
 // Makes the CUDA kernel of `op` (whose type the table matched) for these shapes.
 using CudaKernelFactory = Result<std::unique_ptr<CudaKernel>> (*)(const Op& op, const std::vector<Shape>& inputs,
-                                                                 const std::vector<Shape>& outputs,
-                                                                 const CudaCompileOptions& options);
+                                                                  const std::vector<Shape>& outputs,
+                                                                  const CudaCompileOptions& options);
 
 // The factory for op type `type`, or null when this backend has no kernel for it.
 CudaKernelFactory find_cuda_kernel_factory(const char* type);

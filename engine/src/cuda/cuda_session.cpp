@@ -195,7 +195,8 @@ class CudaSession : public SessionImpl {
     } else {
       separate_.resize(graph.tensors.size());
       for (size_t t = 0; t < graph.tensors.size(); ++t) {
-        WINFER_RETURN_IF_ERROR(allocate_buffer(bytes_of(shapes[t]), "tensor '" + graph.tensors[t].name + "'", &separate_[t]));
+        WINFER_RETURN_IF_ERROR(
+            allocate_buffer(bytes_of(shapes[t]), "tensor '" + graph.tensors[t].name + "'", &separate_[t]));
         tensor_data[t] = static_cast<char*>(separate_[t].data());
       }
       WINFER_RETURN_IF_ERROR(allocate_buffer(report.max_workspace_bytes, "the workspace", &shared_workspace_));
@@ -214,8 +215,8 @@ class CudaSession : public SessionImpl {
       for (int t : graph.nodes[n].outputs) b.outputs.push_back(tensors_[t]);
       const int ws = workspace_of[n];
       if (ws >= 0) {
-        b.workspace = options.plan_memory ? static_cast<char*>(arena_.data()) + report.buffers[ws].offset
-                                          : workspace_base;
+        b.workspace =
+            options.plan_memory ? static_cast<char*>(arena_.data()) + report.buffers[ws].offset : workspace_base;
       }
       bindings_.push_back(std::move(b));
     }
@@ -230,9 +231,10 @@ class CudaSession : public SessionImpl {
     const size_t needed = options.plan_memory ? report.arena_bytes : report.activations_sum_bytes;
     if (needed <= free_bytes) return Status::Ok();
     auto mib = [](size_t b) { return std::to_string((b + (1u << 20) - 1) >> 20) + " MiB"; };
-    return out_of_memory(device + ": " + model->path() + " needs " + mib(needed) + " of device memory for its activations" +
-                         " (batch " + std::to_string(shapes[model->graph().input].n()) + "), but only " + mib(free_bytes) +
-                         " of " + mib(total_bytes) + " are free; use a smaller batch");
+    return out_of_memory(device + ": " + model->path() + " needs " + mib(needed) +
+                         " of device memory for its activations" + " (batch " +
+                         std::to_string(shapes[model->graph().input].n()) + "), but only " + mib(free_bytes) + " of " +
+                         mib(total_bytes) + " are free; use a smaller batch");
   }
 
   Status allocate_buffer(size_t bytes, const std::string& what, cuda::DeviceBuffer* out) {
@@ -246,7 +248,8 @@ class CudaSession : public SessionImpl {
     const Shape& s = input.shape();
     float* dst = tensors_[model->graph().input];
     if (s.rank() == 4 && input.layout() != Layout::kNHWC) {
-      WINFER_RETURN_IF_ERROR(checked(cuda::copy_to_device(staging_.data(), input.data(), input.bytes(), stream_), "input"));
+      WINFER_RETURN_IF_ERROR(
+          checked(cuda::copy_to_device(staging_.data(), input.data(), input.bytes(), stream_), "input"));
       return checked(cuda::nchw_to_nhwc(s.n(), s.c(), s.h(), s.w(), staging_.floats(), dst, stream_), "input");
     }
     return checked(cuda::copy_to_device(dst, input.data(), input.bytes(), stream_), "input");
@@ -271,8 +274,9 @@ class CudaSession : public SessionImpl {
     for (int t : graph.nodes[n].outputs) {
       numerics_host_.resize(static_cast<size_t>(shapes[t].numel()));
       const std::string what = "output '" + graph.tensors[t].name + "'";
-      WINFER_RETURN_IF_ERROR(checked(cuda::copy_to_host(numerics_host_.data(), tensors_[t],
-                                                        numerics_host_.size() * sizeof(float), stream_), what));
+      WINFER_RETURN_IF_ERROR(checked(
+          cuda::copy_to_host(numerics_host_.data(), tensors_[t], numerics_host_.size() * sizeof(float), stream_),
+          what));
       const Status s = check_finite(numerics_host_.data(), shapes[t].numel(), what);
       if (!s.ok()) return Status(s).with_context(graph.nodes[n].context(model->path()));
     }
@@ -282,7 +286,8 @@ class CudaSession : public SessionImpl {
   Status poison(size_t step) {
     char* base = static_cast<char*>(arena_.data());
     for (const auto& [begin, end] : poison_ranges_[step]) {
-      WINFER_RETURN_IF_ERROR(checked(cuda::fill_bytes(base + begin, 0xff, end - begin, stream_), "poisoning the arena"));
+      WINFER_RETURN_IF_ERROR(
+          checked(cuda::fill_bytes(base + begin, 0xff, end - begin, stream_), "poisoning the arena"));
     }
     return Status::Ok();
   }
@@ -297,7 +302,8 @@ class CudaSession : public SessionImpl {
       const Shape& s = dst.shape();
       const std::string what = "output '" + graph.tensors[graph.outputs[i]].name + "'";
       if (s.rank() == 4 && dst.layout() != Layout::kNHWC) {
-        WINFER_RETURN_IF_ERROR(checked(cuda::nhwc_to_nchw(s.n(), s.c(), s.h(), s.w(), src, staging_.floats(), stream_), what));
+        WINFER_RETURN_IF_ERROR(
+            checked(cuda::nhwc_to_nchw(s.n(), s.c(), s.h(), s.w(), src, staging_.floats(), stream_), what));
         src = staging_.floats();
       }
       WINFER_RETURN_IF_ERROR(checked(cuda::copy_to_host(dst.data(), src, dst.bytes(), stream_), what));

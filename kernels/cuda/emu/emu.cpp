@@ -224,16 +224,17 @@ std::string Scheduler::describe_stall() const {
     at_warp += f.wait == Wait::kWarpBarrier;
     done += f.wait == Wait::kDone;
   }
-  return "block (" + std::to_string(blockIdx.x) + "," + std::to_string(blockIdx.y) + "," +
-         std::to_string(blockIdx.z) + ") of " + std::to_string(threads_) +
-         " threads cannot continue: " + std::to_string(at_block) + " wait in __syncthreads(), " +
-         std::to_string(at_warp) + " in a warp collective (__syncwarp/__shfl_*_sync) whose lanes "
-         "never all arrive, " + std::to_string(done) + " have returned";
+  return "block (" + std::to_string(blockIdx.x) + "," + std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) +
+         ") of " + std::to_string(threads_) + " threads cannot continue: " + std::to_string(at_block) +
+         " wait in __syncthreads(), " + std::to_string(at_warp) +
+         " in a warp collective (__syncwarp/__shfl_*_sync) whose lanes "
+         "never all arrive, " +
+         std::to_string(done) + " have returned";
 }
 
 cudaError_t Scheduler::run_block(unsigned block_linear) {
-  blockIdx = uint3{block_linear % gridDim.x, block_linear / gridDim.x % gridDim.y,
-                   block_linear / (gridDim.x * gridDim.y)};
+  blockIdx =
+      uint3{block_linear % gridDim.x, block_linear / gridDim.x % gridDim.y, block_linear / (gridDim.x * gridDim.y)};
   start_fibers();
   for (int round = 0;; ++round) {
     for (int j = 0; j < threads_; ++j) {
@@ -253,9 +254,9 @@ cudaError_t Scheduler::run_block(unsigned block_linear) {
 
 bool valid_configuration(dim3 grid, dim3 block) {
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
-  return grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.x <= 0x7fffffffu && grid.y <= 65535 &&
-         grid.z <= 65535 && block.x >= 1 && block.y >= 1 && block.z >= 1 && block.x <= 1024 &&
-         block.y <= 1024 && block.z <= 64 && threads <= kMaxThreadsPerBlock;
+  return grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.x <= 0x7fffffffu && grid.y <= 65535 && grid.z <= 65535 &&
+         block.x >= 1 && block.y >= 1 && block.z >= 1 && block.x <= 1024 && block.y <= 1024 && block.z <= 64 &&
+         threads <= kMaxThreadsPerBlock;
 }
 
 // Blocks in a fixed pseudo-random order (Fisher-Yates with a xorshift generator, identical on
@@ -314,7 +315,7 @@ std::map<uintptr_t, size_t>& allocations() {
   static std::map<uintptr_t, size_t> map;
   return map;
 }
-size_t allocated_bytes = 0;  // guarded by allocations_mutex
+size_t allocated_bytes = 0;           // guarded by allocations_mutex
 constexpr size_t kMallocAlign = 256;  // cudaMalloc's guaranteed alignment
 size_t rounded_allocation(size_t bytes) { return (bytes + kMallocAlign - 1) / kMallocAlign * kMallocAlign; }
 
@@ -350,22 +351,15 @@ cudaError_t run_grid(dim3 grid, dim3 block, void (*thread_body)(void*), void* cl
   return record(scheduler.run_grid(grid, block, thread_body, closure));
 }
 
-int shfl_idx_source(int lane, int src, int width) {
-  return (lane / width) * width + ((src % width) + width) % width;
-}
-int shfl_up_source(int lane, int delta, int width) {
-  return lane % width >= delta ? lane - delta : lane;
-}
-int shfl_down_source(int lane, int delta, int width) {
-  return lane % width + delta < width ? lane + delta : lane;
-}
+int shfl_idx_source(int lane, int src, int width) { return (lane / width) * width + ((src % width) + width) % width; }
+int shfl_up_source(int lane, int delta, int width) { return lane % width >= delta ? lane - delta : lane; }
+int shfl_down_source(int lane, int delta, int width) { return lane % width + delta < width ? lane + delta : lane; }
 int shfl_xor_source(int lane, int lane_mask, int width) {
   const int src = lane ^ lane_mask;
   return src >= (lane / width + 1) * width ? lane : src;  // later groups are out of reach
 }
 
-void warp_exchange(unsigned mask, const void* value, size_t size, void* out, SourceLaneFn source,
-                   int arg, int width) {
+void warp_exchange(unsigned mask, const void* value, size_t size, void* out, SourceLaneFn source, int arg, int width) {
   const int linear = scheduler.current_linear_thread();
   const int warp = linear / warpSize, lane = linear % warpSize;
   std::memcpy(scheduler.warp_slot(warp, lane), value, size);
@@ -533,9 +527,7 @@ cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t) {
-  return cudaMemset(ptr, value, bytes);
-}
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t) { return cudaMemset(ptr, value, bytes); }
 
 struct EmuStream {};
 

@@ -103,7 +103,7 @@ struct cudaDeviceProp {
 
 const char* cudaGetErrorString(cudaError_t error);
 const char* cudaGetErrorName(cudaError_t error);
-cudaError_t cudaGetLastError();   // returns and clears the last error
+cudaError_t cudaGetLastError();  // returns and clears the last error
 cudaError_t cudaPeekAtLastError();
 cudaError_t cudaGetDeviceCount(int* count);  // the emulator is one device
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
@@ -156,8 +156,7 @@ namespace winfer_emu {
 // then receives into `out` the bytes published by lane `source_lane(lane)`, where a source lane
 // outside [0, 32) or outside the mask means "keep your own value".
 using SourceLaneFn = int (*)(int lane, int arg, int width);
-void warp_exchange(unsigned mask, const void* value, size_t size, void* out, SourceLaneFn source,
-                   int arg, int width);
+void warp_exchange(unsigned mask, const void* value, size_t size, void* out, SourceLaneFn source, int arg, int width);
 int shfl_idx_source(int lane, int src, int width);
 int shfl_up_source(int lane, int delta, int width);
 int shfl_down_source(int lane, int delta, int width);
@@ -220,8 +219,7 @@ cudaError_t run_grid(dim3 grid, dim3 block, void (*thread_body)(void*), void* cl
 // converted to the kernel's parameter types once, as the GPU copies them into parameter memory,
 // and every thread calls the kernel with those copies.
 template <typename... Params, typename... Args>
-cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t /*stream*/,
-                   Args&&... args) {
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t /*stream*/, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "wrong number of kernel arguments");
   using ParamTuple = std::tuple<std::decay_t<Params>...>;
   struct Closure {
@@ -229,12 +227,13 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_
     ParamTuple params;
   };
   Closure closure{kernel, ParamTuple(std::forward<Args>(args)...)};
-  return run_grid(grid, block,
-                  [](void* p) {
-                    Closure* c = static_cast<Closure*>(p);
-                    std::apply(c->kernel, c->params);
-                  },
-                  &closure);
+  return run_grid(
+      grid, block,
+      [](void* p) {
+        Closure* c = static_cast<Closure*>(p);
+        std::apply(c->kernel, c->params);
+      },
+      &closure);
 }
 
 }  // namespace winfer_emu

@@ -15,8 +15,8 @@ Status create_libraries(cudaStream_t, bool, LibrariesPtr* out) {
   return unsupported("cuBLAS and cuDNN are not available in the host emulator");
 }
 
-Status sgemm(const Context&, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-             int64_t, float, float*, int64_t) {
+Status sgemm(const Context&, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+             float, float*, int64_t) {
   return unsupported("sgemm: cuBLAS is not available in the host emulator");
 }
 

@@ -49,27 +49,42 @@ class Descriptors {
 
   Status create(const ConvParams& p, cudnnMathType_t math) {
     auto i = [](int64_t v) { return static_cast<int>(v); };
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(p.batch), i(p.in_channels), i(p.in_h), i(p.in_w)),
-        "cudnnSetTensor4dDescriptor (input)"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i(p.out_channels),
-                                   i(p.in_channels_per_group()), i(p.kernel_h), i(p.kernel_w)),
-        "cudnnSetFilter4dDescriptor"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnSetConvolution2dDescriptor(conv, i(p.pad_top), i(p.pad_left), i(p.stride_h), i(p.stride_w),
-                                        i(p.dilation_h), i(p.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-        "cudnnSetConvolution2dDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(api_, api_.cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(api_, api_.cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(api_, api_.cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(api_, api_.cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(api_,
+                     api_.cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(p.batch),
+                                                     i(p.in_channels), i(p.in_h), i(p.in_w)),
+                     "cudnnSetTensor4dDescriptor (input)"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(api_,
+                     api_.cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i(p.out_channels),
+                                                     i(p.in_channels_per_group()), i(p.kernel_h), i(p.kernel_w)),
+                     "cudnnSetFilter4dDescriptor"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(api_,
+                     api_.cudnnSetConvolution2dDescriptor(conv, i(p.pad_top), i(p.pad_left), i(p.stride_h),
+                                                          i(p.stride_w), i(p.dilation_h), i(p.dilation_w),
+                                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                     "cudnnSetConvolution2dDescriptor"));
     WINFER_CUDA_RETURN_IF_ERROR(
         cudnn_status(api_, api_.cudnnSetConvolutionGroupCount(conv, i(p.groups)), "cudnnSetConvolutionGroupCount"));
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnSetConvolutionMathType(conv, math), "cudnnSetConvolutionMathType"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(api_, api_.cudnnSetConvolutionMathType(conv, math), "cudnnSetConvolutionMathType"));
     int n = 0, c = 0, h = 0, wo = 0;
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_, api_.cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wo),
+    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(api_,
+                                             api_.cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wo),
                                              "cudnnGetConvolution2dForwardOutputDim"));
     if (n != p.batch || c != p.out_channels || h != p.out_h() || wo != p.out_w())
       return Status(StatusCode::kLibraryError, "cudnn: output shape differs from winfer's for " + p.to_string());
-    return cudnn_status(api_, api_.cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, wo), "cudnnSetTensor4dDescriptor (output)");
+    return cudnn_status(api_, api_.cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, n, c, h, wo),
+                        "cudnnSetTensor4dDescriptor (output)");
   }
 
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
@@ -82,9 +97,9 @@ class Descriptors {
 
 int64_t max_dimension(const ConvParams& p) {
   int64_t m = 0;
-  for (int64_t v : {p.batch, p.in_channels, p.in_h, p.in_w, p.out_channels, p.out_h(), p.out_w(), p.kernel_h,
-                    p.kernel_w, p.batch * p.in_h * p.in_w * p.in_channels,
-                    p.batch * p.out_h() * p.out_w() * p.out_channels})
+  for (int64_t v :
+       {p.batch, p.in_channels, p.in_h, p.in_w, p.out_channels, p.out_h(), p.out_w(), p.kernel_h, p.kernel_w,
+        p.batch * p.in_h * p.in_w * p.in_channels, p.batch * p.out_h() * p.out_w() * p.out_channels})
     m = std::max(m, v);
   return m;
 }
@@ -154,11 +169,11 @@ class CudnnConv final : public ConvAlgorithm {
     WINFER_CUDA_RETURN_IF_ERROR(d.create(p, choice.math));
     WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(*api, api->cudnnSetStream(handle, ctx.stream), "cudnnSetStream"));
     const float one = 1.f, zero = 0.f;
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(*api,
-                                             api->cudnnConvolutionForward(handle, &one, d.x, input, d.w, packed, d.conv,
-                                                                          choice.algo, workspace, choice.workspace,
-                                                                          &zero, d.y, output),
-                                             "cudnnConvolutionForward"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(*api,
+                     api->cudnnConvolutionForward(handle, &one, d.x, input, d.w, packed, d.conv, choice.algo, workspace,
+                                                  choice.workspace, &zero, d.y, output),
+                     "cudnnConvolutionForward"));
     return bias_activation_rows(output, p.batch * p.out_h() * p.out_w(), p.out_channels, bias, act, ctx.stream);
   }
 
@@ -189,11 +204,11 @@ class CudnnConv final : public ConvAlgorithm {
                                              "cudnnGetConvolutionForwardAlgorithmMaxCount"));
     std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<size_t>(std::max(max_count, 1)));
     int returned = 0;
-    WINFER_CUDA_RETURN_IF_ERROR(cudnn_status(*api,
-                                             api->cudnnFindConvolutionForwardAlgorithm(handle, d.x, d.w, d.conv, d.y,
-                                                                                       static_cast<int>(results.size()),
-                                                                                       &returned, results.data()),
-                                             "cudnnFindConvolutionForwardAlgorithm"));
+    WINFER_CUDA_RETURN_IF_ERROR(
+        cudnn_status(*api,
+                     api->cudnnFindConvolutionForwardAlgorithm(
+                         handle, d.x, d.w, d.conv, d.y, static_cast<int>(results.size()), &returned, results.data()),
+                     "cudnnFindConvolutionForwardAlgorithm"));
     for (int i = 0; i < returned; ++i) {
       const cudnnConvolutionFwdAlgoPerf_t& r = results[static_cast<size_t>(i)];
       if (r.status != CUDNN_STATUS_SUCCESS) continue;

@@ -20,8 +20,8 @@ void LibrariesDeleter::operator()(Libraries* libraries) const { delete libraries
 
 Status cublas_status(const CublasApi& api, cublasStatus_t status, const std::string& what) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status();
-  return Status(StatusCode::kLibraryError, what + ": " + api.cublasGetStatusName(status) + " (" +
-                                               api.cublasGetStatusString(status) + ")");
+  return Status(StatusCode::kLibraryError,
+                what + ": " + api.cublasGetStatusName(status) + " (" + api.cublasGetStatusString(status) + ")");
 }
 
 #if WINFER_HAVE_CUDNN
@@ -58,8 +58,7 @@ Status create_libraries(cudaStream_t stream, bool allow_tf32, LibrariesPtr* out)
       cublas_status(*cublas, cublas->cublasSetStream_v2(libs->blas, stream), "cublasSetStream"));
   // CUBLAS_DEFAULT_MATH keeps FP32 GEMMs in FP32 (no TF32 tensor cores) since CUDA 11.
   const cublasMath_t math = allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
-  WINFER_CUDA_RETURN_IF_ERROR(
-      cublas_status(*cublas, cublas->cublasSetMathMode(libs->blas, math), "cublasSetMathMode"));
+  WINFER_CUDA_RETURN_IF_ERROR(cublas_status(*cublas, cublas->cublasSetMathMode(libs->blas, math), "cublasSetMathMode"));
   *out = std::move(libs);
   return Status();
 }
@@ -76,12 +75,12 @@ Status sgemm(const Context& ctx, bool trans_a, bool trans_b, int64_t m, int64_t 
   const CublasApi& api = ctx.libraries->cublas;
   cublasHandle_t handle = ctx.libraries->blas;
   WINFER_CUDA_RETURN_IF_ERROR(cublas_status(api, api.cublasSetStream_v2(handle, ctx.stream), "cublasSetStream"));
-  return cublas_status(api,
-                       api.cublasSgemm_v2(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                          static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
-                                          static_cast<int>(ldb), a, static_cast<int>(lda), &beta, c,
-                                          static_cast<int>(ldc)),
-                       "cublasSgemm");
+  return cublas_status(
+      api,
+      api.cublasSgemm_v2(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                         static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
+                         static_cast<int>(ldb), a, static_cast<int>(lda), &beta, c, static_cast<int>(ldc)),
+      "cublasSgemm");
 }
 
 }  // namespace cuda

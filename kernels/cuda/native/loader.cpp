@@ -68,7 +68,7 @@ constexpr const char* kCublasDir = "";
 
 const char* cublas_soname() { return "libcublas.so." WINFER_STRINGIFY(CUBLAS_VER_MAJOR); }
 
-#define WINFER_RESOLVE_FUNCTION(name) resolve(handle, #name, &loaded.api.name, &loaded.error) &&
+#define WINFER_RESOLVE_FUNCTION(name) resolve(handle, #name, &loaded.api.name, &loaded.error)&&
 
 Status load_cublas(const CublasApi** api) {
   static const Loaded<CublasApi> cublas = [] {
@@ -100,8 +100,8 @@ Status load_cudnn(const CudnnApi** api) {
   }();
   *api = cudnn.error.empty() ? &cudnn.api : nullptr;
   return loaded_status(cudnn, "cuDNN", cudnn_soname(),
-                       "install cuDNN " WINFER_STRINGIFY(CUDNN_MAJOR)
-                       " (or add its folder to LD_LIBRARY_PATH), or choose another --conv than cudnn");
+                       "install cuDNN " WINFER_STRINGIFY(
+                           CUDNN_MAJOR) " (or add its folder to LD_LIBRARY_PATH), or choose another --conv than cudnn");
 }
 #endif
 

@@ -24,6 +24,8 @@
 namespace winfer {
 namespace cuda {
 
+// X-macro lists, one function per entry: clang-format would stagger them.
+// clang-format off
 #define WINFER_CUBLAS_FUNCTIONS(X)                                                                         \
   X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasSetMathMode) X(cublasSgemm_v2) \
   X(cublasGetStatusName) X(cublasGetStatusString)
@@ -36,6 +38,7 @@ namespace cuda {
   X(cudnnSetConvolutionMathType) X(cudnnGetConvolution2dForwardOutputDim)                                    \
   X(cudnnGetConvolutionForwardAlgorithmMaxCount) X(cudnnFindConvolutionForwardAlgorithm)                     \
   X(cudnnConvolutionForward)
+// clang-format on
 
 #define WINFER_DECLARE_FUNCTION(name) decltype(&::name) name = nullptr;
 

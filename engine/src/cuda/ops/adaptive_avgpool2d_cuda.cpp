@@ -8,10 +8,10 @@ Result<std::unique_ptr<CudaKernel>> compile_adaptive_avgpool2d_cuda(const Op&, c
                                                                     const std::vector<Shape>& outputs,
                                                                     const CudaCompileOptions&) {
   const Shape i = inputs[0], o = outputs[0];
-  return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in,
-                                  const std::vector<float*>& out, void*) {
-    return cuda::adaptive_avgpool2d_nhwc(i.n(), i.c(), i.h(), i.w(), o.h(), o.w(), in[0], out[0], ctx.stream);
-  });
+  return make_cuda_kernel(
+      "", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
+        return cuda::adaptive_avgpool2d_nhwc(i.n(), i.c(), i.h(), i.w(), o.h(), o.w(), in[0], out[0], ctx.stream);
+      });
 }
 
 }  // namespace winfer

@@ -11,10 +11,10 @@ Result<std::unique_ptr<CudaKernel>> compile_avgpool2d_cuda(const Op& op, const s
   const AvgPool2dOp& pool = static_cast<const AvgPool2dOp&>(op);
   const PoolParams p = pool2d_params(pool.attrs(), inputs[0], outputs[0]);
   const bool count_include_pad = pool.count_include_pad();
-  return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in,
-                                  const std::vector<float*>& out, void*) {
-    return cuda::avgpool2d_nhwc(p, count_include_pad, in[0], out[0], ctx.stream);
-  });
+  return make_cuda_kernel(
+      "", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
+        return cuda::avgpool2d_nhwc(p, count_include_pad, in[0], out[0], ctx.stream);
+      });
 }
 
 }  // namespace winfer

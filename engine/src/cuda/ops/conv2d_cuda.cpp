@@ -22,11 +22,18 @@ class ConvCudaKernel : public CudaKernel {
   // With `pool`, the convolution goes to the workspace first and is max-pooled from there into
   // the output (the CPU computes it band by band; here the whole output is one band); with
   // `then` (the fused depthwise convolution's kernel), that kernel reads it from there.
-  ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed,
-                 const float* bias, Activation activation, bool residual, size_t weight_bytes,
-                 std::optional<PoolParams> pool, std::unique_ptr<CudaKernel> then, std::string description)
-      : algorithm_(algorithm), params_(params), packed_(packed), bias_(bias), activation_(activation),
-        residual_(residual), weight_bytes_(weight_bytes), pool_(pool), then_(std::move(then)),
+  ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed, const float* bias,
+                 Activation activation, bool residual, size_t weight_bytes, std::optional<PoolParams> pool,
+                 std::unique_ptr<CudaKernel> then, std::string description)
+      : algorithm_(algorithm),
+        params_(params),
+        packed_(packed),
+        bias_(bias),
+        activation_(activation),
+        residual_(residual),
+        weight_bytes_(weight_bytes),
+        pool_(pool),
+        then_(std::move(then)),
         description_(std::move(description)) {}
   size_t workspace_bytes() const override {
     const size_t scratch = algorithm_->workspace_bytes(params_);
@@ -48,12 +55,14 @@ class ConvCudaKernel : public CudaKernel {
       float* conv_out = static_cast<float*>(workspace);
       void* conv_workspace =
           algorithm_->workspace_bytes(params_) > 0 ? static_cast<char*>(workspace) + conv_output_bytes() : nullptr;
-      const cuda::Status s = algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out, conv_workspace, activation_);
+      const cuda::Status s =
+          algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out, conv_workspace, activation_);
       if (!s.ok()) return s;
       return cuda::maxpool2d_nhwc(*pool_, conv_out, out[0], ctx.stream);
     }
     if (!residual_) return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
-    const cuda::Status conv = algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, Activation::kNone);
+    const cuda::Status conv =
+        algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, Activation::kNone);
     if (!conv.ok()) return conv;
     const int64_t count = params_.batch * params_.out_h() * params_.out_w() * params_.out_channels;
     return cuda::add(out[0], in[1], out[0], count, activation_, ctx.stream);
@@ -64,8 +73,8 @@ class ConvCudaKernel : public CudaKernel {
   // the arena's 256-byte alignment.
   size_t conv_output_bytes() const {
     if (!pool_ && !then_) return 0;
-    const size_t bytes = static_cast<size_t>(params_.batch * params_.out_h() * params_.out_w() * params_.out_channels) *
-                         sizeof(float);
+    const size_t bytes =
+        static_cast<size_t>(params_.batch * params_.out_h() * params_.out_w() * params_.out_channels) * sizeof(float);
     return (bytes + 255) / 256 * 256;
   }
 
@@ -111,10 +120,10 @@ Result<std::unique_ptr<CudaKernel>> compile_conv2d_cuda(const Op& op, const std:
     if (!compiled.ok()) return compiled.status();
     then = std::move(compiled.value());
   }
-  return std::unique_ptr<CudaKernel>(new ConvCudaKernel(
-      algorithm, p, packed.value(), bias.value(), conv.activation(), conv.has_residual(),
-      packed_bytes + conv.bias().bytes(), conv.pool_params(p, outputs[0]), std::move(then),
-      conv.kernel_description(algorithm->name(), note)));
+  return std::unique_ptr<CudaKernel>(new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), conv.activation(),
+                                                        conv.has_residual(), packed_bytes + conv.bias().bytes(),
+                                                        conv.pool_params(p, outputs[0]), std::move(then),
+                                                        conv.kernel_description(algorithm->name(), note)));
 }
 
 }  // namespace winfer

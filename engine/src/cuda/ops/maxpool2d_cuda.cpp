@@ -9,9 +9,10 @@ Result<std::unique_ptr<CudaKernel>> compile_maxpool2d_cuda(const Op& op, const s
                                                            const std::vector<Shape>& outputs,
                                                            const CudaCompileOptions&) {
   const PoolParams p = pool2d_params(static_cast<const MaxPool2dOp&>(op).attrs(), inputs[0], outputs[0]);
-  return make_cuda_kernel("", [=](const cuda::Context& ctx, const std::vector<const float*>& in,
-                                  const std::vector<float*>& out,
-                                  void*) { return cuda::maxpool2d_nhwc(p, in[0], out[0], ctx.stream); });
+  return make_cuda_kernel(
+      "", [=](const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out, void*) {
+        return cuda::maxpool2d_nhwc(p, in[0], out[0], ctx.stream);
+      });
 }
 
 }  // namespace winfer

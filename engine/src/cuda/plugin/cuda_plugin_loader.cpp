@@ -35,15 +35,16 @@ void make_this_library_global() {
 LoadedPlugin load_plugin() {
   LoadedPlugin loaded;
   const char* override_path = std::getenv("WINFER_CUDA_PLUGIN");
-  const std::string path =
-      override_path != nullptr && *override_path != '\0' ? std::string(override_path) : detail::find_module(kPluginFile);
+  const std::string path = override_path != nullptr && *override_path != '\0' ? std::string(override_path)
+                                                                              : detail::find_module(kPluginFile);
   const std::string remedy = "; build winfer with nvcc present (its CUDA backend) or use device 'cpu'";
   make_this_library_global();
   // Never closed: sessions and the model's device weights live in it.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* error = dlerror();
-    loaded.error = "the CUDA backend plug-in could not be loaded: " + std::string(error != nullptr ? error : path) + remedy;
+    loaded.error =
+        "the CUDA backend plug-in could not be loaded: " + std::string(error != nullptr ? error : path) + remedy;
     return loaded;
   }
   using Entry = const DeviceBackend* (*)();
