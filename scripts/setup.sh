@@ -2,7 +2,7 @@
 # Installs the Debian packages winfer needs, only those that are missing (fast the second time).
 set -euo pipefail
 
-packages=(cmake g++ make pkg-config libopenblas-dev libyaml-cpp-dev doctest-dev libstb-dev zlib1g-dev
+packages=(cmake g++ make ninja-build pkg-config libopenblas-dev libyaml-cpp-dev doctest-dev libstb-dev zlib1g-dev
           nlohmann-json3-dev libcli11-dev)
 # The PyTorch parity tests (tests/parity/, ctest -L parity) and models/tools run on Debian's
 # /usr/bin/python3 with these; without them those tests are skipped, not failed.
