@@ -1,5 +1,3 @@
-#include <dlfcn.h>
-
 #include <map>
 #include <mutex>
 
@@ -18,16 +16,12 @@ std::string join(const std::vector<std::string>& items) {
 Result<const ConvProvider*> open_module(const std::string& name) {
   const std::string path = detail::find_module("libwinfer_peer_" + name + ".so");
   const std::string remedy = "; rebuild (cmake --build) or reinstall winfer, or leave " + name + " out of --conv";
-  // Never closed: the provider and the objects it prepares live in the module.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* error = dlerror();
-    return unsupported("--conv " + name + ": the peer module could not be loaded: " +
-                       (error != nullptr ? error : path + ": dlopen failed") + remedy);
-  }
+  // The provider and the objects it prepares live in the module, which stays open.
+  const detail::ModuleSymbol entry = detail::open_module_symbol(path, "winfer_bench_peer");
+  if (!entry.opened)
+    return unsupported("--conv " + name + ": the peer module could not be loaded: " + entry.load_error + remedy);
   using Entry = const ConvProvider* (*)();
-  const auto entry = reinterpret_cast<Entry>(dlsym(handle, "winfer_bench_peer"));
-  const ConvProvider* provider = entry != nullptr ? entry() : nullptr;
+  const ConvProvider* provider = entry.address != nullptr ? reinterpret_cast<Entry>(entry.address)() : nullptr;
   if (provider == nullptr || provider->name() != name)
     return unsupported("--conv " + name + ": " + path + " is not the " + name + " peer module" + remedy);
   return provider;

@@ -1,8 +1,6 @@
 // run_cuda_bench() of the CLI: the CUDA layer bench lives in libwinfer_bench_cuda.so
 // (<libdir>/winfer, engine/src/core/module_path.h), opened on the first `winfer bench --layers
 // --device cuda`, so that the CLI holds no CUDA code and maps none until then.
-#include <dlfcn.h>
-
 #include "bench/cuda/cuda_bench.h"
 #include "engine/src/core/module_path.h"
 
@@ -20,16 +18,14 @@ LoadedModule load_module() {
   LoadedModule loaded;
   const std::string path = detail::find_module("libwinfer_bench_cuda.so");
   const std::string remedy = "; rebuild (cmake --build) or reinstall winfer";
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed
-  if (handle == nullptr) {
-    const char* error = dlerror();
-    loaded.error =
-        "the bench's CUDA module could not be loaded: " + std::string(error != nullptr ? error : path) + remedy;
+  const detail::ModuleSymbol entry = detail::open_module_symbol(path, "winfer_bench_cuda_module_v1");
+  if (!entry.opened) {
+    loaded.error = "the bench's CUDA module could not be loaded: " + entry.load_error + remedy;
     return loaded;
   }
   using Entry = void* (*)();
-  const auto entry = reinterpret_cast<Entry>(dlsym(handle, "winfer_bench_cuda_module_v1"));
-  loaded.run = entry != nullptr ? reinterpret_cast<RunFunction>(entry()) : nullptr;
+  loaded.run =
+      entry.address != nullptr ? reinterpret_cast<RunFunction>(reinterpret_cast<Entry>(entry.address)()) : nullptr;
   if (loaded.run == nullptr) loaded.error = "'" + path + "' is not the bench's CUDA module" + remedy;
   return loaded;
 }

@@ -44,4 +44,17 @@ std::string find_module(const std::string& file) {
   return candidates.front();
 }
 
+ModuleSymbol open_module_symbol(const std::string& path, const char* symbol) {
+  ModuleSymbol result;
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    result.load_error = error != nullptr ? error : path + ": dlopen failed";
+    return result;
+  }
+  result.opened = true;
+  result.address = dlsym(handle, symbol);
+  return result;
+}
+
 }  // namespace winfer::detail

@@ -16,4 +16,13 @@ std::vector<std::string> module_candidates(const std::string& file);
 // The first of module_candidates(file) that exists, else the first candidate (for messages).
 std::string find_module(const std::string& file);
 
+// A symbol of a module, opened with dlopen(RTLD_NOW | RTLD_LOCAL) and never closed (what the
+// caller gets from it lives in it).
+struct ModuleSymbol {
+  bool opened = false;  // false: `load_error` says why (the loader's message, with the path)
+  std::string load_error;
+  void* address = nullptr;  // null when the module has no such symbol
+};
+ModuleSymbol open_module_symbol(const std::string& path, const char* symbol);
+
 }  // namespace winfer::detail

@@ -39,17 +39,14 @@ LoadedPlugin load_plugin() {
                                                                               : detail::find_module(kPluginFile);
   const std::string remedy = "; build winfer with nvcc present (its CUDA backend) or use device 'cpu'";
   make_this_library_global();
-  // Never closed: sessions and the model's device weights live in it.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* error = dlerror();
-    loaded.error =
-        "the CUDA backend plug-in could not be loaded: " + std::string(error != nullptr ? error : path) + remedy;
+  // Sessions and the model's device weights live in the plug-in, which stays open.
+  const detail::ModuleSymbol entry = detail::open_module_symbol(path, kPluginEntry);
+  if (!entry.opened) {
+    loaded.error = "the CUDA backend plug-in could not be loaded: " + entry.load_error + remedy;
     return loaded;
   }
   using Entry = const DeviceBackend* (*)();
-  const auto entry = reinterpret_cast<Entry>(dlsym(handle, kPluginEntry));
-  loaded.backend = entry != nullptr ? entry() : nullptr;
+  loaded.backend = entry.address != nullptr ? reinterpret_cast<Entry>(entry.address)() : nullptr;
   if (loaded.backend == nullptr) {
     loaded.error = "'" + path + "' is not winfer's CUDA backend plug-in (no " + kPluginEntry + ")" + remedy;
   }
