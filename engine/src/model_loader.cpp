@@ -16,6 +16,7 @@
 #include "engine/src/graph.h"
 #include "engine/src/op_registry.h"
 #include "engine/src/param_sources.h"
+#include "engine/src/preprocess_yaml.h"
 #include "engine/src/yaml_node_limit.h"
 #include "kernels/cpu/conv_algorithm.h"
 #include "winfer/model.h"
@@ -371,35 +372,7 @@ class ModelLoader {
   }
 
   Status read_preprocess(const YAML::Node& node) {
-    if (!node.IsMap()) return yaml_.error(node, "'preprocess' must be a mapping");
-    WINFER_RETURN_IF_ERROR(yaml_.keys(node, "'preprocess'"));
-    Preprocess& p = model_->preprocess_;
-    p.present = true;
-    for (const auto& kv : node) {
-      const std::string key = kv.first.Scalar();
-      const YAML::Node& v = kv.second;
-      if (key == "resize" || key == "crop") {
-        int64_t x = 0;
-        if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x) || x < 1) {
-          return yaml_.error(v, "'preprocess." + key + "' must be a positive integer");
-        }
-        (key == "resize" ? p.resize : p.crop) = x;
-      } else if (key == "mean" || key == "std") {
-        WINFER_RETURN_IF_ERROR(yaml_.float_list(v, "preprocess." + key, key == "mean" ? &p.mean : &p.std));
-      } else if (key == "channel_order") {
-        WINFER_RETURN_IF_ERROR(yaml_.string(v, "preprocess.channel_order", &p.channel_order));
-        if (p.channel_order != "RGB" && p.channel_order != "BGR" && p.channel_order != "GRAY") {
-          return yaml_.error(v, "'preprocess.channel_order' must be RGB, BGR or GRAY, got '" + p.channel_order + "'");
-        }
-      } else {
-        return yaml_.error(kv.first,
-                           "unknown key 'preprocess." + key + "' (known: resize, crop, mean, std, channel_order)");
-      }
-    }
-    for (float s : p.std) {
-      if (!(s > 0)) return yaml_.error(node["std"], "'preprocess.std' values must be > 0");
-    }
-    return Status::Ok();
+    return detail::read_preprocess_yaml(node, yaml_.file(), "preprocess", &model_->preprocess_);
   }
 
   // One layer: structural keys, then everything else becomes an attribute of the op.

@@ -49,6 +49,18 @@ struct Image {
 // none at all (no resize or crop, mean 0, std 1) in GRAY for a 1-channel input, else RGB.
 Preprocess model_preprocess(const Model& model);
 
+// The preprocessing of torchvision's ImageNet classifiers (the zoo's `preprocess:` block):
+// resize 256, center crop 224, mean [0.485, 0.456, 0.406], std [0.229, 0.224, 0.225], RGB.
+// `winfer classify/eval --preprocess imagenet`.
+Preprocess imagenet_preprocess();
+
+// Reads a preprocessing file (`winfer classify/eval --preprocess FILE.yaml`): a YAML mapping
+// with the keys of a model's `preprocess:` block (resize, crop, mean, std, channel_order) at its
+// top level, e.g. "resize: 256\ncrop: 224\nmean: [0.485, 0.456, 0.406]\n...". The same keys
+// under a `preprocess:` key are refused with a message saying to unindent them. Errors name the
+// file and the line. Whether it fits a model is check_preprocess's question.
+Result<Preprocess> read_preprocess_file(const std::string& path);
+
 // The color mode of a model's preprocess: GRAY -> kGray, RGB/BGR -> kRgb.
 ColorMode color_mode(const Preprocess& preprocess);
 
