@@ -230,6 +230,11 @@ int run_bench(const BenchArgs& args) {
     return run_bench_models(args);
   }
   // Layer mode: --device cuda[:N] times the CUDA algorithms (run_bench_layers).
+  if (!args.size.empty()) {
+    return fail(
+        invalid_argument("--size applies to whole networks (MODEL... or --zoo) only; a layer set gives each "
+                         "layer's size"));
+  }
   if (args.per_layer) {
     return fail(invalid_argument("--per-layer applies to whole networks (MODEL... or --zoo) only"));
   }

@@ -21,6 +21,7 @@
 
 #include "apps/winfer/bench_model.h"
 #include "apps/winfer/format.h"
+#include "apps/winfer/input_size.h"
 #include "apps/winfer/process_memory.h"
 #include "bench/bench.h"  // engine_isa()
 #include "bench/stats.h"
@@ -213,8 +214,9 @@ void add_memory(const MemoryReport& mem, size_t io_bytes, size_t expected, const
 
 // Per-layer medians (with --per-layer) and the count of convolutions that ran another kernel than
 // the requested one (fallbacks; depthwise layers are not counted): each shows in `kernel`.
-void add_layers(const BenchArgs& args, const Model& m, const Session& session, const RunTimes& t, int64_t batch,
-                int64_t declared, const std::string& conv, Json* r) {
+// `scale`: the session's input elements over the model's declared input's (batch and image size).
+void add_layers(const BenchArgs& args, const Model& m, const Session& session, const RunTimes& t, double scale,
+                const std::string& conv, Json* r) {
   std::map<std::string, int64_t> layer_flops;
   for (const LayerInfo& l : m.layers()) layer_flops[l.name] = l.flops;
   int fallbacks = 0;
@@ -222,8 +224,7 @@ void add_layers(const BenchArgs& args, const Model& m, const Session& session, c
   const auto& lt = session.last_timings();
   for (size_t i = 0; i < lt.size(); ++i) {
     const double lm = bench::median(t.layer_times[i]);
-    const double lf =
-        double(layer_flops.count(lt[i].name) ? layer_flops[lt[i].name] : 0) * double(batch) / double(declared);
+    const double lf = double(layer_flops.count(lt[i].name) ? layer_flops[lt[i].name] : 0) * scale;
     if (lt[i].type == "conv2d" && lt[i].kernel.rfind("depthwise", 0) != 0 && lt[i].kernel.rfind(conv, 0) != 0)
       ++fallbacks;
     if (!args.per_layer) continue;
@@ -290,14 +291,14 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
   const double load_ms = ms_since(t0);
   const Model& m = *model.value();
   r["model"] = m.name();
-  const int64_t declared = m.input_shape().n();
-  const int64_t batch = args.batch > 0 ? args.batch : declared;
-  r["batch"] = batch;
+  auto input_shape = input_shape_for(m, args.batch, args.size);
+  if (!input_shape.ok()) return fail_with(input_shape.status().message());
+  r["batch"] = input_shape.value().empty() ? m.input_shape().n() : input_shape.value()[0];
 
   SessionOptions options;
   options.conv_algorithm = conv;
   options.threads = args.threads;
-  options.batch = batch;
+  options.input_shape = input_shape.value();
   const Status device = apply_device(args.device, &options);
   if (!device.ok()) return fail_with(device.message());
   t0 = Clock::now();
@@ -307,6 +308,7 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
   const double create_ms = ms_since(t0);
   r["device"] = session.device();  // where it runs ("auto" resolved)
   r["device_requested"] = args.device;
+  r["input_shape"] = session.input_shape().dims();
 
   const Result<Tensor> random_input = random_tensor(session.input_shape(), 0);
   if (!random_input.ok()) return fail_with(random_input.status().message());
@@ -318,14 +320,15 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
   const std::optional<size_t> peak = peak_resident_bytes();
 
   const MemoryReport& mem = session.memory_report();
-  const double flops = double(m.total_flops()) * double(batch) / double(declared);
+  const double flops = flops_at(m, session.input_shape());
   size_t io_bytes = size_t(input.numel()) * sizeof(float);
   for (const Tensor& t : outputs) io_bytes += size_t(t.numel()) * sizeof(float);
   const size_t expected = mem.weights_bytes + mem.session_weights_bytes + mem.arena_bytes + io_bytes;
   add_times(times, load_ms, create_ms, flops, &r);
   add_memory(mem, io_bytes, expected, baseline, peak, &r);
   r["config"] = config_json(args);  // its load_average: at the end of the timed runs
-  add_layers(args, m, session, times, batch, declared, conv, &r);
+  add_layers(args, m, session, times, flops_at(m, session.input_shape()) / std::max(1.0, double(m.total_flops())), conv,
+             &r);
 
   if (baseline && peak) {
     outputs.clear();
@@ -458,7 +461,8 @@ int run_bench_models(const BenchArgs& args) {
   for (const std::string& model : models) {
     for (const std::string& conv : convs) {
       std::cerr << "bench: " << model << ", conv " << conv << ", threads " << args.threads << ", device " << args.device
-                << (args.batch > 0 ? ", batch " + std::to_string(args.batch) : std::string()) << "\n";
+                << (args.batch > 0 ? ", batch " + std::to_string(args.batch) : std::string())
+                << (!args.size.empty() ? ", size " + args.size : std::string()) << "\n";
       std::string error;
       const std::string text = run_in_child([&] { return measure(args, model, conv).dump(); }, &error);
       Json r;

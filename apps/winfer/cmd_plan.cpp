@@ -14,6 +14,7 @@
 
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
+#include "apps/winfer/input_size.h"
 #include "apps/winfer/plan_report.h"
 #include "apps/winfer/process_memory.h"
 #include "engine/src/core/file_io.h"
@@ -31,7 +32,8 @@ struct ModelFacts {
   std::string weights_source;
   bool random_by_default = false;  // the model names no weights: random ones were used
   int64_t batch = 0;
-  std::string load_error;  // the model could not be loaded: the command fails
+  std::vector<int64_t> input_shape;  // the sessions' (--batch, --size)
+  std::string load_error;            // the model could not be loaded: the command fails
 };
 
 // ---- which algorithms ---------------------------------------------------------------------
@@ -88,7 +90,10 @@ Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, const std:
   if (!model.ok()) return model.status();
   facts->name = model.value()->name();
   facts->weights_source = model.value()->weights_source();
-  facts->batch = args.batch > 0 ? args.batch : model.value()->input_shape().n();
+  auto input_shape = input_shape_for(*model.value(), args.batch, args.size);
+  if (!input_shape.ok()) return input_shape.status();
+  facts->input_shape = input_shape.value().empty() ? model.value()->input_shape().dims() : input_shape.value();
+  facts->batch = facts->input_shape[0];
   return model;
 }
 
@@ -116,11 +121,11 @@ size_t shapes_bytes(const std::vector<Shape>& shapes) {
 }
 
 // The session `winfer plan` measures for one algorithm.
-SessionOptions plan_session_options(const PlanArgs& args, const std::string& conv, int64_t batch) {
+SessionOptions plan_session_options(const PlanArgs& args, const std::string& conv, const ModelFacts& facts) {
   SessionOptions options;
   options.conv_algorithm = conv;
   options.threads = args.threads;
-  options.batch = batch;
+  options.input_shape = facts.input_shape;
   return options;
 }
 
@@ -129,7 +134,7 @@ bool measure_once(const PlanArgs& args, const std::string& conv) {
   ModelFacts facts;
   auto model = load_model(args, conv, &facts);
   if (!model.ok()) return false;
-  auto session = Session::create(model.value(), plan_session_options(args, conv, facts.batch));
+  auto session = Session::create(model.value(), plan_session_options(args, conv, facts));
   if (!session.ok()) return false;
   std::vector<Tensor> outputs;
   const Result<Tensor> input = random_tensor(session.value()->input_shape(), 0);
@@ -145,7 +150,7 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
     facts->load_error = model.status().message();
     return column;
   }
-  auto session = Session::create(model.value(), plan_session_options(args, conv, facts->batch));
+  auto session = Session::create(model.value(), plan_session_options(args, conv, *facts));
   if (!session.ok()) {
     column.error = session.status().message();
     return column;
@@ -202,8 +207,9 @@ std::string clean(std::string text) {
 std::string serialize(const PlanColumn& c, const ModelFacts& f) {
   std::ostringstream out;
   out << "model\t" << clean(f.name) << "\nweights\t" << clean(f.weights_source) << "\nrandom_default\t"
-      << f.random_by_default << "\nbatch\t" << f.batch << "\nload_error\t" << clean(f.load_error) << "\navailable\t"
-      << c.available << "\nerror\t" << clean(c.error) << "\n";
+      << f.random_by_default << "\nbatch\t" << f.batch << "\ninput\t" << Shape(f.input_shape).to_string()
+      << "\nload_error\t" << clean(f.load_error) << "\navailable\t" << c.available << "\nerror\t" << clean(c.error)
+      << "\n";
   const MemoryReport& r = c.report;
   out << "weights_bytes\t" << r.weights_bytes << "\npacked\t" << r.packed_weights_bytes << "\nsum\t"
       << r.activations_sum_bytes << "\nlower\t" << r.activations_lower_bound_bytes << "\narena\t" << r.arena_bytes
@@ -219,6 +225,14 @@ std::string serialize(const PlanColumn& c, const ModelFacts& f) {
         << b.first_step << "\t" << b.last_step << "\t" << clean(b.in_place_of) << "\n";
   }
   return out.str();
+}
+
+// "[2,3,160,224]" -> {2, 3, 160, 224} (ModelFacts::input_shape, written by serialize).
+std::vector<int64_t> parse_dims(const std::string& text) {
+  std::vector<int64_t> dims;
+  std::stringstream in(text.size() >= 2 ? text.substr(1, text.size() - 2) : std::string());
+  for (std::string item; std::getline(in, item, ',');) dims.push_back(std::stoll(item));
+  return dims;
 }
 
 std::vector<std::string> split_tabs(const std::string& line) {
@@ -240,6 +254,8 @@ void parse_field(const std::string& key, const std::string& value, PlanColumn* c
     f->random_by_default = value == "1";
   else if (key == "batch")
     f->batch = std::stoll(value);
+  else if (key == "input")
+    f->input_shape = parse_dims(value);
   else if (key == "load_error")
     f->load_error = value;
   else if (key == "available")
@@ -399,8 +415,9 @@ const Row kRows[] = {
 };
 
 void print_table(const PlanArgs& args, const ModelFacts& facts, const std::vector<PlanColumn>& columns) {
-  std::printf("model %s (%s), batch %lld, threads %d, weights %s%s\n\n", facts.name.c_str(), args.model.c_str(),
-              static_cast<long long>(facts.batch), args.threads, facts.weights_source.c_str(),
+  std::printf("model %s (%s), batch %lld, input %s, threads %d, weights %s%s\n\n", facts.name.c_str(),
+              args.model.c_str(), static_cast<long long>(facts.batch), Shape(facts.input_shape).to_string().c_str(),
+              args.threads, facts.weights_source.c_str(),
               facts.random_by_default ? " (the model names no weights: random ones for the measured run)" : "");
   const int label_width = 42, width = 14;
   std::printf("%-*s", label_width, "");
@@ -463,8 +480,8 @@ std::string json_string(const std::string& text) {
 void print_json(const PlanArgs& args, const ModelFacts& facts, const std::vector<PlanColumn>& columns) {
   std::ostringstream out;
   out << "{\"model\": " << json_string(facts.name) << ", \"path\": " << json_string(args.model)
-      << ", \"batch\": " << facts.batch << ", \"threads\": " << args.threads
-      << ", \"weights\": " << json_string(facts.weights_source)
+      << ", \"batch\": " << facts.batch << ", \"input_shape\": " << Shape(facts.input_shape).to_string()
+      << ", \"threads\": " << args.threads << ", \"weights\": " << json_string(facts.weights_source)
       << ", \"random_weights_by_default\": " << (facts.random_by_default ? "true" : "false") << ", \"algorithms\": [";
   for (size_t i = 0; i < columns.size(); ++i) {
     const PlanColumn& c = columns[i];

@@ -8,6 +8,7 @@
 
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
+#include "apps/winfer/input_size.h"
 #include "bench/stats.h"
 #include "kernels/cpu/gemm.h"
 #include "winfer/model.h"
@@ -17,8 +18,28 @@
 namespace winfer::cli {
 namespace {
 
-// The --input file, checked against the model: the shape (any batch but 0) and --batch. Its
-// tensor is at most the file's size, which is checked against the memory available first.
+// "(any batch, height and width)": the dims of the model's input a session may change.
+std::string free_dims(const Model& model) {
+  const std::vector<bool> fixed = model.input_dim_fixed();
+  const int rank = model.input_shape().rank();
+  std::vector<std::string> names;
+  for (int d = 0; d < rank; ++d) {
+    if (static_cast<size_t>(d) < fixed.size() && fixed[static_cast<size_t>(d)]) continue;
+    names.push_back(d == 0                ? "batch"
+                    : rank == 4 && d == 2 ? "height"
+                    : rank == 4 && d == 3 ? "width"
+                                          : "dim " + std::to_string(d));
+  }
+  if (names.empty()) return "(every dim fixed)";
+  std::string text = "(any " + names[0];
+  for (size_t i = 1; i < names.size(); ++i) text += (i + 1 == names.size() ? " and " : ", ") + names[i];
+  return text + ")";
+}
+
+// The --input file, checked against the model (Model::check_input_shape: the rank and the
+// fixed dims; any batch but 0 and any free size) and against --batch and --size: its shape is
+// the session's. Its tensor is at most the file's size, which is checked against the memory
+// available first.
 Result<Tensor> read_input(const RunArgs& args, const Model& model) {
   std::error_code ec;
   const uintmax_t file_bytes = std::filesystem::file_size(args.input, ec);
@@ -26,19 +47,25 @@ Result<Tensor> read_input(const RunArgs& args, const Model& model) {
   auto input = read_npy(args.input);
   if (!input.ok()) return input.status();
   const Shape& s = input.value().shape();
-  Shape expected = model.input_shape();
-  expected[0] = s.rank() > 0 ? s[0] : 0;
-  if (s != expected) {
-    return shape_mismatch(args.input + ": input has shape " + s.to_string() + ", the model expects " +
-                          model.input_shape().to_string() + " (any batch)");
-  }
-  if (s[0] == 0) {
+  if (s.rank() == model.input_shape().rank() && s.rank() > 0 && s[0] == 0) {
     return invalid_argument(args.input + ": the input has shape " + s.to_string() +
                             ", a batch of 0 images: nothing to run");
+  }
+  Status fits = model.check_input_shape(s);
+  if (!fits.ok()) {
+    return Status(fits.code(), args.input + ": input has shape " + s.to_string() + ", the model expects " +
+                                   model.input_shape().to_string() + " " + free_dims(model) + ": " + fits.message());
   }
   if (args.batch > 0 && args.batch != s[0]) {
     return invalid_argument(args.input + ": --batch " + std::to_string(args.batch) +
                             " disagrees with the input's batch " + std::to_string(s[0]));
+  }
+  if (!args.size.empty()) {
+    WINFER_ASSIGN_OR_RETURN(std::vector<int64_t> hw, parse_image_size(args.size));
+    if (s.rank() != 4 || s[2] != hw[0] || s[3] != hw[1]) {
+      return invalid_argument(args.input + ": --size " + args.size + " disagrees with the input's shape " +
+                              s.to_string() + " (leave --size out: the file's shape is the session's)");
+    }
   }
   return input;
 }
@@ -106,9 +133,14 @@ int run_run(const RunArgs& args) {
     input = read_input(args, *model.value());
     if (!input.ok()) return fail(input.status());
   }
-  const int64_t batch = !args.input.empty() ? input.value().shape()[0]
-                        : args.batch > 0    ? args.batch
-                                            : model.value()->input_shape().n();
+  std::vector<int64_t> input_shape;  // the file's, or --batch and --size (empty: the model's)
+  if (!args.input.empty()) {
+    input_shape = input.value().shape().dims();
+  } else {
+    auto shape = input_shape_for(*model.value(), args.batch, args.size);
+    if (!shape.ok()) return fail(shape.status());
+    input_shape = std::move(shape).value();
+  }
 
   SessionOptions options;
   options.conv_algorithm = args.conv;
@@ -116,7 +148,7 @@ int run_run(const RunArgs& args) {
   options.allow_tf32 = args.tf32;
   options.check_numerics = args.check_numerics;
   options.threads = args.threads;
-  options.batch = batch;
+  options.input_shape = input_shape;
   auto session = Session::create(model.value(), options);
   if (!session.ok()) return fail(session.status());
   if (args.input.empty()) {
@@ -153,7 +185,7 @@ int run_run(const RunArgs& args) {
   const bench::Timing t = bench::summarize(times);
   std::fprintf(stderr, "load %.1f ms; run: median %.2f ms over %zu run(s)%s (min %.2f, max %.2f), %.1f GFLOP/s\n",
                load_ms, t.median_ms, times.size(), args.repeat == 0 ? " (cold)" : "", t.min_ms, t.max_ms,
-               double(m.total_flops()) * double(batch) / double(m.input_shape().n()) / (t.median_ms * 1e6));
+               flops_at(m, session.value()->input_shape()) / (t.median_ms * 1e6));
   const MemoryReport& memory = session.value()->memory_report();
   std::fprintf(stderr, "memory (%s): activation arena %s, largest workspace %s, weights as run %s\n",
                session.value()->device().c_str(), human_bytes(double(memory.arena_bytes)).c_str(),

@@ -29,6 +29,7 @@ struct RunArgs {
   bool check_numerics = false;
   int threads = 1;
   int64_t batch = 0;
+  std::string size;  // --size HxW (input_size.h); "": the model's (or the --input file's)
   int top = 5;
   int repeat = 5;
   bool profile = false;
@@ -43,6 +44,7 @@ struct PlanArgs {
   std::string conv;  // comma-separated, or "all"; empty: the default algorithm vs im2col
   int threads = 1;
   int64_t batch = 0;
+  std::string size;  // --size HxW (input_size.h); "": the model's
   bool json = false;
   std::string svg;
   bool measure = true;  // run once per algorithm in a child process and report its peak memory
@@ -61,6 +63,7 @@ struct BenchArgs {
   std::string filter;  // only layers whose name contains this
   int threads = 1;
   int64_t batch = 0;       // 0: the set's
+  std::string size;        // whole networks: --size HxW (input_size.h); "": the model's
   int runs = 20;           // timed runs per (layer, conv), more for tiny layers (min_time)
   double min_time = 0.25;  // seconds of timed runs at least, up to 1000 runs
   uint64_t seed = 1;

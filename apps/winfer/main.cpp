@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "apps/winfer/commands.h"
+#include "apps/winfer/input_size.h"
 
 namespace {
 
@@ -152,6 +153,8 @@ Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
   run_cmd->add_option("--threads", run.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
   run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")
       ->check(CLI::Range(1, 1 << 20));
+  run_cmd->add_option("--size", run.size,
+                      std::string(winfer::cli::kSizeHelp) + "; with --input, the file's shape is the session's");
   run_cmd->add_option("--top", run.top, "Classes to print per image")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
@@ -179,6 +182,7 @@ Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
   plan_cmd->add_option("--conv", plan.conv,
                        "Algorithms to compare, comma-separated, or 'all' (default: the default algorithm vs im2col)");
   plan_cmd->add_option("--batch", plan.batch, "Batch size (default: the model's)")->check(CLI::Range(1, 1 << 20));
+  plan_cmd->add_option("--size", plan.size, winfer::cli::kSizeHelp);
   plan_cmd->add_option("--threads", plan.threads, "Threads of the measured run")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
@@ -208,7 +212,9 @@ Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
                         "default: the engine's default algorithm for networks, all that apply for layers");
   bench_cmd->add_option("--filter", bench.filter, "Only layers whose name contains this text");
   bench_cmd->add_option("--threads", bench.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
-  bench_cmd->add_option("--batch", bench.batch, "Batch size (default: the layer set's)")->check(CLI::Range(1, 1 << 20));
+  bench_cmd->add_option("--batch", bench.batch, "Batch size (default: the layer set's, or the model's)")
+      ->check(CLI::Range(1, 1 << 20));
+  bench_cmd->add_option("--size", bench.size, std::string("Whole networks: ") + winfer::cli::kSizeHelp);
   bench_cmd->add_option("--runs", bench.runs, "Timed runs per layer and implementation (more for tiny layers)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));

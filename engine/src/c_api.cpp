@@ -924,6 +924,22 @@ winfer_status winfer_session_config_set_batch(winfer_session_config* config, int
   });
 }
 
+winfer_status winfer_session_config_set_input_shape(winfer_session_config* config, const int64_t* dims, size_t rank) {
+  return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) -> std::string {
+    if (dims == nullptr && rank != 0) return "dims is NULL but rank is " + std::to_string(rank);
+    if (rank > 8) return "rank must be <= 8 (or 0 for the model's shape), got " + std::to_string(rank);
+    std::vector<int64_t> shape(dims, dims + rank);
+    for (size_t d = 0; d < rank; ++d) {
+      if (shape[d] < 1 || shape[d] > winfer::Model::kMaxInputDim) {
+        return "input shape " + winfer::Shape(shape).to_string() + ": dim " + std::to_string(d) + " is " +
+               std::to_string(shape[d]) + "; every dim must be in 1..16777216 (2^24)";
+      }
+    }
+    o.input_shape = std::move(shape);
+    return "";
+  });
+}
+
 winfer_status winfer_session_config_set_memory_budget(winfer_session_config* config, size_t bytes) {
   return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) {
     o.memory_budget = bytes;

@@ -55,9 +55,7 @@ class CpuSession : public SessionImpl {
                               "' for the CPU (known: " + algorithm_names() + ", auto)");
     }
 
-    Shape input = model->input_shape();
-    if (options.batch > 0) input[0] = options.batch;
-    WINFER_RETURN_IF_ERROR(model->graph().infer_shapes(input, &shapes, model->path()));
+    WINFER_RETURN_IF_ERROR(infer_session_shapes(*model, options, &shapes));
 
     std::vector<bool> tuned;
     WINFER_RETURN_IF_ERROR(compile_untuned_nodes(algorithm, autotune, &tuned));

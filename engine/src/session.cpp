@@ -190,6 +190,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     return invalid_argument(model->path() + ": the model was loaded without weights (structure only)");
   }
   WINFER_RETURN_IF_ERROR(check_common_options(options));
+  WINFER_RETURN_IF_ERROR(session_input_shape(*model, options).status());  // before any device is touched
   Result<std::unique_ptr<SessionImpl>> impl = invalid_argument("");
   if (options.device == "cpu") {
     impl = create_cpu_session(std::move(model), options);

@@ -69,6 +69,10 @@ Status check_host_memory(const Model& model, const MemoryReport& report, size_t 
 
 // Options checked for every backend; `device` is the resolved device.
 Status check_common_options(const SessionOptions& options);
+// The shape of every graph tensor (*shapes, per tensor) for the session's input shape
+// (session_input_shape, input_shape.cpp); a layer that does not admit a shape other than the
+// declared one is named with both shapes. Every backend's session computes its shapes here.
+Status infer_session_shapes(const Model& model, const SessionOptions& options, std::vector<Shape>* shapes);
 
 Result<std::unique_ptr<SessionImpl>> create_cpu_session(std::shared_ptr<const Model> model,
                                                         const SessionOptions& options);

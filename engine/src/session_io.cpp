@@ -41,6 +41,7 @@ Result<MemoryReport> Session::plan(std::shared_ptr<const Model> model, const Ses
   planned.arena = nullptr;  // what is needed, whatever was given
   planned.arena_bytes = 0;
   WINFER_RETURN_IF_ERROR(check_common_options(planned));
+  WINFER_RETURN_IF_ERROR(session_input_shape(*model, planned).status());
   return plan_cpu_session(std::move(model), planned);
 }
 

@@ -89,6 +89,19 @@ class Model {
   const std::string& path() const { return path_; }
   const std::string& input_name() const { return input_name_; }
   const Shape& input_shape() const { return input_shape_; }  // NCHW, declared batch
+  // Per dim of the input: true when a session cannot run the model at another size there
+  // (SessionOptions::input_shape). A model from YAML fixes dim 1 (the channels of [N,C,H,W],
+  // the features of [N,F]) and leaves the batch and the spatial dims free; an ONNX model fixes
+  // the dims its input gives as numbers and leaves its symbolic dims free.
+  std::vector<bool> input_dim_fixed() const;
+  // The largest input dim a session takes (SessionOptions::input_shape, batch).
+  static constexpr int64_t kMaxInputDim = int64_t(1) << 24;
+  // Ok when a session may be made for input shape `shape`: the rank of input_shape(), every
+  // dim in 1..kMaxInputDim, the fixed dims (input_dim_fixed) as declared. Else an error naming
+  // the model file, the shape and the dim, e.g. "x.yaml: input shape [2,4,160,224]: dim 1
+  // (channels) is fixed at 3 by the model". Whether every layer admits the shape is found by
+  // Session::create (its error names the layer).
+  Status check_input_shape(const Shape& shape) const;
   std::vector<std::string> output_names() const;
   std::vector<Shape> output_shapes() const;
   const std::string& labels_path() const { return labels_path_; }  // resolved; "" if none
@@ -123,6 +136,9 @@ class Model {
   Model();
   std::string name_, path_, input_name_, labels_path_, weights_source_;
   Shape input_shape_;
+  // Per input dim, set by a loader that knows which dims are fixed (ONNX); empty: the rule of
+  // input_dim_fixed().
+  std::vector<bool> input_dim_fixed_;
   bool structure_only_ = false;
   Preprocess preprocess_;
   std::unique_ptr<Graph> graph_;

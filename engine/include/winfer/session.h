@@ -48,8 +48,16 @@ struct SessionOptions {
   // new measurements are added to it. "" = measure every time, keep nothing.
   std::string autotune_cache;
   int threads = 1;
-  // Batch size; 0 = the model's declared batch.
+  // Batch size; 0 = the model's declared batch (or input_shape's).
   int64_t batch = 0;
+  // The whole input shape the session runs (NCHW, or [N,F]), e.g. {2, 3, 160, 224}: any batch
+  // and any size of the dims the model leaves free (Model::input_dim_fixed: a YAML model fixes
+  // only the channels; an ONNX model its fixed dims), each 1..2^24. The arena, the kernels and
+  // "auto"'s choices are made for it. Empty = the model's declared shape, with `batch` when set.
+  // A batch given both here and in `batch` must agree. Session::create fails naming the dim
+  // when a fixed dim differs or the rank is wrong, and naming the layer when a layer does not
+  // admit the shape (e.g. a linear layer whose in_features assume the declared image size).
+  std::vector<int64_t> input_shape;
   // Run every activation and workspace out of one planned arena (the default). false gives
   // each tensor its own allocation and all convolutions one shared workspace, no reuse and no
   // in-place layers: the reference the planner is tested against.
@@ -154,6 +162,11 @@ std::vector<std::string> conv_algorithm_names(const std::string& device = "cpu")
 // killer), or throw std::bad_alloc.
 Status check_host_memory_for(const std::string& what, size_t bytes);
 
+// The input shape Session::create(model, options) makes its session for: options.input_shape,
+// or the model's declared shape with options.batch; checked by Model::check_input_shape (an
+// error naming the dim) and against options.batch. Layers are not checked: Session::create does.
+Result<Shape> session_input_shape(const Model& model, const SessionOptions& options);
+
 class SessionImpl;
 
 class Session {
@@ -180,11 +193,11 @@ class Session {
   Result<size_t> input_index(const std::string& name) const;
   Result<size_t> output_index(const std::string& name) const;
 
-  const Shape& input_shape() const;   // NCHW with the session's batch
+  const Shape& input_shape() const;   // the session's: SessionOptions::input_shape, or the model's with its batch
   const std::string& device() const;  // where it runs: "cpu" or "cuda:N"
   const std::vector<Shape>& output_shapes() const;
 
-  // Input: the model's input shape (NCHW, or plain for non-image inputs), any layout.
+  // Input: the session's input_shape() (NCHW, or plain for non-image inputs), any layout.
   // Returns the first graph output (NCHW for rank 4, else plain). Allocates the returned
   // tensor on every call.
   Result<Tensor> run(const Tensor& input);

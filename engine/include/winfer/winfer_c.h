@@ -188,8 +188,15 @@ void winfer_session_config_destroy(winfer_session_config* config); /* NULL: noth
 winfer_status winfer_session_config_set_device(winfer_session_config* config,
                                                const char* device); /* "cpu", "cuda", "cuda:N", "auto" */
 winfer_status winfer_session_config_set_conv_algorithm(winfer_session_config* config, const char* algorithm);
-winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads);        /* >= 1 */
-winfer_status winfer_session_config_set_batch(winfer_session_config* config, int64_t batch);        /* 0: the model's */
+winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads); /* >= 1 */
+winfer_status winfer_session_config_set_batch(winfer_session_config* config, int64_t batch); /* 0: the model's */
+/* The whole input shape, `rank` dims (e.g. {2, 3, 160, 224}): any batch and any size of the dims
+ * the model leaves free (a YAML model fixes only the channels; winfer::SessionOptions::input_shape).
+ * NULL and 0: the model's declared shape (with the batch of _set_batch, which must otherwise
+ * agree with dims[0]). Each dim 1..2^24, rank 1..8; the model's rank and fixed dims, and whether
+ * its layers admit the shape, are checked by winfer_session_create_with_config and
+ * winfer_session_plan (the message names the dim or the layer). The config keeps a copy. */
+winfer_status winfer_session_config_set_input_shape(winfer_session_config* config, const int64_t* dims, size_t rank);
 winfer_status winfer_session_config_set_memory_budget(winfer_session_config* config, size_t bytes); /* 0: none */
 winfer_status winfer_session_config_set_autotune_cache(winfer_session_config* config,
                                                        const char* path); /* NULL: none */

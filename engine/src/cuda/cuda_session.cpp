@@ -108,9 +108,7 @@ class CudaSession : public SessionImpl {
     context_.libraries = libraries_.get();
 
     const Graph& graph = model->graph();
-    Shape input = model->input_shape();
-    if (options.batch > 0) input[0] = options.batch;
-    WINFER_RETURN_IF_ERROR(graph.infer_shapes(input, &shapes, model->path()));
+    WINFER_RETURN_IF_ERROR(infer_session_shapes(*model, options, &shapes));
     WINFER_RETURN_IF_ERROR(compile_kernels(algorithm));
 
     std::vector<KernelMemory> memory;
