@@ -83,11 +83,14 @@ class Engine:
 
     def command(self, yaml_path, weights, x_path, y_path, algorithm):
         if self.unfused_runner:
+            if not weights:
+                raise EngineError("the unfused runner needs a YAML model and its weights")
             return [self.unfused_runner, yaml_path, weights, x_path, y_path, algorithm,
                     str(self.threads)]
-        return [self.winfer, "run", yaml_path, "--weights", weights, "--input", x_path,
-                "--output", y_path, "--conv", algorithm, "--threads", str(self.threads),
-                "--repeat", "0", "--top", "0"]
+        # No weights: the model file carries its own (an ONNX file).
+        return ([self.winfer, "run", yaml_path] + (["--weights", weights] if weights else [])
+                + ["--input", x_path, "--output", y_path, "--conv", algorithm,
+                   "--threads", str(self.threads), "--repeat", "0", "--top", "0"])
 
     def run(self, yaml_path, weights, x_path, y_path, algorithm):
         """Run once; returns (output array, wall seconds incl. loading, inference ms)."""

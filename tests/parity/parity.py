@@ -4,6 +4,7 @@
     parity.py --model resnet18 --winfer build/bin/winfer --work-dir build/parity
               [--batches 1,2] [--size HxW] [--algorithms auto|a,b] [--unfused-runner PROG]
               [--seed 0] [--threads 1] [--name TEST] [--no-bisect]
+              [--onnx OPSET [--dynamic [AXES]] [--inputs NxHxW,...]]
 
 For each batch and each convolution algorithm the engine has (asked from the engine itself
 with --algorithms auto, so new algorithms are picked up without changing anything here), the
@@ -17,6 +18,15 @@ float32 rounding must be well below the tolerance (measured against float64).
 --size HxW runs the model at another input size through a YAML copy with that `input:` shape
 (a non-square input, or a smaller one for the slowest models). --unfused-runner runs the engine
 with batch norm and activations kept as separate layers (tests/parity/unfused_runner.cpp).
+
+--onnx OPSET runs an ONNX file instead of the zoo YAML: the same torch model (weights, calibrated
+BatchNorm) exported by torch.onnx.export at that opset (models/tools/export_onnx.py, cached in
+WORK_DIR/cache: see onnx_exports.py), traced at --size (the YAML's by default). Static, one file
+per batch; --dynamic [AXES] one file with symbolic batch, height and width (or just AXES, e.g.
+`batch` for VGG, whose adaptive pooling torch cannot export with a symbolic height or width),
+run at each batch of --batches at the traced size and, where height and width are symbolic, also
+at batch 1 and 160x224 (--inputs NxHxW,... gives the shapes instead). The engine takes the shape
+from the input .npy. A failing ONNX run is diagnosed by running the zoo YAML the same way.
 
 Prints one line per run, writes WORK_DIR/results/NAME.json (summary.py gathers them), and on a
 failure bisects to the first layer that departs from PyTorch (bisect_layers.py).
@@ -33,6 +43,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 ZOO = os.path.join(REPO, "models", "zoo")
 SKIP = 77  # the tests' SKIP_RETURN_CODE in CMakeLists.txt
+ALL_DYNAMIC = ("batch", "height", "width")  # export_onnx.py's symbolic dims
+# A dynamic ONNX export with a symbolic height and width also runs at batch 1 at this size:
+# non-square, and the YAML parity's 160x224 tests have its references already.
+DYNAMIC_SECOND_SIZE = (160, 224)
 
 
 def missing_python_packages():
@@ -61,21 +75,60 @@ def parse_args(argv):
                     help="engine and torch threads (1: ctest -j runs tests side by side)")
     ap.add_argument("--name", help="test name for the results file (default: from the options)")
     ap.add_argument("--no-bisect", action="store_true", help="do not bisect failures")
+    ap.add_argument("--onnx", type=int, metavar="OPSET",
+                    help="run the torch model exported to ONNX at this opset, not the YAML")
+    ap.add_argument("--dynamic", nargs="?", const=",".join(ALL_DYNAMIC), default="",
+                    metavar="AXES", help="with --onnx: export with these symbolic input dims "
+                    "(default batch,height,width)")
+    ap.add_argument("--inputs", help="with --dynamic: the NxHxW input shapes to run")
     args = ap.parse_args(argv)
     args.batches = [int(b) for b in args.batches.split(",")]
     if args.size:
         args.height, args.width = (int(v) for v in args.size.lower().split("x"))
+    args.dynamic = tuple(axis for axis in args.dynamic.split(",") if axis)
+    unknown = [axis for axis in args.dynamic if axis not in ALL_DYNAMIC]
+    if unknown:
+        ap.error(f"--dynamic: unknown axis {unknown[0]!r} (known: {', '.join(ALL_DYNAMIC)})")
+    if args.onnx is None and (args.dynamic or args.inputs):
+        ap.error("--dynamic and --inputs go with --onnx")
+    if args.onnx is not None and args.unfused_runner:
+        ap.error("--onnx runs `winfer run`; the unfused runner takes YAML models only")
+    if args.inputs and not args.dynamic:
+        ap.error("--inputs needs --dynamic (a static ONNX file admits its traced shape only)")
+    args.inputs = [tuple(int(d) for d in text.lower().split("x"))
+                   for text in args.inputs.split(",")] if args.inputs else None
     variant = ([args.size] if args.size else []) + (["unfused"] if args.unfused_runner else [])
+    if args.onnx is not None:
+        dynamic = ("dynamic" if set(args.dynamic) == set(ALL_DYNAMIC)
+                   else "dynamic-" + "-".join(args.dynamic))
+        variant = [f"onnx{args.onnx}"] + ([dynamic] if args.dynamic else []) + variant
     args.name = args.name or ".".join([args.model] + variant)
     return args
 
 
 def input_shapes(yaml_path, args):
-    """NCHW input shapes to test: the YAML's C (and H, W unless --size), each batch."""
+    """NCHW input shapes to test: the YAML's C (and H, W unless --size), each batch; for a
+    dynamic ONNX export --inputs, or also batch 1 at DYNAMIC_SECOND_SIZE (see the doc)."""
     from yaml_reference import parse_only
     shape, _, _ = parse_only(yaml_path)
     height, width = (args.height, args.width) if args.size else (shape[2], shape[3])
-    return [(batch, shape[1], height, width) for batch in args.batches]
+    if args.inputs:
+        return [(n, shape[1], h, w) for n, h, w in args.inputs]
+    shapes = [(batch, shape[1], height, width) for batch in args.batches]
+    if {"height", "width"} <= set(args.dynamic) and (height, width) != DYNAMIC_SECOND_SIZE:
+        shapes.append((1, shape[1]) + DYNAMIC_SECOND_SIZE)
+    return shapes
+
+
+def traced_shape(yaml_path, args, shape):
+    """The shape an ONNX file is exported at to run SHAPE: SHAPE itself for a static export;
+    the first batch at --size (or the YAML's size) for a dynamic one, whatever SHAPE is."""
+    if not args.dynamic:
+        return shape
+    from yaml_reference import parse_only
+    yaml_shape, _, _ = parse_only(yaml_path)
+    height, width = (args.height, args.width) if args.size else (yaml_shape[2], yaml_shape[3])
+    return (args.batches[0], yaml_shape[1], height, width)
 
 
 def check_reference(refs, shapes):
@@ -101,20 +154,23 @@ def check_reference(refs, shapes):
     return sensitivity, float32_error, problems
 
 
-def run_one(engine, yaml_path, refs, shape, algorithm, work_dir):
-    """One engine run compared with torch; returns the record for the results file."""
+def run_one(engine, yaml_path, refs, shape, algorithm, work_dir, tag="", own_weights=False):
+    """One engine run compared with torch; returns the record for the results file.
+    TAG tells its output file apart from other tests' (onnx17.dynamic...); OWN_WEIGHTS: the
+    model file (an ONNX file) carries its weights."""
     import numpy as np
     from compare import compare_logits, relative_difference
     output = os.path.join(work_dir, "outputs", f"{refs.model}.{shape_text(shape)}.{algorithm}"
-                          f"{'.unfused' if engine.unfused_runner else ''}.npy")
+                          f"{'.unfused' if engine.unfused_runner else ''}"
+                          f"{'.' + tag if tag else ''}.npy")
     os.makedirs(os.path.dirname(output), exist_ok=True)
     meta = refs.meta(shape)
     record = {"shape": shape_text(shape), "batch": shape[0], "algorithm": algorithm,
               "torch_seconds": meta.get("torch_seconds"),
               "torch_float32_error": meta.get("torch_float32_error")}
     try:
-        got, wall, run_ms = engine.run(yaml_path, refs.weights(), refs.input(shape), output,
-                                       algorithm)
+        got, wall, run_ms = engine.run(yaml_path, None if own_weights else refs.weights(),
+                                       refs.input(shape), output, algorithm)
     except Exception as error:  # the engine failed: a test failure, with its message
         record.update(passed=False, problem=str(error))
         return record
@@ -158,6 +214,53 @@ def diagnose(failure, engine, yaml_path, refs, work_dir):
     return finding.describe()
 
 
+def diagnose_onnx(failure, engine, yaml_path, refs, work_dir, tag):
+    """Run the zoo YAML where the ONNX file failed: is it the import, or the engine itself?"""
+    from engine import model_variant
+    from yaml_reference import parse_only
+    shape = tuple(int(d) for d in failure["shape"].split("x"))
+    yaml_shape, _, _ = parse_only(yaml_path)
+    if tuple(yaml_shape[2:]) != shape[2:]:
+        yaml_path = model_variant(yaml_path, os.path.join(work_dir, "models"), *shape[2:])
+    record = run_one(engine, yaml_path, refs, shape, failure["algorithm"], work_dir,
+                     f"{tag}.yaml")
+    what = f"the zoo YAML at {failure['shape']} with {failure['algorithm']}"
+    if "max_abs_error" not in record:
+        return f"{what} fails too: {record['problem']}"
+    verdict = (f"passes (rel {record['relative_error']:.2e}): the fault is on the ONNX path "
+               "(the import, or the graph it makes), not in the kernels"
+               if record["passed"] else
+               f"fails too (rel {record['relative_error']:.2e}): see the YAML parity test")
+    return f"{what} {verdict}"
+
+
+def export_onnx_files(args, yaml_path, refs, shapes):
+    """The ONNX file of each input shape, exported now or cached: ({shape: path}, seconds spent,
+    torch's reason where it refuses to export the model so)."""
+    from export_onnx import ExportRefused
+    from onnx_exports import OnnxExports
+    exports = OnnxExports(refs, args.onnx, args.dynamic)
+    files, start, exported = {}, time.time(), False
+    for shape in shapes:
+        traced = traced_shape(yaml_path, args, shape)
+        try:
+            exported |= exports.ensure(traced, args.threads) > 0.0
+        except ExportRefused as error:
+            dynamic = f", dynamic {','.join(args.dynamic)}" if args.dynamic else ""
+            return {}, time.time() - start, (f"torch cannot export {args.model} to ONNX at "
+                                             f"{shape_text(traced)}, opset {args.onnx}{dynamic}: "
+                                             f"{error}")
+        files[shape] = exports.path(traced)
+    return files, time.time() - start if exported else 0.0, ""
+
+
+def onnx_tag(args):
+    """The part of output file names that tells ONNX runs apart (onnx17, onnx13.dynamic...)."""
+    if args.onnx is None:
+        return ""
+    return f"onnx{args.onnx}" + (f".dynamic-{'-'.join(args.dynamic)}" if args.dynamic else "")
+
+
 def write_results(path, results):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = f"{path}.tmp{os.getpid()}"
@@ -166,12 +269,17 @@ def write_results(path, results):
     os.replace(temporary, path)
 
 
-def header(args, algorithms, shapes, generation, sensitivity, float32_error):
+def header(args, algorithms, shapes, generation, sensitivity, float32_error, exported=None):
     """The first line of a test's log: what is compared, and how good the reference is."""
     origin = "from the engine" if args.algorithms == "auto" else "given"
     made = f"generated in {generation:.1f} s" if generation else "cached"
+    onnx = ""
+    if args.onnx is not None:
+        onnx = (f"ONNX opset {args.onnx}, "
+                f"{'symbolic ' + ','.join(args.dynamic) if args.dynamic else 'static'} "
+                f"({f'export: {exported:.1f} s' if exported else 'cached'}); ")
     sensitivity_text = "n/a" if sensitivity is None else f"{sensitivity:.2g}"
-    return (f"parity {args.name}: algorithms {', '.join(algorithms)} ({origin}); inputs "
+    return (f"parity {args.name}: {onnx}algorithms {', '.join(algorithms)} ({origin}); inputs "
             f"{', '.join(map(shape_text, shapes))}; "
             f"{'unfused (batch norm not folded); ' if args.unfused_runner else ''}"
             f"seed {args.seed}; references {made}; torch's logits: input sensitivity "
@@ -193,34 +301,50 @@ def run_parity(args):
     shapes = input_shapes(yaml_path, args)
     refs = References(os.path.join(args.work_dir, "cache"), args.model, args.seed)
     generation = refs.ensure(shapes, args.threads)
-    if args.size:
+    zoo_yaml = yaml_path
+    if args.size and args.onnx is None:
         yaml_path = model_variant(yaml_path, os.path.join(args.work_dir, "models"),
                                   args.height, args.width)
+    onnx_files, exported, export_problem = {}, 0.0, ""
+    if args.onnx is not None:
+        onnx_files, exported, export_problem = export_onnx_files(args, zoo_yaml, refs, shapes)
     engine = Engine(args.winfer, args.unfused_runner, args.threads)
     sensitivity, float32_error, reference_problems = check_reference(refs, shapes)
-    print(header(args, algorithms, shapes, generation, sensitivity, float32_error), flush=True)
-    diagnosis = "; ".join(reference_problems)
+    print(header(args, algorithms, shapes, generation, sensitivity, float32_error, exported),
+          flush=True)
+    diagnosis = "; ".join(reference_problems + ([export_problem] if export_problem else []))
     if diagnosis:
-        print(f"FAIL (reference): {diagnosis}")
+        print(f"FAIL ({'export' if export_problem else 'reference'}): {diagnosis}")
 
     records = []
-    for shape in shapes:
+    for shape in shapes if not export_problem else []:
         for algorithm in algorithms:
-            records.append(run_one(engine, yaml_path, refs, shape, algorithm, args.work_dir))
+            model_file = onnx_files.get(shape, yaml_path)
+            records.append(run_one(engine, model_file, refs, shape, algorithm, args.work_dir,
+                                   onnx_tag(args), own_weights=model_file != yaml_path))
             print(format_record(args.model, records[-1]), flush=True)
     failures = [record for record in records if not record["passed"]]
     # Only wrong numbers can be bisected; an engine that fails to run has said why already.
     wrong = [record for record in failures if "max_abs_error" in record]
-    if wrong and not args.no_bisect:
+    if failures and args.onnx is not None and not args.no_bisect:
+        found = diagnose_onnx((wrong or failures)[0], engine, zoo_yaml, refs, args.work_dir,
+                              onnx_tag(args))
+        print(found)
+        diagnosis = "; ".join(text for text in (diagnosis, found) if text)
+    elif wrong and not args.no_bisect:
         bisected = diagnose(wrong[0], engine, yaml_path, refs, args.work_dir)
         print(bisected)
         diagnosis = "; ".join(text for text in (diagnosis, bisected) if text)
     return {"test": args.name, "model": args.model, "size": args.size or "",
             "unfused": bool(args.unfused_runner), "seed": args.seed, "threads": args.threads,
+            "onnx_opset": args.onnx, "onnx_dynamic": list(args.dynamic),
+            "onnx_files": sorted({os.path.basename(path) for path in onnx_files.values()}),
+            "export_seconds": exported,
             "algorithms": algorithms, "generation_seconds": generation,
             "total_seconds": time.time() - start, "input_sensitivity": sensitivity,
             "torch_float32_error": float32_error,
-            "passed": not failures and not reference_problems, "diagnosis": diagnosis,
+            "passed": not failures and not reference_problems and not export_problem,
+            "diagnosis": diagnosis,
             "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": records}
 
 

@@ -5,7 +5,8 @@
 
 Runs as the ctest test `parity.summary` after every parity test (a fixture cleanup), and
 prints the markdown table: for each test and batch, the relative error of each algorithm,
-the top-5 verdict, and the test's time. Each test writes its own file (tests run in parallel),
+the top-5 verdict, and the test's time; the "model file" column tells the zoo YAML runs from
+the ONNX exports' (parity.py --onnx). Each test writes its own file (tests run in parallel),
 so a test that was not run this time keeps its previous result; the `finished` column says when
 each was produced. It always exits 0: it reports, the parity tests themselves pass or fail.
 """
@@ -32,6 +33,15 @@ def cell(run):
     if run["top5"] != "exact":
         text += f" top5 {run['top5']}"
     return text if run["passed"] else f"**FAIL** {text}"
+
+
+def model_file(result):
+    """What the test ran: the zoo YAML, or torch's ONNX export (opset, static or symbolic dims)."""
+    if result.get("onnx_opset") is None:
+        return "yaml"
+    dynamic = result.get("onnx_dynamic") or []
+    kind = f"dynamic {','.join(dynamic)}" if dynamic else "static"
+    return f"onnx {result['onnx_opset']} {kind}"
 
 
 def exactness_table(results, algorithms):
@@ -62,6 +72,8 @@ def markdown(results):
         lines.append(f"- **{result['test']}** failed: "
                      + "; ".join(f"{run['shape']} {run['algorithm']}: {run['problem']}"
                                  for run in result["runs"] if not run["passed"]))
+        if not result["runs"]:
+            lines[-1] += "nothing ran"
         if result["diagnosis"]:
             lines.append(f"  - {result['diagnosis']}")
     lines += ["" if failed else None,
@@ -69,7 +81,7 @@ def markdown(results):
               "top-5 classes are identical unless marked. Input sensitivity: how much torch's "
               "logits for two different images differ, relative to their size (required: "
               ">= 0.01; see tests/parity/compare.py).", ""]
-    head = ["test", "input"] + algorithms + ["input sensitivity", "test time", "finished"]
+    head = ["test", "model file", "input"] + algorithms + ["input sensitivity", "test time", "finished"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for result in results:
         for shape in dict.fromkeys(run["shape"] for run in result["runs"]):
@@ -77,7 +89,8 @@ def markdown(results):
                             if run["shape"] == shape}
             cells = [cell(by_algorithm[a]) if a in by_algorithm else "" for a in algorithms]
             sensitivity = result.get("input_sensitivity")
-            lines.append("| " + " | ".join([result["test"], shape] + cells + [
+            row = [result["test"], model_file(result), shape] + cells
+            lines.append("| " + " | ".join(row + [
                 "" if sensitivity is None else f"{sensitivity:.2f}",
                 f"{result['total_seconds']:.1f} s", result["finished"]]) + " |")
     lines += [""] + exactness_table(results, algorithms)

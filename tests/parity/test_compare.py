@@ -107,6 +107,23 @@ def test_model_variant_changes_only_input_size_and_outputs():
     assert model_variant(zoo, "unused") == zoo
 
 
+def test_onnx_runs_are_named_apart_and_run_without_weights():
+    from engine import Engine
+    from parity import parse_args
+    common = ["--winfer", "w", "--work-dir", "d", "--model", "resnet18"]
+    assert parse_args(common).name == "resnet18"
+    assert parse_args(common + ["--onnx", "17"]).name == "resnet18.onnx17"
+    assert parse_args(common + ["--onnx", "13", "--dynamic"]).name == "resnet18.onnx13.dynamic"
+    assert parse_args(common + ["--onnx", "13", "--dynamic", "batch", "--size", "160x160"]
+                      ).name == "resnet18.onnx13.dynamic-batch.160x160"
+    args = parse_args(common + ["--onnx", "17", "--dynamic", "--inputs", "2x224x224,1x160x224"])
+    assert args.dynamic == ("batch", "height", "width") and args.inputs[1] == (1, 160, 224)
+    onnx = Engine("winfer").command("m.onnx", None, "x.npy", "y.npy", "im2col")
+    assert "--weights" not in onnx and onnx[:3] == ["winfer", "run", "m.onnx"], onnx
+    assert Engine("winfer").command("m.yaml", "w.st", "x", "y", "direct")[3:5] == ["--weights",
+                                                                                 "w.st"]
+
+
 def main():
     tests = [(name, f) for name, f in globals().items() if name.startswith("test_")]
     failures = 0
