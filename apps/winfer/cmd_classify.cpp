@@ -1,5 +1,6 @@
-// `winfer classify MODEL IMAGE...`: decode image files, apply the model's preprocessing, run
-// them in batches, print the top classes of each (stdout; logs, errors and timing on stderr).
+// `winfer classify MODEL IMAGE...`: decode image files, apply the model's preprocessing (or
+// --preprocess's), run them in batches, print the top classes of each with the model's labels
+// (or --labels') (stdout; logs, errors and timing on stderr).
 // A file that cannot be read or decoded is reported and skipped; the exit status is then 1.
 #include <unistd.h>
 
@@ -9,8 +10,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
+#include "apps/winfer/classifier_flags.h"
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
 #include "winfer/image.h"
@@ -76,16 +79,24 @@ std::vector<std::string> collect_images(const std::vector<std::string>& argument
   return paths;
 }
 
-// Loads the model and checks that its preprocessing can produce its input.
-Result<std::shared_ptr<const Model>> load_classifier(const ClassifyArgs& args) {
+// The model, the preprocessing that produces its input (--preprocess or its own) and the
+// labels of --labels (read before any image is).
+struct LoadedClassifier {
+  std::shared_ptr<const Model> model;
+  Preprocess preprocess;
+  std::optional<std::vector<std::string>> flag_labels;
+};
+
+Result<LoadedClassifier> load_classifier(const ClassifyArgs& args) {
   LoadOptions options;
   options.weights_path = args.weights;
   options.confine_to = args.confine_to;
   options.pack_for = pack_for(args.device, args.conv.empty() ? SessionOptions().conv_algorithm : args.conv);
-  WINFER_ASSIGN_OR_RETURN(auto model, Model::load(args.model, options));
-  Status fits = check_preprocess(model_preprocess(*model), model->input_shape());
-  if (!fits.ok()) return fits.with_context(args.model);
-  return model;
+  LoadedClassifier loaded;
+  WINFER_ASSIGN_OR_RETURN(loaded.model, Model::load(args.model, options));
+  WINFER_ASSIGN_OR_RETURN(loaded.preprocess, chosen_preprocess(*loaded.model, args.preprocess));
+  WINFER_ASSIGN_OR_RETURN(loaded.flag_labels, read_labels_flag(args.labels));
+  return loaded;
 }
 
 void print_text(const ImageResult& result, const std::vector<std::string>& labels) {
@@ -122,8 +133,12 @@ std::string to_json(const Model& model, const std::vector<ImageResult>& results,
 // batch) hold zeros; their outputs are ignored.
 class Classifier {
  public:
-  Classifier(std::shared_ptr<const Model> model, std::unique_ptr<Session> session, const ClassifyArgs& args)
-      : model_(std::move(model)), session_(std::move(session)), args_(args), preprocess_(model_preprocess(*model_)) {
+  Classifier(const LoadedClassifier& loaded, std::unique_ptr<Session> session, const ClassifyArgs& args)
+      : model_(loaded.model),
+        session_(std::move(session)),
+        args_(args),
+        preprocess_(loaded.preprocess),
+        flag_labels_(loaded.flag_labels) {
     const Shape& shape = session_->input_shape();
     batch_ = shape[0];
     channels_ = shape[1];
@@ -199,7 +214,7 @@ class Classifier {
     }
     const int64_t classes = output.shape()[1];
     if (!labels_loaded_) {
-      labels_ = model_labels(*model_, classes);
+      labels_ = chosen_labels(*model_, args_.labels, flag_labels_, classes);
       labels_loaded_ = true;
     }
     for (size_t i = 0; i < batch->size(); ++i) {
@@ -215,6 +230,7 @@ class Classifier {
   std::unique_ptr<Session> session_;
   const ClassifyArgs& args_;
   const Preprocess preprocess_;
+  const std::optional<std::vector<std::string>> flag_labels_;  // --labels
   const bool stdout_is_terminal_ = ::isatty(STDOUT_FILENO) != 0;
   int64_t batch_ = 1, channels_ = 0, height_ = 0, width_ = 0;
   std::vector<std::string> labels_;
@@ -227,8 +243,9 @@ class Classifier {
 
 int run_classify(const ClassifyArgs& args) {
   const auto start = Clock::now();
-  auto model = load_classifier(args);
-  if (!model.ok()) return fail(model.status());
+  auto loaded = load_classifier(args);
+  if (!loaded.ok()) return fail(loaded.status());
+  const std::shared_ptr<const Model>& model = loaded.value().model;
 
   const std::vector<std::string> paths = collect_images(args.images);
   if (paths.empty()) return fail(invalid_argument("no image files to classify"));
@@ -239,22 +256,22 @@ int run_classify(const ClassifyArgs& args) {
   options.threads = args.threads;
   // A session for more images than there are would only hold (and allocate) empty slots.
   options.batch = std::min<int64_t>(args.batch > 0 ? args.batch : 8, static_cast<int64_t>(paths.size()));
-  auto session = Session::create(model.value(), options);
+  auto session = Session::create(model, options);
   if (!session.ok()) return fail(session.status());
   const double setup_seconds = seconds_since(start);
 
   const std::string classifier_device = session.value()->device();
-  Classifier classifier(model.value(), std::move(session).value(), args);
+  Classifier classifier(loaded.value(), std::move(session).value(), args);
   const auto run_start = Clock::now();
   auto results = classifier.run(paths);
   if (!results.ok()) return fail(results.status());
   const double run_seconds = seconds_since(run_start);
 
   if (args.json)
-    std::printf("%s\n", to_json(*model.value(), results.value(), classifier.labels(), classifier.failed()).c_str());
+    std::printf("%s\n", to_json(*model, results.value(), classifier.labels(), classifier.failed()).c_str());
   const int64_t ok = static_cast<int64_t>(paths.size()) - classifier.failed();
   std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld; load %.2f s\n",
-               model.value()->name().c_str(), model.value()->weights_source().c_str(), classifier_device.c_str(),
+               model->name().c_str(), model->weights_source().c_str(), classifier_device.c_str(),
                options.conv_algorithm.c_str(), args.threads, static_cast<long long>(options.batch), setup_seconds);
   std::fprintf(
       stderr, "classified %lld of %zu image(s) in %.3f s (%.1f images/s; decode+preprocess %.3f s, inference %.3f s)\n",

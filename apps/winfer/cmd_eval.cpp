@@ -1,13 +1,15 @@
 // `winfer eval MODEL --dataset fashion-mnist`: runs a labelled split through the model in
 // batches and prints accuracy, per-class accuracy, the most confused class pairs (stdout) and
-// the throughput (stderr). The IDX images get the model's own preprocessing, so a 28x28 gray
-// model sees exactly what PyTorch saw in training (pixel / 255, then mean/std).
+// the throughput (stderr). The IDX images get the model's own preprocessing (or --preprocess's),
+// so a 28x28 gray model sees exactly what PyTorch saw in training (pixel / 255, then mean/std);
+// classes are named by the model's labels (or --labels').
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
 
+#include "apps/winfer/classifier_flags.h"
 #include "apps/winfer/commands.h"
 #include "apps/winfer/format.h"
 #include "engine/src/core/file_io.h"
@@ -109,9 +111,11 @@ int run_eval(const EvalArgs& args) {
   auto loaded = Model::load(args.model, load_options);
   if (!loaded.ok()) return fail(loaded.status());
   const std::shared_ptr<const Model>& model = loaded.value();
-  const Preprocess preprocess = model_preprocess(*model);
-  Status fits = check_preprocess(preprocess, model->input_shape());
-  if (!fits.ok()) return fail(fits.with_context(args.model));
+  auto chosen = chosen_preprocess(*model, args.preprocess);
+  if (!chosen.ok()) return fail(chosen.status());
+  const Preprocess& preprocess = chosen.value();
+  auto flag_labels = read_labels_flag(args.labels);
+  if (!flag_labels.ok()) return fail(flag_labels.status());
 
   auto dataset = load_dataset(args);
   if (!dataset.ok()) return fail(dataset.status());
@@ -177,7 +181,7 @@ int run_eval(const EvalArgs& args) {
 
   std::printf("%s on %s %s: %lld images\n", model->name().c_str(), args.dataset.c_str(), args.split.c_str(),
               static_cast<long long>(total));
-  print_summary(confusion, model_labels(*model, classes), total);
+  print_summary(confusion, chosen_labels(*model, args.labels, flag_labels.value(), classes), total);
   if (!args.predictions.empty()) {
     Status written =
         detail::write_output_file(args.predictions, predictions_kind(classes), predictions.data(), predictions.size());

@@ -1,8 +1,11 @@
 #include "winfer/model.h"
 
+#include <cstdio>
+
 #include "engine/src/core/file_io.h"
 #include "engine/src/device_backend.h"
 #include "engine/src/graph.h"
+#include "winfer/image.h"
 
 namespace winfer {
 
@@ -15,11 +18,14 @@ std::vector<std::string> Model::output_names() const {
   return names;
 }
 
-Result<std::vector<std::string>> Model::labels() const {
-  if (labels_path_.empty()) return std::vector<std::string>();
+namespace {
+
+// A labels file: one class name per line, a trailing '\r' dropped, a control byte refused.
+// `named_by` (the model file that names it, or "") goes into the messages.
+Result<std::vector<std::string>> read_labels(const std::string& path, const std::string& named_by) {
   // ImageNet's 1000 names are 10 KiB; 16 MiB is far beyond any real list of classes.
   static constexpr detail::InputKind kLabelsFile{"labels file", uint64_t(16) << 20};
-  WINFER_ASSIGN_OR_RETURN(std::string text, detail::read_input_file(labels_path_, kLabelsFile));
+  WINFER_ASSIGN_OR_RETURN(std::string text, detail::read_input_file(path, kLabelsFile));
   std::vector<std::string> labels;
   size_t begin = 0;
   while (begin < text.size()) {
@@ -31,7 +37,8 @@ Result<std::vector<std::string>> Model::labels() const {
       if (c < 0x20 && c != '\t') {
         char byte[8];
         std::snprintf(byte, sizeof byte, "0x%02x", c);
-        return invalid_argument("labels file '" + labels_path_ + "' (named by " + path_ + "): line " +
+        return invalid_argument("labels file '" + path + "'" +
+                                (named_by.empty() ? "" : " (named by " + named_by + ")") + ": line " +
                                 std::to_string(labels.size() + 1) + " holds the control byte " + byte +
                                 "; a labels file is text, one class name per line");
       }
@@ -40,6 +47,15 @@ Result<std::vector<std::string>> Model::labels() const {
     begin = end + 1;
   }
   return labels;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> read_labels_file(const std::string& path) { return read_labels(path, ""); }
+
+Result<std::vector<std::string>> Model::labels() const {
+  if (labels_path_.empty()) return std::vector<std::string>();
+  return read_labels(labels_path_, path_);
 }
 
 std::vector<Shape> Model::output_shapes() const {

@@ -61,6 +61,12 @@ Preprocess imagenet_preprocess();
 // file and the line. Whether it fits a model is check_preprocess's question.
 Result<Preprocess> read_preprocess_file(const std::string& path);
 
+// Reads a labels file (`winfer classify/eval --labels FILE`; the same rules as a model's
+// `labels:` file, Model::labels()): one class name per line (line i names class i), a trailing
+// '\r' dropped, at most 16 MiB; a line holding a control byte (other than a tab) is an error
+// naming the file and the line: a labels file is text.
+Result<std::vector<std::string>> read_labels_file(const std::string& path);
+
 // The color mode of a model's preprocess: GRAY -> kGray, RGB/BGR -> kRgb.
 ColorMode color_mode(const Preprocess& preprocess);
 
