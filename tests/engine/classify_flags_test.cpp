@@ -100,6 +100,9 @@ TEST_CASE("classify flags: a bad preprocess file is refused naming the file and 
   expect_error(error_of("list.yaml", "- resize\n"), {dir.file("list.yaml"), "must be a mapping of resize, crop"});
   expect_error(error_of("empty.yaml", ""), {dir.file("empty.yaml"), "must be a mapping of resize, crop"});
   expect_error(error_of("syntax.yaml", "mean: [0.5\n"), {dir.file("syntax.yaml"), "YAML syntax error"});
+  // docs/ERRORS.md, "Limits": 1 MiB, refused by its size before it is read.
+  expect_error(error_of("huge.yaml", "mean: [" + std::string((1 << 20) - 8, '0') + "]\n"),
+               {"preprocess file '" + dir.file("huge.yaml") + "' is 1048577 bytes, more than the limit of 1048576"});
   // A model's block keeps its own words.
   expect_load_error(model_header() + "preprocess: {scale: 2}\nlayers:\n  - {name: r, op: relu}\n",
                     {"unknown key 'preprocess.scale'"});
