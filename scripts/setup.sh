@@ -4,6 +4,8 @@ set -euo pipefail
 
 packages=(cmake g++ make ninja-build pkg-config libopenblas-dev libyaml-cpp-dev doctest-dev libstb-dev zlib1g-dev
           nlohmann-json3-dev libcli11-dev)
+# ONNX import: protobuf's lite runtime and protoc, and the onnx.proto schema (libonnx-dev).
+packages+=(libprotobuf-dev protobuf-compiler libonnx-dev)
 # The PyTorch parity tests (tests/parity/, ctest -L parity) and models/tools run on Debian's
 # /usr/bin/python3 with these; without them those tests are skipped, not failed.
 packages+=(python3-torch python3-torchvision python3-numpy python3-yaml)

@@ -10,6 +10,13 @@ namespace winfer::cli {
 
 const char* version();
 
+struct ConvertArgs {
+  std::string model;    // .onnx
+  std::string output;   // .yaml
+  std::string weights;  // .safetensors; "": beside the output
+};
+int run_convert(const ConvertArgs& args);
+
 struct InfoArgs {
   std::string confine_to;  // --confine-to: LoadOptions::confine_to
   std::string model, weights;
@@ -81,6 +88,7 @@ struct ClassifyArgs {
   int threads = 1;
   int64_t batch = 0;  // 0: min(8, number of images)
   bool json = false;
+  std::string preprocess, labels;  // --preprocess, --labels (classifier_flags.h); "": the model's own
 };
 int run_classify(const ClassifyArgs& args);
 
@@ -94,8 +102,9 @@ struct EvalArgs {
   std::string conv;
   std::string device = "cpu";  // cpu, cuda, cuda:N, auto
   int threads = 1;
-  int64_t batch = 0;        // 0: 100
-  std::string predictions;  // write each image's predicted class here (one byte per image)
+  int64_t batch = 0;               // 0: 100
+  std::string predictions;         // write each image's predicted class here (one byte per image)
+  std::string preprocess, labels;  // --preprocess, --labels (classifier_flags.h); "": the model's own
 };
 int run_eval(const EvalArgs& args);
 

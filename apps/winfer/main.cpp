@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "apps/winfer/classifier_flags.h"
 #include "apps/winfer/commands.h"
 #include "apps/winfer/input_size.h"
 
@@ -247,6 +248,9 @@ Command add_classify(CLI::App* app, winfer::cli::ClassifyArgs& classify) {
   classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")
       ->check(CLI::Range(1, 1 << 16));
   classify_cmd->add_flag("--json", classify.json, "Print one JSON object instead of text");
+  classify_cmd->add_option("--preprocess", classify.preprocess, winfer::cli::kPreprocessFlagHelp);
+  classify_cmd->add_option("--labels", classify.labels, winfer::cli::kLabelsFlagHelp);
+  classify_cmd->footer(winfer::cli::classifier_flags_footer(""));
   add_confine_to(classify_cmd, classify.confine_to);
   return {"classify", classify_cmd, [&classify] { return winfer::cli::run_classify(classify); }};
 }
@@ -269,8 +273,25 @@ Command add_eval(CLI::App* app, winfer::cli::EvalArgs& eval) {
   eval_cmd->add_option("--batch", eval.batch, "Images per batch (default: 100)")->check(CLI::Range(1, 1 << 16));
   eval_cmd->add_option("--predictions", eval.predictions,
                        "Write each image's predicted class to this file (one byte each)");
+  eval_cmd->add_option("--preprocess", eval.preprocess, winfer::cli::kPreprocessFlagHelp);
+  eval_cmd->add_option("--labels", eval.labels, winfer::cli::kLabelsFlagHelp);
+  eval_cmd->footer(winfer::cli::classifier_flags_footer(
+      "  winfer eval fashion.onnx --preprocess fashion.yaml --labels models/fashion/labels.txt"));
   add_confine_to(eval_cmd, eval.confine_to);
   return {"eval", eval_cmd, [&eval] { return winfer::cli::run_eval(eval); }};
+}
+
+Command add_convert(CLI::App* app, winfer::cli::ConvertArgs& convert) {
+  CLI::App* convert_cmd = app->add_subcommand(
+      "convert", "Write an ONNX model in winfer's own form: a YAML model file and its safetensors weights");
+  convert_cmd->add_option("model", convert.model, "ONNX model file (.onnx)")->required();
+  convert_cmd->add_option("-o,--output", convert.output, "The YAML model file to write")->required();
+  convert_cmd->add_option("--weights", convert.weights,
+                          "The safetensors file to write (default: the output's name with .safetensors)");
+  convert_cmd->footer(
+      "Loading the written pair gives bitwise the same outputs as loading the ONNX file.\n"
+      "Example:\n  winfer convert resnet50.onnx -o resnet50.yaml\n  winfer run resnet50.yaml --input x.npy");
+  return {"convert", convert_cmd, [&convert] { return winfer::cli::run_convert(convert); }};
 }
 
 }  // namespace
@@ -288,8 +309,10 @@ int main(int argc, char** argv) {
   winfer::cli::BenchArgs bench;
   winfer::cli::ClassifyArgs classify;
   winfer::cli::EvalArgs eval;
-  const std::vector<Command> commands = {add_info(&app, info),   add_run(&app, run),           add_plan(&app, plan),
-                                         add_bench(&app, bench), add_classify(&app, classify), add_eval(&app, eval)};
+  winfer::cli::ConvertArgs convert;
+  const std::vector<Command> commands = {add_info(&app, info),      add_run(&app, run),           add_plan(&app, plan),
+                                         add_bench(&app, bench),    add_classify(&app, classify), add_eval(&app, eval),
+                                         add_convert(&app, convert)};
 
   refuse_options_as_values(&app);
   try {

@@ -14,6 +14,7 @@
 #include "engine/src/core/file_io.h"
 #include "engine/src/fusion.h"
 #include "engine/src/graph.h"
+#include "engine/src/onnx/onnx_import.h"
 #include "engine/src/op_registry.h"
 #include "engine/src/param_sources.h"
 #include "engine/src/preprocess_yaml.h"
@@ -77,14 +78,14 @@ size_t first_control_character(const std::string& text) {
 // Reads YAML with typed errors: "model.yaml:7: 'input.shape' must be a list of integers".
 class YamlReader {
  public:
-  explicit YamlReader(std::string file) : file_(std::move(file)) {}
+  explicit YamlReader(std::string file, bool show_lines = true) : file_(std::move(file)), show_lines_(show_lines) {}
   const std::string& file() const { return file_; }
 
   Status error(const YAML::Node& node, const std::string& message) const {
     return invalid_argument(at(node) + message);
   }
   std::string at(const YAML::Node& node) const {
-    const int line = line_of(node);
+    const int line = show_lines_ ? line_of(node) : 0;  // an imported model's text is the importer's
     return file_ + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": ";
   }
 
@@ -151,6 +152,7 @@ class YamlReader {
 
  private:
   std::string file_;
+  bool show_lines_ = true;
 };
 
 // A layer packed beside its OIHW weights (GHWIO for direct and im2col, winograd's transform;
@@ -180,6 +182,18 @@ class ModelLoader {
         model_(new Model()),
         yaml_text_(yaml_text),
         memory_weights_(std::move(weights)) {}
+  // An imported model (ONNX): its winfer text, written by the importer (errors name `path`, no
+  // lines), and its parameters.
+  ModelLoader(const std::string& path, onnx_import::ImportedModel* imported, const LoadOptions& options)
+      : path_(path),
+        options_(options),
+        yaml_(path, false),
+        model_(new Model()),
+        yaml_text_(&imported->yaml),
+        imported_params_(std::move(imported->params)),
+        imported_(true) {
+    model_->input_dim_fixed_ = imported->input_dim_fixed;
+  }
 
   Result<std::shared_ptr<const Model>> load() {
     YAML::Node root;
@@ -574,10 +588,17 @@ class ModelLoader {
     const bool has_inline = !spec.inline_tensors.empty();
     auto inline_source = std::make_unique<InlineParamSource>(path_, std::move(spec.inline_tensors));
 
-    std::unique_ptr<SafeTensorsParamSource> file_source;
+    std::unique_ptr<NamedParamSource> file_source;
     std::unique_ptr<RandomParamSource> random_source;
     const std::string& weights = spec.weights;
-    if (memory_weights_ && !options_.random_weights_seed) {
+    if (imported_ && !options_.weights_path.empty()) {
+      return invalid_argument(path_ + ": an ONNX model carries its weights; LoadOptions::weights_path (--weights '" +
+                              options_.weights_path + "') applies to YAML models only");
+    }
+    if (imported_params_ && !options_.random_weights_seed) {
+      file_source = std::move(imported_params_);
+      model_->weights_source_ = path_;
+    } else if (memory_weights_ && !options_.random_weights_seed) {
       for (const std::string& name : inline_source->names()) {
         if (memory_weights_->find(name) != nullptr) {
           return invalid_argument(path_ + ": tensor '" + name + "' is defined both inline and in the weights buffer");
@@ -621,12 +642,18 @@ class ModelLoader {
   YamlReader yaml_;
   std::unique_ptr<Model> model_;
   std::vector<std::vector<std::string>> pending_inputs_;   // per node, in file order
-  const std::string* yaml_text_ = nullptr;                 // load_from_memory
+  const std::string* yaml_text_ = nullptr;                 // load_from_memory, imported models
   std::shared_ptr<const SafeTensorsFile> memory_weights_;  // load_from_memory
+  std::unique_ptr<NamedParamSource> imported_params_;      // imported models
+  bool imported_ = false;
 };
 
 Result<std::shared_ptr<const Model>> Model::load(const std::string& yaml_path, const LoadOptions& options) {
   try {
+    if (onnx_import::is_onnx_path(yaml_path)) {
+      WINFER_ASSIGN_OR_RETURN(onnx_import::ImportedModel imported, onnx_import::import_onnx(yaml_path));
+      return ModelLoader(yaml_path, &imported, options).load();
+    }
     return ModelLoader(yaml_path, options).load();
   } catch (const std::bad_alloc&) {
     return invalid_argument(yaml_path + ": out of memory while loading the model");

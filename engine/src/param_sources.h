@@ -13,11 +13,17 @@
 
 namespace winfer {
 
-class SafeTensorsParamSource : public ParamSource {
+// A source that can say which names it holds (a weights file, an imported ONNX model).
+class NamedParamSource : public ParamSource {
+ public:
+  virtual bool has(const std::string& name) const = 0;
+};
+
+class SafeTensorsParamSource : public NamedParamSource {
  public:
   explicit SafeTensorsParamSource(std::shared_ptr<const SafeTensorsFile> file) : file_(std::move(file)) {}
   Status get(const std::string& name, const Shape& expected, Tensor* out) override;
-  bool has(const std::string& name) const { return file_->find(name) != nullptr; }
+  bool has(const std::string& name) const override { return file_->find(name) != nullptr; }
 
  private:
   std::shared_ptr<const SafeTensorsFile> file_;
@@ -61,11 +67,11 @@ class RandomParamSource : public ParamSource {
   uint64_t seed_;
 };
 
-// Inline tensors first, then the weights file; reports which source a model needed.
+// Inline tensors first, then the weights (a safetensors file, an imported ONNX model's tensors).
 class ModelParamSource : public ParamSource {
  public:
   ModelParamSource(std::string model_file, std::unique_ptr<InlineParamSource> inline_tensors,
-                   std::unique_ptr<SafeTensorsParamSource> file, std::unique_ptr<RandomParamSource> random)
+                   std::unique_ptr<NamedParamSource> file, std::unique_ptr<RandomParamSource> random)
       : model_file_(std::move(model_file)),
         inline_(std::move(inline_tensors)),
         file_(std::move(file)),
@@ -75,7 +81,7 @@ class ModelParamSource : public ParamSource {
  private:
   std::string model_file_;
   std::unique_ptr<InlineParamSource> inline_;
-  std::unique_ptr<SafeTensorsParamSource> file_;
+  std::unique_ptr<NamedParamSource> file_;
   std::unique_ptr<RandomParamSource> random_;
 };
 

@@ -1,0 +1,219 @@
+#include "engine/src/onnx/onnx_file.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "winfer/shape.h"
+
+namespace winfer::onnx_import {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr detail::InputKind kOnnxFile{"ONNX model file", kMaxOnnxFileBytes};
+constexpr detail::InputKind kExternalDataFile{"ONNX external data file", kMaxExternalDataBytes};
+
+uint64_t element_size(int32_t type) {
+  switch (type) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32: return 4;
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::DOUBLE: return 8;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+std::string data_type_name(int32_t type) {
+  if (onnx::TensorProto_DataType_IsValid(type)) {
+    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(type));
+  }
+  return "data type " + std::to_string(type);
+}
+
+Result<std::unique_ptr<OnnxFile>> OnnxFile::open(const std::string& path) {
+  std::unique_ptr<OnnxFile> file(new OnnxFile());
+  file->path_ = path;
+  {
+    // Mapped for the parse only: protobuf copies what it keeps, so the mapping (page cache, not
+    // the process's own memory) goes away before the weights are loaded.
+    WINFER_ASSIGN_OR_RETURN(detail::MappedFile mapped, detail::MappedFile::map(path, kOnnxFile));
+    if (mapped.size() == 0) return parse_error(path + ": the file is empty; expected an ONNX model (protobuf)");
+    if (!file->model_.ParseFromArray(mapped.data(), static_cast<int>(mapped.size()))) {
+      return parse_error(path + ": not an ONNX model: protobuf cannot parse its " + std::to_string(mapped.size()) +
+                         " bytes as an onnx.ModelProto (a truncated file, or another format)");
+    }
+  }
+  WINFER_RETURN_IF_ERROR(file->check_header());
+  return file;
+}
+
+Status OnnxFile::check_header() {
+  if (!model_.has_graph()) {
+    return parse_error(path_ + ": not an ONNX model: it has no graph (ir_version " +
+                       std::to_string(model_.ir_version()) + "; a file of another format may parse as an empty model)");
+  }
+  if (model_.ir_version() <= 0) return parse_error(path_ + ": not an ONNX model: ir_version is missing");
+  opset_ = 0;
+  for (const onnx::OperatorSetIdProto& set : model_.opset_import()) {
+    if (set.domain().empty() || set.domain() == "ai.onnx") opset_ = set.version();
+  }
+  if (opset_ == 0) {
+    return unsupported(path_ + ": the model imports no version of the default ONNX operator set (opset_import)");
+  }
+  if (opset_ < kOldestOpset || opset_ > kNewestOpset) {
+    return unsupported(path_ + ": opset " + std::to_string(opset_) + " is outside the versions winfer reads (" +
+                       std::to_string(kOldestOpset) + " to " + std::to_string(kNewestOpset) +
+                       "); re-export with e.g. torch.onnx.export(..., opset_version=17)");
+  }
+  if (model_.graph().node_size() > kMaxGraphNodes) {
+    return invalid_argument(path_ + ": the graph has " + std::to_string(model_.graph().node_size()) +
+                            " nodes, more than the limit of " + std::to_string(kMaxGraphNodes));
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> OnnxFile::element_count(const onnx::TensorProto& tensor, const std::string& what) const {
+  std::vector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
+  for (int64_t d : dims) {
+    if (d < 0) return invalid_argument(path_ + ": " + what + " has a negative dim " + Shape(dims).to_string());
+  }
+  if (dims.empty()) return int64_t(1);
+  auto shape = Shape::make(dims);
+  if (!shape.ok()) return Status(shape.status()).with_context(path_ + ": " + what);
+  return shape.value().numel();
+}
+
+Result<const unsigned char*> OnnxFile::external_bytes(const onnx::TensorProto& tensor, const std::string& what,
+                                                      uint64_t expected_bytes) {
+  std::string location;
+  uint64_t offset = 0, length = 0;
+  bool has_length = false;
+  for (const onnx::StringStringEntryProto& entry : tensor.external_data()) {
+    const std::string& key = entry.key();
+    if (key == "location") {
+      location = entry.value();
+    } else if (key == "offset" || key == "length") {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long v = std::strtoull(entry.value().c_str(), &end, 10);
+      if (entry.value().empty() || *end != '\0' || errno != 0 || entry.value()[0] == '-') {
+        return invalid_argument(path_ + ": " + what + ": external_data " + key + " '" + entry.value() +
+                                "' is not a byte count");
+      }
+      (key == "offset" ? offset : length) = v;
+      if (key == "length") has_length = true;
+    }
+  }
+  if (location.empty()) return invalid_argument(path_ + ": " + what + " is EXTERNAL but names no location");
+  const fs::path relative = fs::path(location).lexically_normal();
+  if (relative.is_absolute() || relative.empty() || *relative.begin() == "..") {
+    return invalid_argument(path_ + ": " + what + ": external data location '" + location +
+                            "' must be a path inside the model's folder");
+  }
+  const std::string file_path = (fs::path(path_).parent_path() / relative).string();
+  auto it = external_files_.find(file_path);
+  if (it == external_files_.end()) {
+    auto mapped = detail::MappedFile::map(file_path, kExternalDataFile);
+    if (!mapped.ok()) return Status(mapped.status()).with_context(path_ + ": " + what);
+    it = external_files_.emplace(file_path, std::move(mapped).value()).first;
+  }
+  const uint64_t size = it->second.size();
+  if (!has_length) length = offset <= size ? size - offset : 0;
+  if (length != expected_bytes) {
+    return invalid_argument(path_ + ": " + what + ": external data holds " + std::to_string(length) +
+                            " bytes, but its dims and type need " + std::to_string(expected_bytes));
+  }
+  if (offset > size || length > size - offset) {
+    return invalid_argument(path_ + ": " + what + ": external data file '" + file_path + "' is " +
+                            std::to_string(size) + " bytes, too short for " + std::to_string(length) +
+                            " bytes at offset " + std::to_string(offset));
+  }
+  return it->second.data() + offset;
+}
+
+Result<const unsigned char*> OnnxFile::raw_bytes(const onnx::TensorProto& tensor, const std::string& what,
+                                                 uint64_t expected_bytes, bool* has_raw) {
+  *has_raw = true;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) return external_bytes(tensor, what, expected_bytes);
+  if (tensor.has_raw_data()) {
+    if (tensor.raw_data().size() != expected_bytes) {
+      return invalid_argument(path_ + ": " + what + " has " + std::to_string(tensor.raw_data().size()) +
+                              " bytes of raw_data, but its dims and type need " + std::to_string(expected_bytes));
+    }
+    return reinterpret_cast<const unsigned char*>(tensor.raw_data().data());
+  }
+  *has_raw = false;
+  return static_cast<const unsigned char*>(nullptr);
+}
+
+Status OnnxFile::read_floats(const onnx::TensorProto& tensor, const std::string& what, float* out, int64_t count) {
+  if (tensor.data_type() != onnx::TensorProto::FLOAT) {
+    return unsupported(path_ + ": " + what + " is " + data_type_name(tensor.data_type()) +
+                       "; winfer reads float32 (FLOAT) weights only");
+  }
+  bool has_raw = false;
+  WINFER_ASSIGN_OR_RETURN(const unsigned char* bytes, raw_bytes(tensor, what, uint64_t(count) * 4, &has_raw));
+  if (has_raw) {
+    if (count > 0) std::memcpy(out, bytes, size_t(count) * 4);  // little-endian, as ONNX stores it
+    return Status::Ok();
+  }
+  if (tensor.float_data_size() != count) {
+    return invalid_argument(path_ + ": " + what + " has " + std::to_string(tensor.float_data_size()) +
+                            " values in float_data, but its dims need " + std::to_string(count));
+  }
+  std::copy(tensor.float_data().begin(), tensor.float_data().end(), out);
+  return Status::Ok();
+}
+
+Result<std::vector<double>> OnnxFile::read_doubles(const onnx::TensorProto& tensor, const std::string& what) {
+  if (tensor.data_type() == onnx::TensorProto::FLOAT) {
+    WINFER_ASSIGN_OR_RETURN(int64_t count, element_count(tensor, what));
+    std::vector<float> values(static_cast<size_t>(count));
+    WINFER_RETURN_IF_ERROR(read_floats(tensor, what, values.data(), count));
+    return std::vector<double>(values.begin(), values.end());
+  }
+  WINFER_ASSIGN_OR_RETURN(std::vector<int64_t> ints, read_ints(tensor, what));
+  return std::vector<double>(ints.begin(), ints.end());
+}
+
+Result<std::vector<int64_t>> OnnxFile::read_ints(const onnx::TensorProto& tensor, const std::string& what) {
+  const int32_t type = tensor.data_type();
+  if (type == onnx::TensorProto::FLOAT) {
+    WINFER_ASSIGN_OR_RETURN(std::vector<double> values, read_doubles(tensor, what));
+    return std::vector<int64_t>(values.begin(), values.end());
+  }
+  if (type != onnx::TensorProto::INT64 && type != onnx::TensorProto::INT32) {
+    return unsupported(path_ + ": " + what + " is " + data_type_name(type) +
+                       "; winfer reads INT64, INT32 and FLOAT constants only");
+  }
+  WINFER_ASSIGN_OR_RETURN(int64_t count, element_count(tensor, what));
+  bool has_raw = false;
+  WINFER_ASSIGN_OR_RETURN(const unsigned char* bytes,
+                          raw_bytes(tensor, what, uint64_t(count) * element_size(type), &has_raw));
+  std::vector<int64_t> values(static_cast<size_t>(count));
+  if (has_raw) {
+    for (int64_t i = 0; i < count; ++i) {
+      if (type == onnx::TensorProto::INT64) {
+        std::memcpy(&values[i], bytes + i * 8, 8);
+      } else {
+        int32_t v = 0;
+        std::memcpy(&v, bytes + i * 4, 4);
+        values[i] = v;
+      }
+    }
+    return values;
+  }
+  const int typed = type == onnx::TensorProto::INT64 ? tensor.int64_data_size() : tensor.int32_data_size();
+  if (typed != count) {
+    return invalid_argument(path_ + ": " + what + " has " + std::to_string(typed) + " values, but its dims need " +
+                            std::to_string(count));
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    values[i] = type == onnx::TensorProto::INT64 ? tensor.int64_data(int(i)) : tensor.int32_data(int(i));
+  }
+  return values;
+}
+
+}  // namespace winfer::onnx_import

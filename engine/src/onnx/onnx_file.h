@@ -1,0 +1,72 @@
+// OnnxFile: an ONNX model file opened for import. The file is memory-mapped and parsed once by
+// protobuf (the lite runtime, from Debian's onnx.proto), then unmapped; the parsed ModelProto
+// holds the inline weights, which the importer hands to the layers one tensor at a time and
+// frees as it goes, so that a model's weights are never held twice. Tensors whose data lies in
+// external files (`data_location: EXTERNAL`) are read from those files, memory-mapped.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/src/core/file_io.h"
+#include "onnx/onnx.pb.h"
+#include "winfer/status.h"
+
+namespace winfer::onnx_import {
+
+// Limits (docs/ERRORS.md, "Limits"): protobuf parses at most 2 GiB - 1 bytes in one message;
+// larger models keep their weights in external data files, which may be up to 256 GiB each.
+constexpr uint64_t kMaxOnnxFileBytes = (uint64_t(1) << 31) - 1;
+constexpr uint64_t kMaxExternalDataBytes = uint64_t(256) << 30;
+constexpr int kMaxGraphNodes = 100000;
+constexpr int64_t kOldestOpset = 7, kNewestOpset = 18;
+
+class OnnxFile {
+ public:
+  // Parses `path`; refuses files that are not ONNX models (truncated, another format) with the
+  // file's name and what protobuf or the checks found.
+  static Result<std::unique_ptr<OnnxFile>> open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const onnx::ModelProto& model() const { return model_; }
+  const onnx::GraphProto& graph() const { return model_.graph(); }
+  onnx::GraphProto* mutable_graph() { return model_.mutable_graph(); }
+  // The version of the default operator set ("" or "ai.onnx") the model imports.
+  int64_t opset() const { return opset_; }
+
+  // The element count of a tensor's declared dims, checked (dims >= 0, product within
+  // Shape::kMaxElements); `what` names the tensor in errors.
+  Result<int64_t> element_count(const onnx::TensorProto& tensor, const std::string& what) const;
+  // Copies a FLOAT tensor's `count` values into `out` from raw_data, float_data or its external
+  // file; fails naming the tensor when the type is not float32 or the bytes disagree with dims.
+  Status read_floats(const onnx::TensorProto& tensor, const std::string& what, float* out, int64_t count);
+  // The values of an INT64, INT32 or FLOAT tensor as int64 / double (small constants: shapes,
+  // axes, clip bounds).
+  Result<std::vector<int64_t>> read_ints(const onnx::TensorProto& tensor, const std::string& what);
+  Result<std::vector<double>> read_doubles(const onnx::TensorProto& tensor, const std::string& what);
+
+ private:
+  OnnxFile() = default;
+  Status check_header();
+  // The bytes of an external tensor: its file (relative to the model's folder, which it may not
+  // leave), offset and length, checked against the file's size.
+  Result<const unsigned char*> external_bytes(const onnx::TensorProto& tensor, const std::string& what,
+                                              uint64_t expected_bytes);
+  // The raw little-endian bytes of a tensor (raw_data or external), or null with *has_raw false
+  // when its values are in the typed fields.
+  Result<const unsigned char*> raw_bytes(const onnx::TensorProto& tensor, const std::string& what,
+                                         uint64_t expected_bytes, bool* has_raw);
+
+  std::string path_;
+  onnx::ModelProto model_;
+  int64_t opset_ = 0;
+  std::map<std::string, detail::MappedFile> external_files_;  // by resolved path
+};
+
+// ONNX's name of a TensorProto data type ("FLOAT", "INT64", ...), for messages.
+std::string data_type_name(int32_t type);
+
+}  // namespace winfer::onnx_import
