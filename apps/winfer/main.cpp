@@ -112,7 +112,7 @@ void add_confine_to(CLI::App* command, std::string& confine_to) {
 // One function per subcommand, each declaring that subcommand's options.
 Command add_info(CLI::App* app, winfer::cli::InfoArgs& info) {
   CLI::App* info_cmd = app->add_subcommand("info", "Show a model's layers, shapes, parameters and FLOPs");
-  info_cmd->add_option("model", info.model, "Model YAML file")->required();
+  info_cmd->add_option("model", info.model, "Model file: winfer YAML, or ONNX (.onnx)")->required();
   info_cmd->add_option("--weights", info.weights, "Weights (.safetensors), overrides the YAML's");
   add_confine_to(info_cmd, info.confine_to);
   return {"info", info_cmd, [&info] { return winfer::cli::run_info(info); }};
@@ -121,7 +121,7 @@ Command add_info(CLI::App* app, winfer::cli::InfoArgs& info) {
 Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
   CLI::App* run_cmd =
       app->add_subcommand("run", "Run a model on an input tensor and print the top classes and the time");
-  run_cmd->add_option("model", run.model, "Model YAML file")->required();
+  run_cmd->add_option("model", run.model, "Model file: winfer YAML, or ONNX (.onnx)")->required();
   CLI::Option* run_weights =
       run_cmd->add_option("--weights", run.weights, "Weights (.safetensors), overrides the YAML's");
   run_cmd->add_option("--random-weights", run.random_weights_seed, "Fill the weights deterministically from SEED")
@@ -172,7 +172,7 @@ Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
 Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
   CLI::App* plan_cmd = app->add_subcommand(
       "plan", "Memory per convolution algorithm: weights, planned arena, lower bound, measured peak");
-  plan_cmd->add_option("model", plan.model, "Model YAML file")->required();
+  plan_cmd->add_option("model", plan.model, "Model file: winfer YAML, or ONNX (.onnx)")->required();
   CLI::Option* plan_weights =
       plan_cmd->add_option("--weights", plan.weights, "Weights (.safetensors), overrides the YAML's");
   plan_cmd
@@ -198,7 +198,7 @@ Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
   CLI::App* bench_cmd = app->add_subcommand(
       "bench", "Time whole networks (MODEL..., --zoo) or convolution layers (--layers) per algorithm and peer library");
   bench_cmd->add_option("models", bench.models,
-                        "Model files or zoo names (resnet18 = models/zoo/resnet18.yaml): whole networks");
+                        "Model files (YAML or .onnx) or zoo names (resnet18 = models/zoo/resnet18.yaml): whole networks");
   bench_cmd->add_flag("--zoo", bench.zoo, "Whole networks: resnet18, resnet50, vgg16, shufflenet_v2_x1_0");
   bench_cmd
       ->add_option("--device", bench.device,
@@ -235,7 +235,7 @@ Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
 Command add_classify(CLI::App* app, winfer::cli::ClassifyArgs& classify) {
   CLI::App* classify_cmd =
       app->add_subcommand("classify", "Classify image files (JPEG, PNG, BMP, GIF, PGM/PPM, ...) or folders of them");
-  classify_cmd->add_option("model", classify.model, "Model YAML file")->required();
+  classify_cmd->add_option("model", classify.model, "Model file: winfer YAML, or ONNX (.onnx)")->required();
   classify_cmd->add_option("images", classify.images, "Image files or folders")->required();
   classify_cmd->add_option("--weights", classify.weights, "Weights (.safetensors), overrides the YAML's");
   classify_cmd->add_option("--top", classify.top, "Classes to print per image")
@@ -257,7 +257,7 @@ Command add_classify(CLI::App* app, winfer::cli::ClassifyArgs& classify) {
 
 Command add_eval(CLI::App* app, winfer::cli::EvalArgs& eval) {
   CLI::App* eval_cmd = app->add_subcommand("eval", "Accuracy, per-class accuracy and confusions on a labelled dataset");
-  eval_cmd->add_option("model", eval.model, "Model YAML file")->required();
+  eval_cmd->add_option("model", eval.model, "Model file: winfer YAML, or ONNX (.onnx)")->required();
   eval_cmd->add_option("--weights", eval.weights, "Weights (.safetensors), overrides the YAML's");
   eval_cmd->add_option("--dataset", eval.dataset, "Dataset (fashion-mnist)")->capture_default_str();
   eval_cmd->add_option("--split", eval.split, "test or train")
