@@ -163,8 +163,16 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    import numpy as np
-    import torch
+    try:
+        import numpy as np
+        import torch
+        import torchvision  # noqa: F401
+    except ImportError as error:
+        print(f"export_onnx.py: {error.name} is not importable by {sys.executable}: run it with "
+              "a Python that has torch and torchvision (Debian: /usr/bin/python3 with "
+              "python3-torch and python3-torchvision, which scripts/setup.sh installs)",
+              file=sys.stderr)
+        return 2
     if args.threads:
         torch.set_num_threads(args.threads)
     begin = time.time()

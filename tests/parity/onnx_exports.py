@@ -12,8 +12,8 @@ Files live next to the references, in WORK_DIR/cache:
 variant: static-NxCxHxW (every dim fixed: one file per batch) or dynamic-AXES.NxCxHxW (the
 traced shape; AXES the symbolic dims). The references digest changes with torch, torchvision and
 the recipe (references.py then deletes the old files with the old references); the export digest
-is a hash of export_onnx.py, and an export made with another one is deleted when a new one is
-written. Exports are made under the references' lock and renamed into place, as references are.
+is a hash of export_onnx.py: the model's exports made with another one are deleted when a new
+one is written. Exports are made under the references' lock and renamed into place, as references are.
 """
 
 import glob
@@ -70,8 +70,9 @@ class OnnxExports:
         seconds = []
         write_atomically(path, lambda temporary: seconds.append(
             export(net, temporary, self.opset, shape, self.axes)))
-        for stale in glob.glob(glob.escape(self._prefix(shape)) + "*.onnx"):
-            if stale != path:
+        # Exports of this model made by another export_onnx.py, any opset and variant.
+        for stale in glob.glob(glob.escape(f"{self.refs.stem}onnx") + "*.onnx"):
+            if not stale.endswith(f".{export_digest()}.onnx"):
                 os.remove(stale)
         print(f"  exported {os.path.basename(path)} ({os.path.getsize(path) / 1e6:.0f} MB) in "
               f"{seconds[0]:.1f} s", flush=True)
