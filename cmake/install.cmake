@@ -23,7 +23,7 @@ set(WINFER_PUBLIC_HEADERS
     engine/include/winfer/winfer.h engine/include/winfer/winfer_c.h engine/include/winfer/log.h
     engine/include/winfer/status.h engine/include/winfer/shape.h engine/include/winfer/tensor.h
     engine/include/winfer/model.h engine/include/winfer/session.h engine/include/winfer/image.h
-    engine/include/winfer/npy.h engine/include/winfer/custom_op.h)
+    engine/include/winfer/npy.h engine/include/winfer/custom_op.h engine/include/winfer/convert.h)
 
 # The shared library opens the CUDA backend as its plug-in (<libdir>/winfer/libwinfer_cuda.so,
 # installed beside it); the static archive links the backend in, since a statically linked
