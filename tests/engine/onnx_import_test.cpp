@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 #include "engine/model_test_util.h"
@@ -882,4 +883,67 @@ TEST_CASE("onnx fuzz corpus: the seed models load and run, each as the fuzz targ
     const std::string committed = repo_path("tests/fuzz/corpus/onnx/" + name);
     CHECK(read_bytes(committed) == bytes);
   }
+}
+
+TEST_CASE("onnx error: dims that promise terabytes are refused before anything is allocated for them") {
+  // A weight of 2^40 floats (4 TiB) with no data: the data's size is checked before the tensor
+  // is allocated (it was allocated first).
+  TempDir dir;
+  OnnxBuilder b;
+  b.input("x", {1, int64_t(1) << 20, 1, 1});
+  b.tensor_header("w", {int64_t(1) << 20, int64_t(1) << 20, 1, 1}, onnx::TensorProto::FLOAT);
+  b.node("Conv", {"x", "w"}, {"y"}, "/conv/Conv");
+  b.output("y");
+  expect_onnx_error(b.write(dir.file("huge.onnx")),
+                    {dir.file("huge.onnx"), "initializer 'w'", "0 values in float_data", "1099511627776"});
+  // The same through a Gemm whose weight the importer transposes (read at import).
+  OnnxBuilder gemm;
+  gemm.input("x", {1, int64_t(1) << 20});
+  gemm.tensor_header("w", {int64_t(1) << 20, int64_t(1) << 20}, onnx::TensorProto::FLOAT);
+  gemm.node("Gemm", {"x", "w"}, {"y"}, "/fc/Gemm");
+  gemm.output("y");
+  expect_onnx_error(gemm.write(dir.file("gemm.onnx")), {dir.file("gemm.onnx"), "initializer 'w'", "1099511627776"});
+}
+
+TEST_CASE("onnx error: broken shape arithmetic is refused, not computed out of bounds or overflowed") {
+  TempDir dir;
+  auto reshape_by = [&dir](const std::string& name, const std::function<void(OnnxBuilder&)>& target) {
+    OnnxBuilder b;
+    b.input("x", {1, 3, 4, 4});
+    target(b);  // writes "target"
+    b.node("Reshape", {"x", "target"}, {"y"}, "/Reshape");
+    b.output("y");
+    return b.write(dir.file(name));
+  };
+  expect_onnx_error(reshape_by("unsqueeze.onnx",
+                               [](OnnxBuilder& b) {
+                                 b.int_initializer("v", {1}, {48});
+                                 b.int_initializer("axes", {2}, {0, 0});
+                                 b.node("Unsqueeze", {"v", "axes"}, {"target"}, "/Unsqueeze");
+                               }),
+                    {"node '/Unsqueeze' (Unsqueeze, opset 13)", "axis 0 is given twice"});
+  expect_onnx_error(reshape_by("concat.onnx",
+                               [](OnnxBuilder& b) {
+                                 b.int_initializer("a", {4, 1}, {1, 3, 4, 4});
+                                 b.int_initializer("b", {1, 1}, {1});
+                                 set_int(b.node("Concat", {"a", "b"}, {"target"}, "/Concat"), "axis", 1);
+                               }),
+                    {"node '/Concat' (Concat, opset 13)", "shapes differ"});
+  expect_onnx_error(reshape_by("overflow.onnx",
+                               [](OnnxBuilder& b) {
+                                 b.int_initializer("a", {1}, {std::numeric_limits<int64_t>::max()});
+                                 b.int_initializer("b", {1}, {2});
+                                 b.node("Mul", {"a", "b"}, {"target"}, "/Mul");
+                               }),
+                    {"node '/Mul' (Mul, opset 13)", "integer overflow"});
+  expect_onnx_error(reshape_by("negative.onnx",
+                               [](OnnxBuilder& b) {
+                                 b.int_initializer("target", {4}, {-2, -3, 4, 2});
+                               }),
+                    {"node '/Reshape' (Reshape, opset 13)", "negative dim -2"});
+  expect_onnx_error(reshape_by("huge.onnx",
+                               [](OnnxBuilder& b) {
+                                 b.int_initializer("target", {3}, {int64_t(1) << 40, int64_t(1) << 40, -1});
+                               }),
+                    {"node '/Reshape' (Reshape, opset 13)", "cannot reshape [1,3,4,4]"});
 }

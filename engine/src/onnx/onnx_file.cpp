@@ -148,20 +148,27 @@ Result<const unsigned char*> OnnxFile::raw_bytes(const onnx::TensorProto& tensor
   return static_cast<const unsigned char*>(nullptr);
 }
 
-Status OnnxFile::read_floats(const onnx::TensorProto& tensor, const std::string& what, float* out, int64_t count) {
+Status OnnxFile::check_floats(const onnx::TensorProto& tensor, const std::string& what, int64_t count) {
   if (tensor.data_type() != onnx::TensorProto::FLOAT) {
     return unsupported(path_ + ": " + what + " is " + data_type_name(tensor.data_type()) +
                        "; winfer reads float32 (FLOAT) weights only");
   }
   bool has_raw = false;
+  WINFER_RETURN_IF_ERROR(raw_bytes(tensor, what, uint64_t(count) * 4, &has_raw).status());
+  if (!has_raw && tensor.float_data_size() != count) {
+    return invalid_argument(path_ + ": " + what + " has " + std::to_string(tensor.float_data_size()) +
+                            " values in float_data, but its dims need " + std::to_string(count));
+  }
+  return Status::Ok();
+}
+
+Status OnnxFile::read_floats(const onnx::TensorProto& tensor, const std::string& what, float* out, int64_t count) {
+  WINFER_RETURN_IF_ERROR(check_floats(tensor, what, count));
+  bool has_raw = false;
   WINFER_ASSIGN_OR_RETURN(const unsigned char* bytes, raw_bytes(tensor, what, uint64_t(count) * 4, &has_raw));
   if (has_raw) {
     if (count > 0) std::memcpy(out, bytes, size_t(count) * 4);  // little-endian, as ONNX stores it
     return Status::Ok();
-  }
-  if (tensor.float_data_size() != count) {
-    return invalid_argument(path_ + ": " + what + " has " + std::to_string(tensor.float_data_size()) +
-                            " values in float_data, but its dims need " + std::to_string(count));
   }
   std::copy(tensor.float_data().begin(), tensor.float_data().end(), out);
   return Status::Ok();
@@ -170,6 +177,7 @@ Status OnnxFile::read_floats(const onnx::TensorProto& tensor, const std::string&
 Result<std::vector<double>> OnnxFile::read_doubles(const onnx::TensorProto& tensor, const std::string& what) {
   if (tensor.data_type() == onnx::TensorProto::FLOAT) {
     WINFER_ASSIGN_OR_RETURN(int64_t count, element_count(tensor, what));
+    WINFER_RETURN_IF_ERROR(check_floats(tensor, what, count));
     std::vector<float> values(static_cast<size_t>(count));
     WINFER_RETURN_IF_ERROR(read_floats(tensor, what, values.data(), count));
     return std::vector<double>(values.begin(), values.end());
@@ -192,7 +200,12 @@ Result<std::vector<int64_t>> OnnxFile::read_ints(const onnx::TensorProto& tensor
   bool has_raw = false;
   WINFER_ASSIGN_OR_RETURN(const unsigned char* bytes,
                           raw_bytes(tensor, what, uint64_t(count) * element_size(type), &has_raw));
-  std::vector<int64_t> values(static_cast<size_t>(count));
+  const int typed = type == onnx::TensorProto::INT64 ? tensor.int64_data_size() : tensor.int32_data_size();
+  if (!has_raw && typed != count) {
+    return invalid_argument(path_ + ": " + what + " has " + std::to_string(typed) + " values, but its dims need " +
+                            std::to_string(count));
+  }
+  std::vector<int64_t> values(static_cast<size_t>(count));  // only for values the file holds
   if (has_raw) {
     for (int64_t i = 0; i < count; ++i) {
       if (type == onnx::TensorProto::INT64) {
@@ -204,11 +217,6 @@ Result<std::vector<int64_t>> OnnxFile::read_ints(const onnx::TensorProto& tensor
       }
     }
     return values;
-  }
-  const int typed = type == onnx::TensorProto::INT64 ? tensor.int64_data_size() : tensor.int32_data_size();
-  if (typed != count) {
-    return invalid_argument(path_ + ": " + what + " has " + std::to_string(typed) + " values, but its dims need " +
-                            std::to_string(count));
   }
   for (int64_t i = 0; i < count; ++i) {
     values[i] = type == onnx::TensorProto::INT64 ? tensor.int64_data(int(i)) : tensor.int32_data(int(i));

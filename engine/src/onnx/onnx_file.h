@@ -43,6 +43,9 @@ class OnnxFile {
   // Copies a FLOAT tensor's `count` values into `out` from raw_data, float_data or its external
   // file; fails naming the tensor when the type is not float32 or the bytes disagree with dims.
   Status read_floats(const onnx::TensorProto& tensor, const std::string& what, float* out, int64_t count);
+  // The checks of read_floats without the copy: callers run it before they allocate `count`
+  // floats, so that a tiny file whose dims promise terabytes is refused, not allocated for.
+  Status check_floats(const onnx::TensorProto& tensor, const std::string& what, int64_t count);
   // The values of an INT64, INT32 or FLOAT tensor as int64 / double (small constants: shapes,
   // axes, clip bounds).
   Result<std::vector<int64_t>> read_ints(const onnx::TensorProto& tensor, const std::string& what);

@@ -63,6 +63,7 @@ Status OnnxParamSource::get(const std::string& name, const Shape& expected, Tens
     return shape_mismatch(file_->path() + ": " + e.what + " has shape " + e.shape.to_string() + ", expected " +
                           expected.to_string());
   }
+  if (e.tensor != nullptr) WINFER_RETURN_IF_ERROR(file_->check_floats(*e.tensor, e.what, expected.numel()));
   *out = Tensor::allocate(expected);
   if (e.tensor == nullptr) {
     std::copy(e.values.begin(), e.values.end(), out->data());
@@ -121,9 +122,13 @@ Result<const Value*> Importer::input(int i) {
   return &it->second;
 }
 
-Result<const Value*> Importer::data_input(int i) {
+Result<const Value*> Importer::data_input(int i, bool padded_ok) {
   WINFER_ASSIGN_OR_RETURN(const Value* v, input(i));
-  if (v->kind == Value::Kind::kData) return v;
+  if (v->kind == Value::Kind::kData || (padded_ok && v->kind == Value::Kind::kPadded)) return v;
+  if (v->kind == Value::Kind::kPadded) {
+    return unsupported_here("input '" + node_->input(i) +
+                            "' is a Pad; winfer imports a zero Pad of H and W only right before a Conv, as its padding");
+  }
   if (v->kind == Value::Kind::kShuffle) {
     return unsupported_here("input '" + node_->input(i) +
                             "' is a 5-D reshape of a tensor; winfer imports it only as part of a channel shuffle "
@@ -248,7 +253,7 @@ std::string Importer::param_prefix(const std::string& layer_name, const std::str
 
 Result<Shape> Importer::initializer_shape(const Value& initializer, const std::string& what) {
   const onnx::TensorProto& t = *initializer.initializer;
-  WINFER_RETURN_IF_ERROR(file().element_count(t, what).status());
+  WINFER_RETURN_IF_ERROR(file().element_count(t, "initializer '" + t.name() + "' (" + what + ")").status());
   return Shape(std::vector<int64_t>(t.dims().begin(), t.dims().end()));
 }
 
@@ -259,7 +264,7 @@ Status Importer::add_param(const std::string& name, const Value& initializer, co
   }
   const onnx::TensorProto& t = *initializer.initializer;
   const std::string described = "initializer '" + t.name() + "' (" + what + ")";
-  WINFER_ASSIGN_OR_RETURN(Shape shape, initializer_shape(initializer, described));
+  WINFER_ASSIGN_OR_RETURN(Shape shape, initializer_shape(initializer, what));
   if (t.data_type() != onnx::TensorProto::FLOAT) {
     return unsupported(file().path() + ": " + described + " is " + data_type_name(t.data_type()) +
                        "; winfer reads float32 (FLOAT) weights only");
@@ -282,6 +287,7 @@ Result<std::vector<float>> Importer::read_floats(const Value& initializer, const
   const onnx::TensorProto& t = *initializer.initializer;
   const std::string described = "initializer '" + t.name() + "' (" + what + ")";
   WINFER_ASSIGN_OR_RETURN(int64_t count, file().element_count(t, described));
+  WINFER_RETURN_IF_ERROR(file().check_floats(t, described, count));
   std::vector<float> values(static_cast<size_t>(count));
   WINFER_RETURN_IF_ERROR(file().read_floats(t, described, values.data(), count));
   return values;

@@ -67,9 +67,58 @@ Result<std::vector<int64_t>> pair_attr(Importer& im, const std::string& name, in
   return v;
 }
 
+// Pad with zeros on H and W only: kept aside for the Conv that reads it (F.pad before a conv),
+// whose padding it becomes. Pads are an attribute before opset 11, an input (with an optional
+// constant value, and from opset 18 axes) after.
+Status convert_pad(Importer& im) {
+  WINFER_RETURN_IF_ERROR(im.check_attrs({"mode", "pads", "value"}));
+  WINFER_ASSIGN_OR_RETURN(const Value* x, im.data_input(0));
+  WINFER_RETURN_IF_ERROR(require_rank(im, *x, 4, "input"));
+  const std::string mode = im.attr_string("mode", "constant");
+  if (mode != "constant") return im.unsupported_here("mode '" + mode + "' (winfer imports zero padding only)");
+  std::vector<int64_t> pads = im.attr_ints("pads", {});
+  double value = im.attr_float("value", 0.0);
+  if (im.has_input(1)) {
+    WINFER_ASSIGN_OR_RETURN(pads, im.ints_input(1, "pads"));
+  }
+  if (im.has_input(2)) {
+    WINFER_ASSIGN_OR_RETURN(Constant c, im.constant_input(2, "constant_value"));
+    if (c.size() != 1) return im.invalid_here("constant_value must be a scalar");
+    value = c.at(0);
+  }
+  std::vector<int64_t> axes = {0, 1, 2, 3};
+  if (im.has_input(3)) {
+    WINFER_ASSIGN_OR_RETURN(axes, im.ints_input(3, "axes"));
+    for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+  }
+  if (pads.size() != 2 * axes.size()) return im.invalid_here("pads must hold 2 values per axis");
+  std::vector<int64_t> begin(4, 0), end(4, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] > 3) return im.invalid_here("axis " + std::to_string(axes[i]) + " out of range");
+    begin[axes[i]] = pads[i];
+    end[axes[i]] = pads[i + axes.size()];
+  }
+  if (value != 0.0 || begin[0] || begin[1] || end[0] || end[1]) {
+    return im.unsupported_here("Pad other than zeros on H and W (winfer imports F.pad before a convolution)");
+  }
+  for (int64_t p : {begin[2], begin[3], end[2], end[3]}) {
+    if (p < 0) return im.unsupported_here("negative pads (cropping)");
+  }
+  Value v = *x;
+  v.kind = Value::Kind::kPadded;
+  v.pads = {begin[2], begin[3], end[2], end[3]};
+  im.set_output(0, v);
+  return Status::Ok();
+}
+
 Status convert_conv(Importer& im) {
   WINFER_RETURN_IF_ERROR(im.check_attrs({"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"}));
-  WINFER_ASSIGN_OR_RETURN(const Value* x, im.data_input(0));
+  std::vector<int64_t> extra_pads = {0, 0, 0, 0};
+  {
+    WINFER_ASSIGN_OR_RETURN(const Value* in, im.input(0));
+    if (in->kind == Value::Kind::kPadded) extra_pads = in->pads;
+  }
+  WINFER_ASSIGN_OR_RETURN(const Value* x, im.data_input(0, /*padded_ok=*/true));
   WINFER_RETURN_IF_ERROR(require_rank(im, *x, 4, "input X"));
   WINFER_ASSIGN_OR_RETURN(const Value* w, im.input(1));
   if (w->kind != Value::Kind::kInitializer) return im.unsupported_here("the weight W must be an initializer");
@@ -77,6 +126,7 @@ Status convert_conv(Importer& im) {
   if (w_shape.rank() != 4)
     return im.unsupported_here("W has shape " + w_shape.to_string() + "; winfer imports 2-D convolutions");
   const int64_t group = im.attr_int("group", 1);
+  if (group < 1 || group > (int64_t(1) << 24)) return im.invalid_here("group " + std::to_string(group));
   const std::vector<int64_t> kernel = {w_shape[2], w_shape[3]};
   if (im.has_attr("kernel_shape") && im.attr_ints("kernel_shape", {}) != kernel) {
     return im.invalid_here("kernel_shape disagrees with W's shape " + w_shape.to_string());
@@ -84,6 +134,7 @@ Status convert_conv(Importer& im) {
   WINFER_ASSIGN_OR_RETURN(std::vector<int64_t> strides, pair_attr(im, "strides", 1));
   WINFER_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, pair_attr(im, "dilations", 1));
   WINFER_ASSIGN_OR_RETURN(std::vector<int64_t> pads, spatial_pads(im, kernel, strides, dilations));
+  for (int i = 0; i < 4; ++i) pads[i] += extra_pads[i];
   Layer layer;
   layer.name = im.new_layer_name();
   layer.op = "conv2d";
@@ -537,19 +588,24 @@ Status convert_reshape_layer(Importer& im) {
   int64_t count = 1, known = 1, infer_at = -1;
   for (int64_t d : dims) count *= d;
   const bool allow_zero = im.attr_int("allowzero", 0) != 0;
+  bool too_large = false;  // the target's known dims multiply past the data's count
   for (size_t d = 0; d < target.size(); ++d) {
     if (target[d] == 0 && !allow_zero) target[d] = d < dims.size() ? dims[d] : 0;
     if (target[d] == -1) {
       if (infer_at >= 0) return im.invalid_here("two -1 dims in the target shape");
       infer_at = int64_t(d);
+    } else if (target[d] < 0) {
+      return im.invalid_here("a negative dim " + std::to_string(target[d]) + " in the target shape");
+    } else if (target[d] > 0 && known > count / target[d]) {
+      too_large = true;
     } else {
       known *= target[d];
     }
   }
   if (infer_at >= 0 && known > 0) target[infer_at] = count / known;
   int64_t product = 1;
-  for (int64_t d : target) product *= d;
-  if (product != count) {
+  for (int64_t d : target) product *= d;  // no overflow: each factor is a part of count (or 0)
+  if (too_large || product != count) {
     return im.invalid_here("cannot reshape " + Shape(dims).to_string() + " to " + numbers(target).to_string());
   }
   const std::string shape_text = Shape(dims).to_string() + " to " + numbers(target).to_string();
@@ -587,6 +643,7 @@ Status convert_reshape_layer(Importer& im) {
 
 void add_layer_ops(ConverterTable& table) {
   table["Conv"] = convert_conv;
+  table["Pad"] = convert_pad;
   table["Relu"] = convert_relu;
   table["Clip"] = convert_clip;
   table["MaxPool"] = convert_maxpool;

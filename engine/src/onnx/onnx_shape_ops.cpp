@@ -13,10 +13,21 @@ namespace {
 
 constexpr int64_t kMaxFoldedValues = int64_t(1) << 20;
 
+// The element count of `dims`, which may come from the file: -1 when a dim is negative,
+// saturating at INT64_MAX rather than overflowing.
 int64_t product(const std::vector<int64_t>& dims) {
   int64_t p = 1;
-  for (int64_t d : dims) p *= d;
-  return p;
+  bool saturated = false;
+  for (int64_t d : dims) {
+    if (d < 0) return -1;
+    if (d == 0) return 0;
+    if (p > std::numeric_limits<int64_t>::max() / d) {
+      saturated = true;
+    } else {
+      p *= d;
+    }
+  }
+  return saturated ? std::numeric_limits<int64_t>::max() : p;
 }
 
 Value constant_value(Constant c) {
@@ -132,6 +143,9 @@ Status convert_gather(Importer& im) {
   const int64_t outer = product({data.dims.begin(), data.dims.begin() + axis});
   const int64_t inner = product({data.dims.begin() + axis + 1, data.dims.end()});
   const int64_t extent = data.dims[axis];
+  if (static_cast<double>(outer) * double(indices.size()) * double(inner) > double(kMaxFoldedValues)) {
+    return im.unsupported_here("a folded constant over 2^20 values");
+  }
   Constant out;
   out.floating = data.floating;
   out.dims.assign(data.dims.begin(), data.dims.begin() + axis);
@@ -166,6 +180,7 @@ Status convert_unsqueeze(Importer& im) {
   std::vector<bool> inserted(rank, false);
   for (int64_t a : axes) {
     WINFER_ASSIGN_OR_RETURN(int64_t axis, normalized_axis(im, a, rank, "axis"));
+    if (inserted[axis]) return im.invalid_here("axis " + std::to_string(a) + " is given twice");
     inserted[axis] = true;
   }
   std::vector<int64_t> dims;
@@ -216,7 +231,11 @@ Status convert_concat(Importer& im) {
     if (static_cast<int64_t>(p.dims.size()) != rank || p.floating != out.floating) {
       return im.invalid_here("Concat of constants of different ranks or types");
     }
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != axis && p.dims[d] != out.dims[d]) return im.invalid_here("Concat of constants whose shapes differ");
+    }
     out.dims[axis] += p.dims[axis];
+    if (product(out.dims) > kMaxFoldedValues) return im.unsupported_here("a folded constant over 2^20 values");
   }
   const int64_t outer = product({out.dims.begin(), out.dims.begin() + axis});
   for (int64_t o = 0; o < outer; ++o) {
@@ -257,6 +276,9 @@ Status convert_cast(Importer& im) {
     if (to_float) {
       out.floats.push_back(to == onnx::TensorProto::FLOAT ? double(float(c.at(i))) : c.at(i));
     } else {
+      if (c.floating && !(std::fabs(c.floats[i]) < 9.2e18)) {
+        return im.invalid_here("Cast of " + std::to_string(c.floats[i]) + " to an integer");
+      }
       out.ints.push_back(c.floating ? static_cast<int64_t>(c.floats[i]) : c.ints[i]);  // toward zero, as ONNX
     }
   }
@@ -318,7 +340,17 @@ struct Arithmetic {
   }
   Status operator()(Importer& im, int64_t x, int64_t y, int64_t* out) const {
     if (op == '/' && y == 0) return im.invalid_here("integer division by zero");
-    *out = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+    bool overflow = false;
+    switch (op) {
+      case '+': overflow = __builtin_add_overflow(x, y, out); break;
+      case '-': overflow = __builtin_sub_overflow(x, y, out); break;
+      case '*': overflow = __builtin_mul_overflow(x, y, out); break;
+      default:
+        overflow = x == std::numeric_limits<int64_t>::min() && y == -1;
+        if (!overflow) *out = x / y;
+    }
+    if (overflow)
+      return im.invalid_here("integer overflow in " + std::to_string(x) + " " + op + " " + std::to_string(y));
     return Status::Ok();
   }
 };
@@ -375,6 +407,9 @@ Status convert_range(Importer& im) {
   if (start.size() != 1 || limit.size() != 1 || delta.size() != 1 || delta.at(0) == 0) {
     return im.invalid_here("Range takes three scalars and a non-zero delta");
   }
+  if (start.floating != limit.floating || start.floating != delta.floating) {
+    return im.invalid_here("Range of start, limit and delta of different types");
+  }
   const double count = std::max(std::ceil((limit.at(0) - start.at(0)) / delta.at(0)), 0.0);
   if (count > double(kMaxFoldedValues)) return im.unsupported_here("a folded constant over 2^20 values");
   Constant out;
@@ -384,7 +419,11 @@ Status convert_range(Importer& im) {
     if (out.floating) {
       out.floats.push_back(start.at(0) + double(i) * delta.at(0));
     } else {
-      out.ints.push_back(start.ints[0] + i * delta.ints[0]);
+      int64_t step = 0, value = 0;
+      if (__builtin_mul_overflow(i, delta.ints[0], &step) || __builtin_add_overflow(start.ints[0], step, &value)) {
+        return im.invalid_here("integer overflow in Range");
+      }
+      out.ints.push_back(value);
     }
   }
   im.set_output(0, constant_value(std::move(out)));
@@ -461,15 +500,20 @@ Status convert_reshape(Importer& im) {
   if (!im.all_inputs_constant()) return convert_reshape_layer(im);
   WINFER_ASSIGN_OR_RETURN(Constant c, im.constant_input(0, "data"));
   WINFER_ASSIGN_OR_RETURN(std::vector<int64_t> target, im.ints_input(1, "shape"));
-  int64_t known = 1, infer_at = -1;
+  int64_t infer_at = -1;
+  std::vector<int64_t> known_dims;
   for (size_t d = 0; d < target.size(); ++d) {
     if (target[d] == 0) target[d] = d < c.dims.size() ? c.dims[d] : 0;
     if (target[d] == -1) {
+      if (infer_at >= 0) return im.invalid_here("two -1 dims in the target shape");
       infer_at = int64_t(d);
+    } else if (target[d] < 0) {
+      return im.invalid_here("a negative dim in the target shape");
     } else {
-      known *= target[d];
+      known_dims.push_back(target[d]);
     }
   }
+  const int64_t known = product(known_dims);
   if (infer_at >= 0 && known > 0) target[infer_at] = c.size() / known;
   if (product(target) != c.size()) return im.invalid_here("Reshape of a constant to a different element count");
   c.dims = target;
