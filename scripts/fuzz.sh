@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh --time 300 image     # one target, 5 minutes
 #   scripts/fuzz.sh --build-dir build-asan --no-build   # fuzzers already built there (scripts/test.sh)
 #
-# Targets: model_yaml safetensors image idx (default: all). Two run at a time (--jobs). Each
+# Targets: model_yaml safetensors image idx onnx (default: all). Two run at a time (--jobs). Each
 # starts from its committed seed corpus (tests/fuzz/corpus/<target>/) plus what earlier runs in
 # the same build folder found (<build>/fuzz/corpus/<target>/, never committed). A crash, leak,
 # UB report, timeout (10 s per input) or out-of-memory (2 GiB) fails the script; the input is
@@ -29,7 +29,7 @@ while (($#)); do
     *) targets+=("$1"); shift ;;
   esac
 done
-((${#targets[@]})) || targets=(model_yaml safetensors image idx)
+((${#targets[@]})) || targets=(model_yaml safetensors image idx onnx)
 # libFuzzer reads -max_total_time=0 as "forever".
 [[ "$seconds" =~ ^[0-9]+$ ]] && ((seconds >= 1)) || { echo "fuzz.sh: --time must be a whole number of seconds >= 1" >&2; exit 2; }
 
