@@ -126,8 +126,9 @@ Result<const Value*> Importer::data_input(int i, bool padded_ok) {
   WINFER_ASSIGN_OR_RETURN(const Value* v, input(i));
   if (v->kind == Value::Kind::kData || (padded_ok && v->kind == Value::Kind::kPadded)) return v;
   if (v->kind == Value::Kind::kPadded) {
-    return unsupported_here("input '" + node_->input(i) +
-                            "' is a Pad; winfer imports a zero Pad of H and W only right before a Conv, as its padding");
+    return unsupported_here(
+        "input '" + node_->input(i) +
+        "' is a Pad; winfer imports a zero Pad of H and W only right before a Conv, as its padding");
   }
   if (v->kind == Value::Kind::kShuffle) {
     return unsupported_here("input '" + node_->input(i) +

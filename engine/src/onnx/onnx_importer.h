@@ -32,14 +32,16 @@ struct Value {
     kConstant,     // folded
     kInitializer,  // an initializer (weights), read when a layer takes it
     kShuffle,      // Reshape [N,C,H,W] -> [N,g,C/g,H,W] (then Transpose 1<->2): a channel shuffle in progress
+    kPadded,       // a zero Pad of H and W, which the Conv reading it takes as its own padding
   };
   Kind kind = Kind::kData;
   std::string tensor;  // kData: winfer's tensor name; kShuffle: the shuffled tensor
   Shape shape;         // kData: at the import shape; kShuffle: the 4-D tensor's
   Constant constant;
   onnx::TensorProto* initializer = nullptr;
-  int64_t groups = 0;       // kShuffle
-  bool transposed = false;  // kShuffle
+  std::vector<int64_t> pads;  // kPadded: [top, left, bottom, right]
+  int64_t groups = 0;         // kShuffle
+  bool transposed = false;    // kShuffle
 };
 
 // One winfer layer, as it will be written in the model text.
@@ -88,10 +90,11 @@ class Importer {
   Status unsupported_here(const std::string& message) const;
   Status invalid_here(const std::string& message) const;
 
-  int input_count() const;                 // present inputs (a trailing "" counts as absent)
-  bool has_input(int i) const;             // present and not ""
-  Result<const Value*> input(int i);       // fails when absent
-  Result<const Value*> data_input(int i);  // a kData value, else a clear error
+  int input_count() const;            // present inputs (a trailing "" counts as absent)
+  bool has_input(int i) const;        // present and not ""
+  Result<const Value*> input(int i);  // fails when absent
+  // A kData value, else a clear error; with padded_ok a Pad kept for a Conv (kPadded) too.
+  Result<const Value*> data_input(int i, bool padded_ok = false);
   // The input as a constant: folded, Constant, or an initializer read as numbers.
   Result<Constant> constant_input(int i, const std::string& what);
   Result<std::vector<int64_t>> ints_input(int i, const std::string& what);

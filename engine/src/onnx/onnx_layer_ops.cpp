@@ -1,5 +1,6 @@
 // The data operators of an ONNX graph as winfer layers: one converter per operator, each
 // checking the attributes it does not support (docs/MODEL_FORMAT.md, "ONNX", lists them).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -430,10 +431,49 @@ Status convert_split(Importer& im) {
   return im.emit(std::move(layer), {x->tensor}, outputs);
 }
 
+// Transpose of a constant (torch's F.pad export reorders its pads with one).
+Status fold_transpose(Importer& im, std::vector<int64_t> perm) {
+  WINFER_ASSIGN_OR_RETURN(Constant c, im.constant_input(0, "data"));
+  const int64_t rank = static_cast<int64_t>(c.dims.size());
+  if (perm.empty()) {
+    for (int64_t d = rank; d-- > 0;) perm.push_back(d);
+  }
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t d = 0; d < rank; ++d) {
+    if (static_cast<int64_t>(sorted.size()) != rank || sorted[d] != d)
+      return im.invalid_here("perm is not a permutation");
+  }
+  std::vector<int64_t> dims(rank), strides(rank, 1);
+  for (int64_t d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * c.dims[d];
+  for (int64_t d = 0; d < rank; ++d) dims[d] = c.dims[perm[d]];
+  Constant out;
+  out.floating = c.floating;
+  out.dims = dims;
+  for (int64_t i = 0; i < c.size(); ++i) {
+    int64_t rest = i, at = 0;
+    for (int64_t d = rank; d-- > 0;) {
+      at += (rest % dims[d]) * strides[perm[d]];
+      rest /= dims[d];
+    }
+    if (c.floating) {
+      out.floats.push_back(c.floats[at]);
+    } else {
+      out.ints.push_back(c.ints[at]);
+    }
+  }
+  Value v;
+  v.kind = Value::Kind::kConstant;
+  v.constant = std::move(out);
+  im.set_output(0, std::move(v));
+  return Status::Ok();
+}
+
 Status convert_transpose(Importer& im) {
   WINFER_RETURN_IF_ERROR(im.check_attrs({"perm"}));
   WINFER_ASSIGN_OR_RETURN(const Value* x, im.input(0));
-  const std::vector<int64_t> perm = im.attr_ints("perm", {});
+  std::vector<int64_t> perm = im.attr_ints("perm", {});
+  if (im.all_inputs_constant()) return fold_transpose(im, perm);
   if (x->kind == Value::Kind::kShuffle && !x->transposed && perm == std::vector<int64_t>{0, 2, 1, 3, 4}) {
     Value v = *x;
     v.transposed = true;
@@ -453,6 +493,10 @@ Status convert_add_layer(Importer& im) {
   WINFER_RETURN_IF_ERROR(im.check_attrs({}));
   WINFER_ASSIGN_OR_RETURN(const Value* a, im.input(0));
   WINFER_ASSIGN_OR_RETURN(const Value* b, im.input(1));
+  for (int i : {0, 1}) {  // a Pad or a shuffle in progress: data_input says why not
+    const Value* v = i == 0 ? a : b;
+    if (v->kind == Value::Kind::kPadded || v->kind == Value::Kind::kShuffle) return im.data_input(i).status();
+  }
   if (a->kind == Value::Kind::kData && b->kind == Value::Kind::kData) {
     Layer layer;
     layer.op = "add";

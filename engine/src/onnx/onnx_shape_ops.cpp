@@ -115,6 +115,10 @@ Status convert_shape(Importer& im) {
     dims = v->constant.dims;
   } else if (v->kind == Value::Kind::kInitializer) {
     dims.assign(v->initializer->dims().begin(), v->initializer->dims().end());
+  } else if (v->kind == Value::Kind::kPadded) {
+    dims = v->shape.dims();
+    dims[2] += v->pads[0] + v->pads[2];
+    dims[3] += v->pads[1] + v->pads[3];
   } else {
     return im.unsupported_here("Shape of a channel shuffle's 5-D intermediate is not supported");
   }
@@ -464,14 +468,23 @@ Status convert_slice(Importer& im) {
   std::vector<int64_t> begin(rank, 0), step(rank, 1), extent = c.dims;
   for (size_t i = 0; i < s.starts.size(); ++i) {
     WINFER_ASSIGN_OR_RETURN(int64_t axis, normalized_axis(im, s.axes[i], rank, "axis"));
-    if (s.steps[i] != 1) return im.unsupported_here("Slice with a step other than 1");
-    const int64_t dim = c.dims[axis];
+    if (s.steps[i] == 0) return im.invalid_here("Slice with step 0");
+    // ONNX's clamping: [0, dim] for a positive step, [-1, dim - 1] for a negative one (the
+    // exporters reverse pads with step -1 and end INT64_MIN).
+    const int64_t dim = c.dims[axis], st = s.steps[i];
     int64_t b = s.starts[i] < 0 ? s.starts[i] + dim : s.starts[i];
-    int64_t e = s.ends[i] < 0 ? s.ends[i] + dim : s.ends[i];
-    b = std::clamp<int64_t>(b, 0, dim);
-    e = std::clamp<int64_t>(e, b, dim);
+    int64_t e = s.ends[i] < 0 ? (s.ends[i] < -dim ? -1 - (st > 0) : s.ends[i] + dim) : s.ends[i];
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
+    const int64_t count = st > 0 ? (e > b ? (e - b + st - 1) / st : 0) : (b > e ? (b - e - st - 1) / -st : 0);
     begin[axis] = b;
-    extent[axis] = e - b;
+    step[axis] = st;
+    extent[axis] = count;
   }
   Constant out;
   out.floating = c.floating;
@@ -480,7 +493,7 @@ Status convert_slice(Importer& im) {
   for (int64_t i = 0; i < count; ++i) {
     int64_t rest = i, at = 0, stride = 1;
     for (int64_t d = rank; d-- > 0;) {
-      const int64_t coord = rest % extent[d] + begin[d];
+      const int64_t coord = begin[d] + (rest % extent[d]) * step[d];
       rest /= extent[d];
       at += coord * stride;
       stride *= c.dims[d];
@@ -491,7 +504,6 @@ Status convert_slice(Importer& im) {
       out.ints.push_back(c.ints[at]);
     }
   }
-  (void)step;
   im.set_output(0, constant_value(std::move(out)));
   return Status::Ok();
 }
