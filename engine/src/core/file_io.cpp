@@ -71,8 +71,9 @@ Status not_a_regular_file(const std::string& who, mode_t mode) {
 }
 
 Status too_large(const std::string& who, const char* what, uint64_t size, uint64_t limit) {
+  const char* article = std::strchr("aeiouAEIOU", what[0]) != nullptr ? "an " : "a ";  // "an ONNX model file"
   return invalid_argument(who + " is " + std::to_string(size) + " bytes, more than the limit of " +
-                          std::to_string(limit) + " bytes for a " + what + " (docs/ERRORS.md, \"Limits\")");
+                          std::to_string(limit) + " bytes for " + article + what + " (docs/ERRORS.md, \"Limits\")");
 }
 
 }  // namespace
