@@ -197,8 +197,9 @@ Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
 Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
   CLI::App* bench_cmd = app->add_subcommand(
       "bench", "Time whole networks (MODEL..., --zoo) or convolution layers (--layers) per algorithm and peer library");
-  bench_cmd->add_option("models", bench.models,
-                        "Model files (YAML or .onnx) or zoo names (resnet18 = models/zoo/resnet18.yaml): whole networks");
+  bench_cmd->add_option(
+      "models", bench.models,
+      "Model files (YAML or .onnx) or zoo names (resnet18 = models/zoo/resnet18.yaml): whole networks");
   bench_cmd->add_flag("--zoo", bench.zoo, "Whole networks: resnet18, resnet50, vgg16, shufflenet_v2_x1_0");
   bench_cmd
       ->add_option("--device", bench.device,
