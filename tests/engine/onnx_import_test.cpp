@@ -482,6 +482,111 @@ TEST_CASE("onnx import: two Slices of a tensor's channels become one split") {
   CHECK(all_equal);
 }
 
+// Squeeze-and-excitation as torchvision exports it (MobileNetV3, EfficientNet): x * Sigmoid(x)
+// (SiLU), GlobalAveragePool -> 1x1 Conv -> Relu -> 1x1 Conv -> HardSigmoid -> Mul(scale, x),
+// x * HardSigmoid(x) (Hardswish before opset 14), then Sigmoid (opset 13) or HardSwish (17).
+struct SqueezeExciteNet {
+  static constexpr int64_t kIn = 4, kC = 6, kSqueeze = 3;
+  std::vector<float> w = onnx_random_values(kC * kIn * 9, 61), b = onnx_random_values(kC, 62);
+  std::vector<float> w1 = onnx_random_values(kSqueeze * kC, 63), b1 = onnx_random_values(kSqueeze, 64);
+  std::vector<float> w2 = onnx_random_values(kC * kSqueeze, 65), b2 = onnx_random_values(kC, 66);
+
+  std::string write(const std::string& path, int64_t opset) const {
+    OnnxBuilder o(opset);
+    o.input("x", {2, kIn, 5, 7});
+    o.initializer("conv.weight", {kC, kIn, 3, 3}, w);
+    o.initializer("conv.bias", {kC}, b);
+    o.initializer("se.fc1.weight", {kSqueeze, kC, 1, 1}, w1);
+    o.initializer("se.fc1.bias", {kSqueeze}, b1);
+    o.initializer("se.fc2.weight", {kC, kSqueeze, 1, 1}, w2);
+    o.initializer("se.fc2.bias", {kC}, b2);
+    set_ints(o.node("Conv", {"x", "conv.weight", "conv.bias"}, {"c"}, "/conv/Conv"), "pads", {1, 1, 1, 1});
+    o.node("Sigmoid", {"c"}, {"s"}, "/act/Sigmoid");
+    o.node("Mul", {"c", "s"}, {"a"}, "/act/Mul");
+    o.node("GlobalAveragePool", {"a"}, {"g"}, "/se/avgpool/GlobalAveragePool");
+    o.node("Conv", {"g", "se.fc1.weight", "se.fc1.bias"}, {"f1"}, "/se/fc1/Conv");
+    o.node("Relu", {"f1"}, {"r"}, "/se/activation/Relu");
+    o.node("Conv", {"r", "se.fc2.weight", "se.fc2.bias"}, {"f2"}, "/se/fc2/Conv");
+    auto& gate = o.node("HardSigmoid", {"f2"}, {"h"}, "/se/scale_activation/HardSigmoid");
+    set_float(gate, "alpha", 1.f / 6.f);
+    o.node("Mul", {"h", "a"}, {"se"}, "/se/Mul");  // torchvision: scale * input
+    set_float(o.node("HardSigmoid", {"se"}, {"hs"}, "/hs/HardSigmoid"), "alpha", 1.f / 6.f);
+    o.node("Mul", {"se", "hs"}, {"y1"}, "/hs/Mul");
+    o.node(opset >= 14 ? "HardSwish" : "Sigmoid", {"y1"}, {"out"}, "/last");
+    o.output("out");
+    return o.write(path);
+  }
+
+  static double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+  static double hardsigmoid(double x) { return std::min(std::max(x + 3, 0.0), 6.0) / 6; }
+
+  Ref reference(const Tensor& input, int64_t opset) const {
+    Ref a = ref_conv(ref_of(input), w, kC, 3, &b, 1);
+    for (double& v : a.v) v *= sigmoid(v);
+    const Ref g = ref_global_average(a);  // [N, C]
+    for (int64_t n = 0; n < 2; ++n) {
+      std::vector<double> squeezed(kSqueeze);
+      for (int64_t j = 0; j < kSqueeze; ++j) {
+        double t = b1[size_t(j)];
+        for (int64_t c = 0; c < kC; ++c) t += double(w1[size_t(j * kC + c)]) * g.v[size_t(n * kC + c)];
+        squeezed[size_t(j)] = std::max(t, 0.0);
+      }
+      for (int64_t c = 0; c < kC; ++c) {
+        double t = b2[size_t(c)];
+        for (int64_t j = 0; j < kSqueeze; ++j) t += double(w2[size_t(c * kSqueeze + j)]) * squeezed[size_t(j)];
+        for (int64_t y = 0; y < 5; ++y)
+          for (int64_t x = 0; x < 7; ++x) a.at(n, c, y, x) *= hardsigmoid(t);
+      }
+    }
+    for (double& v : a.v) {
+      v *= hardsigmoid(v);
+      v = opset >= 14 ? v * hardsigmoid(v) : sigmoid(v);
+    }
+    return a;
+  }
+};
+
+TEST_CASE("onnx import: squeeze-and-excitation, SiLU and Hardswish (opsets 13 and 17) equal float64") {
+  TempDir dir;
+  const SqueezeExciteNet net;
+  const Tensor input = random_tensor(Shape{2, 4, 5, 7}, 67);
+  for (int64_t opset : {13, 17}) {
+    CAPTURE(opset);
+    auto model = load_ok(net.write(dir.file("se" + std::to_string(opset) + ".onnx"), opset));
+    // x * Sigmoid(x) became silu and x * HardSigmoid(x) hardswish; the scale is mul's second input.
+    const std::vector<std::string> types = layer_types(model);
+    CHECK(count_of(types, "silu") == 1);
+    CHECK(count_of(types, "hardsigmoid") == 1);
+    CHECK(count_of(types, "hardswish") == (opset >= 14 ? 2 : 1));
+    CHECK(count_of(types, "sigmoid") == (opset >= 14 ? 0 : 1));
+    CHECK(count_of(types, "mul") == 1);
+    const Ref want = net.reference(input, opset);
+    for (const std::string& algorithm : winfer::conv_algorithm_names()) {
+      CAPTURE(algorithm);
+      CHECK(relative_error(run_at(model, input, algorithm), want) < 1e-5);
+    }
+  }
+  // HardSigmoid other than torch's (ONNX's default alpha 0.2) and Mul by a constant are refused.
+  OnnxBuilder o;
+  o.input("x", {1, 2, 3, 3});
+  o.node("HardSigmoid", {"x"}, {"y"}, "/hs");
+  o.output("y");
+  expect_onnx_error(o.write(dir.file("alpha.onnx")), {"/hs", "HardSigmoid with alpha 0.2", "alpha 1/6, beta 0.5"});
+  OnnxBuilder m;
+  m.input("x", {1, 2, 3, 3});
+  m.initializer("k", {1}, {2.f});
+  m.node("Mul", {"x", "k"}, {"y"}, "/mul");
+  m.output("y");
+  expect_onnx_error(m.write(dir.file("constant.onnx")), {"/mul", "Mul of an activation and a constant"});
+  OnnxBuilder w;
+  w.input("x", {1, 2, 3, 3});
+  w.node("GlobalAveragePool", {"x"}, {"g"}, "/pool");
+  w.node("Flatten", {"g"}, {"f"}, "/flatten");
+  w.node("Mul", {"x", "f"}, {"y"}, "/mul");
+  w.output("y");
+  expect_onnx_error(w.write(dir.file("shapes.onnx")), {"/mul", "Mul of [1,2,3,3] and [1,2]"});
+}
+
 TEST_CASE("onnx import: symbolic batch, height and width run at any shape; a fixed dim that disagrees is refused") {
   TempDir dir;
   const TinyNet net;
@@ -869,7 +974,10 @@ TEST_CASE("onnx fuzz corpus: the seed models load and run, each as the fuzz targ
   if (const char* out = std::getenv("WINFER_WRITE_ONNX_SEEDS")) {
     for (auto& [name, builder] : onnx_seeds()) builder.write(std::string(out) + "/" + name);
   }
-  for (auto& [name, builder] : onnx_seeds()) {
+  for (auto& seed : onnx_seeds()) {
+    // Not a structured binding: clang refuses one inside CAPTURE's lambda.
+    const std::string& name = seed.first;
+    auto& builder = seed.second;
     CAPTURE(name);
     TempDir dir;
     const std::string bytes = builder.serialize();
