@@ -647,9 +647,12 @@ Status convert_reshape_layer(Importer& im) {
     }
   }
   if (infer_at >= 0 && known > 0) target[infer_at] = count / known;
+  if (too_large) {
+    return im.invalid_here("cannot reshape " + Shape(dims).to_string() + " to " + numbers(target).to_string());
+  }
   int64_t product = 1;
-  for (int64_t d : target) product *= d;  // no overflow: each factor is a part of count (or 0)
-  if (too_large || product != count) {
+  for (int64_t d : target) product *= d;  // no overflow: the factors checked above multiply to at most count
+  if (product != count) {
     return im.invalid_here("cannot reshape " + Shape(dims).to_string() + " to " + numbers(target).to_string());
   }
   const std::string shape_text = Shape(dims).to_string() + " to " + numbers(target).to_string();
