@@ -1,0 +1,28 @@
+// The element-wise activations that are not a clamp (sigmoid, hardsigmoid, hardswish, silu):
+// vocabulary shared by their layer (layers/pointwise_activation.h) and its CPU and CUDA kernels.
+// Unlike `Activation` (activation.h) they are not fused into other kernels' epilogues: those
+// apply an activation as a clamp [lo, hi] inside every convolution algorithm's store (the CPU
+// micro-kernels' registers, winograd's output transform, the CUDA kernels), which none of these is.
+#pragma once
+
+namespace winfer {
+
+// PyTorch's definitions (torch.nn.Sigmoid, Hardsigmoid, Hardswish, SiLU):
+//   sigmoid(x)     = 1 / (1 + exp(-x))
+//   hardsigmoid(x) = min(max(x + 3, 0), 6) / 6
+//   hardswish(x)   = x * min(max(x + 3, 0), 6) / 6
+//   silu(x)        = x / (1 + exp(-x))   (= x * sigmoid(x))
+enum class PointwiseFn { kSigmoid, kHardSigmoid, kHardSwish, kSilu };
+
+// The op type of each: "sigmoid", "hardsigmoid", "hardswish", "silu".
+inline const char* pointwise_fn_name(PointwiseFn fn) {
+  switch (fn) {
+    case PointwiseFn::kSigmoid: return "sigmoid";
+    case PointwiseFn::kHardSigmoid: return "hardsigmoid";
+    case PointwiseFn::kHardSwish: return "hardswish";
+    case PointwiseFn::kSilu: return "silu";
+  }
+  return "?";
+}
+
+}  // namespace winfer

@@ -1,0 +1,115 @@
+// Element-wise activations and products. Each output element depends only on the same element
+// of the inputs (and, for the channel scale, on its channel's scale), so in place is safe. The
+// loops are branch-free (comparisons become selects) so that they vectorise.
+#include "kernels/cpu/pointwise.h"
+
+#include <cstring>
+
+#include "kernels/cpu/cpu_common.h"
+
+namespace winfer {
+namespace {
+
+// exp(v) for v in [kExpLow, kExpHigh] (callers select the results outside): v = n*ln2 + r with
+// n = round(v / ln2) and |r| <= ln2/2 (ln2 split in two parts so that r is exact), exp(r) by
+// Cephes' expf polynomial, times 2^n built in the exponent bits; within 2 ulp (measured 2.4
+// for sigmoid). Every select is on integers or is the last operation before the store: gcc
+// (under its default -ftrapping-math) does not vectorise float arithmetic after a float select.
+constexpr float kExpLow = -87.33654f;          // ln(2^-126): below, exp is subnormal or 0
+constexpr float kExpHigh = 88.3762626647949f;  // 127.5 * ln2: above, n would be 128
+inline float exp_in_range(float v) {
+  constexpr float kRound = 12582912.f;  // 1.5 * 2^23: v * log2(e) + kRound holds round(v * log2(e)) in its low bits
+  const float t = v * 1.44269504088896341f + kRound;
+  const float n = t - kRound;
+  int32_t k;
+  std::memcpy(&k, &t, sizeof k);
+  k -= 0x4B400000;  // the bits of kRound: k = n for |n| < 2^22 (garbage, but clamped, beyond)
+  k = k < -126 ? -126 : k;
+  k = k > 127 ? 127 : k;
+  const float r = (v - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.f;
+  const int32_t bits = (k + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+inline float hardsigmoid_numerator(float x) {  // min(max(x + 3, 0), 6), NaN kept
+  float t = x + 3.f;
+  t = t < 0.f ? 0.f : t;
+  return t > 6.f ? 6.f : t;
+}
+
+// Bitwise select: `when ? a : b` on the bits, so that gcc computes both sides unconditionally
+// and vectorises (a float select lets it move the arithmetic of the chosen side into a branch).
+inline float select(bool when, float a, float b) {
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, sizeof ia);
+  std::memcpy(&ib, &b, sizeof ib);
+  const int32_t mask = -static_cast<int32_t>(when);
+  const int32_t bits = (ia & mask) | (ib & ~mask);
+  float r;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+// sigmoid and silu from e = exp(-x): where -x > kExpHigh (x < -88.4), 1 + e is inf in float
+// and they are 0 (silu -0 in torch: the sign is not kept); where -x < kExpLow (x > 87.3) e is
+// below float's precision next to 1 and they are 1 and x. A NaN stays NaN (no comparison holds).
+template <PointwiseFn kFn>
+void pointwise_range(const float* in, float* out, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const float x = in[i];
+    if (kFn == PointwiseFn::kSigmoid) {
+      const float y = 1.f / (1.f + exp_in_range(-x));
+      out[i] = select(-x > kExpHigh, 0.f, select(-x < kExpLow, 1.f, y));
+    }
+    if (kFn == PointwiseFn::kSilu) {
+      const float y = x / (1.f + exp_in_range(-x));
+      out[i] = select(-x > kExpHigh, 0.f, select(-x < kExpLow, x, y));
+    }
+    if (kFn == PointwiseFn::kHardSigmoid) out[i] = hardsigmoid_numerator(x) / 6.f;
+    if (kFn == PointwiseFn::kHardSwish) out[i] = x * hardsigmoid_numerator(x) / 6.f;
+  }
+}
+
+}  // namespace
+
+void pointwise_activation(const float* in, float* out, int64_t count, PointwiseFn fn, int threads) {
+  // exp costs about 20 element operations; the hard ones about 4.
+  const bool uses_exp = fn == PointwiseFn::kSigmoid || fn == PointwiseFn::kSilu;
+  cpu::parallel_chunks(count, uses_exp ? 20 : 4, threads, [&](int64_t begin, int64_t end) {
+    switch (fn) {
+      case PointwiseFn::kSigmoid: return pointwise_range<PointwiseFn::kSigmoid>(in, out, begin, end);
+      case PointwiseFn::kHardSigmoid: return pointwise_range<PointwiseFn::kHardSigmoid>(in, out, begin, end);
+      case PointwiseFn::kHardSwish: return pointwise_range<PointwiseFn::kHardSwish>(in, out, begin, end);
+      case PointwiseFn::kSilu: return pointwise_range<PointwiseFn::kSilu>(in, out, begin, end);
+    }
+  });
+}
+
+void mul(const float* a, const float* b, float* out, int64_t count, int threads) {
+  cpu::parallel_chunks(count, 1, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = a[i] * b[i];
+  });
+}
+
+void scale_channels_nhwc(const float* in, const float* scale, float* out, int64_t batch, int64_t pixels,
+                         int64_t channels, int threads) {
+  cpu::parallel_chunks(batch * pixels, channels, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const float* s = scale + (row / pixels) * channels;
+      const float* x = in + row * channels;
+      float* y = out + row * channels;
+      for (int64_t c = 0; c < channels; ++c) y[c] = x[c] * s[c];
+    }
+  });
+}
+
+}  // namespace winfer
