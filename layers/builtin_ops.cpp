@@ -13,6 +13,8 @@
 #include "layers/identity.h"
 #include "layers/linear.h"
 #include "layers/maxpool2d.h"
+#include "layers/mul.h"
+#include "layers/pointwise_activation.h"
 #include "layers/softmax.h"
 #include "layers/split.h"
 
@@ -27,10 +29,15 @@ void register_builtin_ops(OpRegistry& r) {
   r.add({"batchnorm2d", create_batchnorm2d, 1, 1, one_output});
   r.add({"relu", create_relu, 1, 1, one_output});
   r.add({"relu6", create_relu6, 1, 1, one_output});
+  r.add({"sigmoid", create_sigmoid, 1, 1, one_output});
+  r.add({"hardsigmoid", create_hardsigmoid, 1, 1, one_output});
+  r.add({"hardswish", create_hardswish, 1, 1, one_output});
+  r.add({"silu", create_silu, 1, 1, one_output});
   r.add({"maxpool2d", create_maxpool2d, 1, 1, one_output});
   r.add({"avgpool2d", create_avgpool2d, 1, 1, one_output});
   r.add({"adaptive_avgpool2d", create_adaptive_avgpool2d, 1, 1, one_output});
   r.add({"add", create_add, 2, 2, one_output});
+  r.add({"mul", create_mul, 2, 2, one_output});
   r.add({"concat", create_concat, 2, -1, one_output});
   r.add({"split", create_split, 1, 1, split_output_count});
   r.add({"channel_shuffle", create_channel_shuffle, 1, 1, one_output});

@@ -143,6 +143,27 @@ inline RefTensor relu6_reference(RefTensor x, bool six) {
   return x;
 }
 
+// sigmoid, hardsigmoid, hardswish, silu as PyTorch defines them.
+inline double pointwise_reference(const std::string& type, double x) {
+  const double sigmoid = 1.0 / (1.0 + std::exp(-x)), hard = std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0;
+  if (type == "sigmoid") return sigmoid;
+  if (type == "hardsigmoid") return hard;
+  if (type == "hardswish") return x * hard;
+  return x * sigmoid;  // silu
+}
+
+// mul: a * b, b of a's shape or [N, C, 1, 1] (a scale per image and channel).
+inline RefTensor mul_reference(const HostTensor& a, const HostTensor& b) {
+  RefTensor y{a.shape, std::vector<double>(a.data.size())};
+  const bool broadcast = a.shape != b.shape;
+  const int64_t hw = a.shape.rank() == 4 ? a.shape.h() * a.shape.w() : 1;
+  for (size_t i = 0; i < y.data.size(); ++i) {
+    const size_t j = broadcast ? i / static_cast<size_t>(hw) : i;  // NCHW: [n][c] = flat / (H*W)
+    y.data[i] = double(a.data[i]) * double(b.data[j]);
+  }
+  return y;
+}
+
 // ---- pooling ----------------------------------------------------------------------------
 
 struct PoolCase {

@@ -108,12 +108,22 @@ inline std::vector<OpCheck> all_op_cases() {
   // Values beyond [-6, 6] so that both clamps of relu6 matter; 2-D inputs too.
   append({OpCheck("relu").input(Shape{3, 5, 4, 7}).data(9.f), OpCheck("relu").input(Shape{3, 11}).data(9.f),
           OpCheck("relu6").input(Shape{3, 5, 4, 7}).data(9.f), OpCheck("relu6").input(Shape{3, 11}).data(9.f)});
+  // sigmoid/silu's saturation (|x| up to 20), hardsigmoid/hardswish's two clamps at -3 and 3.
+  for (const char* type : {"sigmoid", "hardsigmoid", "hardswish", "silu"})
+    append({OpCheck(type).input(Shape{3, 5, 4, 7}).data(20.f), OpCheck(type).input(Shape{2, 6, 3, 5}).data(4.f),
+            OpCheck(type).input(Shape{3, 11}).data(4.f)});
   append(maxpool2d_cases());
   append(avgpool2d_cases());
   append(adaptive_avgpool2d_cases());
   append(linear_cases());
   append({OpCheck("add").input(Shape{3, 5, 4, 7}).input(Shape{3, 5, 4, 7}).data(5.f),
           OpCheck("add").input(Shape{2, 9}).input(Shape{2, 9}).data(5.f)});
+  // Same shapes, and squeeze-and-excitation's [N, C, 1, 1] scale over [N, C, H, W].
+  append({OpCheck("mul").input(Shape{3, 5, 4, 7}).input(Shape{3, 5, 4, 7}).data(5.f),
+          OpCheck("mul").input(Shape{2, 9}).input(Shape{2, 9}),
+          OpCheck("mul").input(Shape{3, 5, 4, 7}).input(Shape{3, 5, 1, 1}),
+          OpCheck("mul").input(Shape{2, 19, 3, 1}).input(Shape{2, 19, 1, 1}),
+          OpCheck("mul").input(Shape{2, 4, 1, 1}).input(Shape{2, 4, 1, 1})});
   append({OpCheck("concat").input(Shape{3, 3, 5, 7}).input(Shape{3, 1, 5, 7}).input(Shape{3, 5, 5, 7}),
           OpCheck("concat").attr("dim", 1).input(Shape{1, 4, 3, 3}).input(Shape{1, 4, 3, 3}),
           OpCheck("concat").input(Shape{3, 7}).input(Shape{3, 2}).input(Shape{3, 9})});

@@ -321,6 +321,36 @@ inline Expected add_expected(const std::vector<HostTensor>& in) {
   return e;
 }
 
+// sigmoid/silu: exp within a few ulps (the CPU's polynomial 2.4 measured; CUDA's expf 2), then
+// 1 + e, the division (and silu's x / ...): relative to |y|, the error of e shrinks by
+// e / (1 + e) <= 1. hardsigmoid/hardswish: x + 3 rounded (relative to |x| + 3), the division by
+// 6 (and hardswish's product). So magnitude = |y| for the smooth ones, (|x| + 3) / 6 (times |x|)
+// for the hard ones, where the clamps are exact.
+inline Expected pointwise_expected(const std::string& type, const std::vector<HostTensor>& in) {
+  Expected e;
+  RefTensor y = layer_test::to_ref(in[0]), magnitude = y;
+  const bool hard = type == "hardsigmoid" || type == "hardswish";
+  for (size_t i = 0; i < y.data.size(); ++i) {
+    const double x = in[0].data[i];
+    y.data[i] = layer_test::pointwise_reference(type, x);
+    const double scale = (std::fabs(x) + 3) / 6;
+    magnitude.data[i] = !hard ? std::fabs(y.data[i]) : (type == "hardswish" ? std::fabs(x) * scale : scale);
+  }
+  e.outputs = {y};
+  e.magnitudes = {magnitude};
+  e.factor = hard ? 4 : 8;
+  return e;
+}
+
+inline Expected mul_expected(const std::vector<HostTensor>& in) {
+  Expected e;
+  e.outputs = {layer_test::mul_reference(in[0], in[1])};
+  e.magnitudes = {e.outputs[0]};
+  for (double& v : e.magnitudes[0].data) v = std::fabs(v);
+  e.factor = 1;  // one rounding
+  return e;
+}
+
 inline Expected split_expected(const OpCheck& c, const std::vector<HostTensor>& in) {
   std::vector<RefTensor> pieces;
   int64_t begin = 0;
@@ -389,6 +419,12 @@ inline const std::map<std::string, OpSpec>& op_specs() {
         [](const OpCheck&, In in, Params) {
           return exact({layer_test::relu6_reference(layer_test::to_ref(in[0]), true)});
         }}},
+      {"sigmoid", {false, no_params, [](const OpCheck& c, In in, Params) { return pointwise_expected(c.type(), in); }}},
+      {"hardsigmoid",
+       {false, no_params, [](const OpCheck& c, In in, Params) { return pointwise_expected(c.type(), in); }}},
+      {"hardswish",
+       {false, no_params, [](const OpCheck& c, In in, Params) { return pointwise_expected(c.type(), in); }}},
+      {"silu", {false, no_params, [](const OpCheck& c, In in, Params) { return pointwise_expected(c.type(), in); }}},
       {"maxpool2d",
        {false, no_params,
         [](const OpCheck& c, In in, Params) { return exact({layer_test::maxpool_reference(pool_case(c), in[0])}); }}},
@@ -397,6 +433,7 @@ inline const std::map<std::string, OpSpec>& op_specs() {
       {"adaptive_avgpool2d",
        {false, no_params, [](const OpCheck& c, In in, Params) { return pool_average_expected(c, in, true); }}},
       {"add", {false, no_params, [](const OpCheck&, In in, Params) { return add_expected(in); }}},
+      {"mul", {false, no_params, [](const OpCheck&, In in, Params) { return mul_expected(in); }}},
       {"concat",
        {false, no_params, [](const OpCheck&, In in, Params) { return exact({layer_test::concat_reference(in)}); }}},
       {"split", {false, no_params, [](const OpCheck& c, In in, Params) { return split_expected(c, in); }}},
@@ -432,6 +469,14 @@ inline std::string yaml_shape(const Shape& s) {
   return text + "]";
 }
 
+// Whether the op's input i is a [N, C, 1, 1] tensor against a first input with more pixels (mul's
+// channel scale): the graph input holds its values repeated over the first's H and W, and a
+// max pooling over the whole window (exact: all its values are equal) brings them back to 1x1.
+inline bool pooled_feed(const std::vector<Shape>& inputs, size_t i) {
+  const Shape &first = inputs[0], &s = inputs[i];
+  return i > 0 && s.rank() == 4 && first.rank() == 4 && s.h() == 1 && s.w() == 1 && first.h() * first.w() > 1;
+}
+
 // The graph input: the op's inputs side by side along dim 1 (what the feeding split cuts apart).
 inline Shape graph_input_shape(const std::vector<Shape>& inputs) {
   Shape s = inputs[0];
@@ -446,9 +491,15 @@ inline std::string model_yaml(const OpCheck& c, const std::vector<Param>& params
     std::string sizes, names;
     for (size_t i = 0; i < in.size(); ++i) {
       sizes += (i ? ", " : "") + std::to_string(in[i][1]);
-      names += (i ? ", " : "") + std::string("'feed:") + std::to_string(i) + "'";
+      names +=
+          (i ? ", " : "") + (pooled_feed(in, i) ? "feed_" + std::to_string(i) : "'feed:" + std::to_string(i) + "'");
     }
     feed = "  - {name: feed, op: split, sizes: [" + sizes + "]}\n";
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!pooled_feed(in, i)) continue;
+      feed += "  - {name: feed_" + std::to_string(i) + ", op: maxpool2d, input: 'feed:" + std::to_string(i) +
+              "', kernel_size: [" + std::to_string(in[0].h()) + ", " + std::to_string(in[0].w()) + "]}\n";
+    }
     op_inputs = "inputs: [" + names + "]";
   }
   // A layer with several outputs names them "op:0", "op:1", ...; with one (a split into one
@@ -548,11 +599,16 @@ class PreparedCheck {
     // Each input's channels go to its slice of the graph input's dim 1.
     int64_t offset = 0;
     const layer_test::ChannelView whole(shape);
-    for (const HostTensor& in : inputs_) {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      const HostTensor& in = inputs_[i];
       const layer_test::ChannelView part(in.shape);
-      for (int64_t row = 0; row < part.rows; ++row)
+      const bool pooled = pooled_feed(case_.inputs(), i);  // [N, C, 1, 1]: repeated over H and W
+      for (int64_t row = 0; row < whole.rows; ++row) {
+        if (!pooled && row >= part.rows) break;
+        const int64_t part_row = pooled ? row / whole.inner : row;
         for (int64_t c = 0; c < part.channels; ++c)
-          t.data()[whole.index(row, offset + c)] = in.data[part.index(row, c)];
+          t.data()[whole.index(row, offset + c)] = in.data[part.index(part_row, c)];
+      }
       offset += part.channels;
     }
     return t;

@@ -11,10 +11,15 @@ namespace winfer {
   X("batchnorm2d", compile_batchnorm2d_cuda)               \
   X("relu", compile_activation_cuda)                       \
   X("relu6", compile_activation_cuda)                      \
+  X("sigmoid", compile_pointwise_activation_cuda)          \
+  X("hardsigmoid", compile_pointwise_activation_cuda)      \
+  X("hardswish", compile_pointwise_activation_cuda)        \
+  X("silu", compile_pointwise_activation_cuda)             \
   X("maxpool2d", compile_maxpool2d_cuda)                   \
   X("avgpool2d", compile_avgpool2d_cuda)                   \
   X("adaptive_avgpool2d", compile_adaptive_avgpool2d_cuda) \
   X("add", compile_add_cuda)                               \
+  X("mul", compile_mul_cuda)                               \
   X("concat", compile_concat_cuda)                         \
   X("split", compile_split_cuda)                           \
   X("channel_shuffle", compile_channel_shuffle_cuda)       \
