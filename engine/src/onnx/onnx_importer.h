@@ -70,6 +70,7 @@ void add_layer_ops(ConverterTable& table);  // onnx_layer_ops.cpp
 // Operators that are folded when their inputs are constants and become layers on activations:
 // the shape-ops converter hands the activation case to these (onnx_layer_ops.cpp).
 Status convert_add_layer(Importer& im);
+Status convert_mul_layer(Importer& im);
 Status convert_concat_layer(Importer& im);
 Status convert_slice_layer(Importer& im);
 Status convert_reshape_layer(Importer& im);

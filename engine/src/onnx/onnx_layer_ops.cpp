@@ -188,6 +188,27 @@ Status convert_clip(Importer& im) {
                              "): winfer imports Clip(0, 6) as relu6 and Clip(0, inf) as relu only");
 }
 
+Status convert_sigmoid(Importer& im) {
+  WINFER_RETURN_IF_ERROR(im.check_attrs({}));
+  return convert_activation(im, "sigmoid");
+}
+
+Status convert_hardswish(Importer& im) {
+  WINFER_RETURN_IF_ERROR(im.check_attrs({}));
+  return convert_activation(im, "hardswish");
+}
+
+// HardSigmoid(alpha, beta) = max(0, min(1, alpha * x + beta)) is torch's Hardsigmoid,
+// relu6(x + 3) / 6, for alpha 1/6 and beta 0.5 (as float32 attributes) only.
+Status convert_hardsigmoid(Importer& im) {
+  WINFER_RETURN_IF_ERROR(im.check_attrs({"alpha", "beta"}));
+  const double alpha = im.attr_float("alpha", 0.2), beta = im.attr_float("beta", 0.5);
+  if (float(alpha) == float(1.0 / 6.0) && beta == 0.5) return convert_activation(im, "hardsigmoid");
+  char text[96];
+  std::snprintf(text, sizeof text, "HardSigmoid with alpha %.9g, beta %.9g", alpha, beta);
+  return im.unsupported_here(std::string(text) + ": winfer imports alpha 1/6, beta 0.5 (torch's Hardsigmoid) only");
+}
+
 Status convert_pool(Importer& im, bool max) {
   std::vector<std::string> known = {"kernel_shape", "strides", "pads", "ceil_mode", "auto_pad"};
   known.push_back(max ? "dilations" : "count_include_pad");
@@ -525,6 +546,54 @@ Status convert_add_layer(Importer& im) {
       "MatMul or Gemm right before it (one value per channel)");
 }
 
+namespace {
+bool is_graph_output(Importer& im, const std::string& name) {
+  for (const onnx::ValueInfoProto& out : im.file().graph().output())
+    if (out.name() == name) return true;
+  return false;
+}
+}  // namespace
+
+// Mul of two activations: `mul`, the [N, C, 1, 1] operand (squeeze-and-excitation's scale,
+// which torchvision writes first: scale * input) second. x * Sigmoid(x) and x * HardSigmoid(x)
+// (torch's SiLU, and Hardswish before opset 14), where the Mul alone reads the Sigmoid, turn
+// that layer into silu or hardswish.
+Status convert_mul_layer(Importer& im) {
+  WINFER_RETURN_IF_ERROR(im.check_attrs({}));
+  WINFER_ASSIGN_OR_RETURN(const Value* a, im.input(0));
+  WINFER_ASSIGN_OR_RETURN(const Value* b, im.input(1));
+  if (a->kind != Value::Kind::kData || b->kind != Value::Kind::kData) {
+    for (int i : {0, 1}) {  // a Pad or a shuffle in progress: data_input says why not
+      const Value* v = i == 0 ? a : b;
+      if (v->kind == Value::Kind::kPadded || v->kind == Value::Kind::kShuffle) return im.data_input(i).status();
+    }
+    return im.unsupported_here("Mul of an activation and a constant (winfer imports Mul of two activations)");
+  }
+  for (int i : {0, 1}) {
+    const Value* gate = i == 0 ? a : b;
+    const Value* x = i == 0 ? b : a;
+    Layer* producer = im.producer_of(gate->tensor);
+    if (producer == nullptr || producer->inputs.size() != 1 || producer->inputs[0] != x->tensor) continue;
+    if (im.consumers(im.node().input(i)) != 1 || is_graph_output(im, im.node().input(i))) continue;
+    if (producer->op != "sigmoid" && producer->op != "hardsigmoid") continue;
+    producer->op = producer->op == "sigmoid" ? "silu" : "hardswish";
+    im.set_output(0, *gate);
+    return Status::Ok();
+  }
+  const Shape& sa = a->shape;
+  const Shape& sb = b->shape;
+  const bool b_scales_a = sa.rank() == 4 && sb == Shape{sa.n(), sa.c(), 1, 1};
+  const bool a_scales_b = sb.rank() == 4 && sa == Shape{sb.n(), sb.c(), 1, 1};
+  if (sa != sb && !b_scales_a && !a_scales_b) {
+    return im.unsupported_here("Mul of " + sa.to_string() + " and " + sb.to_string() +
+                               ": winfer multiplies tensors of one shape, or [N, C, H, W] by [N, C, 1, 1]");
+  }
+  Layer layer;
+  layer.op = "mul";
+  if (a_scales_b && sa != sb) return im.emit(std::move(layer), {b->tensor, a->tensor});
+  return im.emit(std::move(layer), {a->tensor, b->tensor});
+}
+
 Status convert_concat_layer(Importer& im) {
   WINFER_RETURN_IF_ERROR(im.check_attrs({"axis"}));
   std::vector<std::string> inputs;
@@ -693,6 +762,9 @@ void add_layer_ops(ConverterTable& table) {
   table["Pad"] = convert_pad;
   table["Relu"] = convert_relu;
   table["Clip"] = convert_clip;
+  table["Sigmoid"] = convert_sigmoid;
+  table["HardSigmoid"] = convert_hardsigmoid;
+  table["HardSwish"] = convert_hardswish;
   table["MaxPool"] = convert_maxpool;
   table["AveragePool"] = convert_averagepool;
   table["GlobalAveragePool"] = convert_global_average_pool;

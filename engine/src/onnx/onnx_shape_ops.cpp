@@ -364,6 +364,11 @@ Status convert_add(Importer& im) {
   return fold_binary(im, Arithmetic{'+'});
 }
 
+Status convert_mul(Importer& im) {
+  if (!im.all_inputs_constant()) return convert_mul_layer(im);
+  return fold_binary(im, Arithmetic{'*'});
+}
+
 template <char kOp>
 Status convert_arithmetic(Importer& im) {
   if (!im.all_inputs_constant()) {
@@ -547,7 +552,7 @@ void add_shape_ops(ConverterTable& table) {
   table["Cast"] = convert_cast;
   table["Add"] = convert_add;
   table["Sub"] = convert_arithmetic<'-'>;
-  table["Mul"] = convert_arithmetic<'*'>;
+  table["Mul"] = convert_mul;
   table["Div"] = convert_arithmetic<'/'>;
   table["ConstantOfShape"] = convert_constant_of_shape;
   table["Range"] = convert_range;
