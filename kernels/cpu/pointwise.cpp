@@ -17,7 +17,7 @@ namespace {
 // (under its default -ftrapping-math) does not vectorise float arithmetic after a float select.
 constexpr float kExpLow = -87.33654f;          // ln(2^-126): below, exp is subnormal or 0
 constexpr float kExpHigh = 88.3762626647949f;  // 127.5 * ln2: above, n would be 128
-inline float exp_in_range(float v) {
+WINFER_ALWAYS_INLINE inline float exp_in_range(float v) {
   constexpr float kRound = 12582912.f;  // 1.5 * 2^23: v * log2(e) + kRound holds round(v * log2(e)) in its low bits
   const float t = v * 1.44269504088896341f + kRound;
   const float n = t - kRound;
@@ -42,7 +42,7 @@ inline float exp_in_range(float v) {
   return p * scale;
 }
 
-inline float hardsigmoid_numerator(float x) {  // min(max(x + 3, 0), 6), NaN kept
+WINFER_ALWAYS_INLINE inline float hardsigmoid_numerator(float x) {  // min(max(x + 3, 0), 6), NaN kept
   float t = x + 3.f;
   t = t < 0.f ? 0.f : t;
   return t > 6.f ? 6.f : t;
@@ -50,7 +50,7 @@ inline float hardsigmoid_numerator(float x) {  // min(max(x + 3, 0), 6), NaN kep
 
 // Bitwise select: `when ? a : b` on the bits, so that gcc computes both sides unconditionally
 // and vectorises (a float select lets it move the arithmetic of the chosen side into a branch).
-inline float select(bool when, float a, float b) {
+WINFER_ALWAYS_INLINE inline float select(bool when, float a, float b) {
   int32_t ia, ib;
   std::memcpy(&ia, &a, sizeof ia);
   std::memcpy(&ib, &b, sizeof ib);
@@ -65,7 +65,7 @@ inline float select(bool when, float a, float b) {
 // and they are 0 (silu -0 in torch: the sign is not kept); where -x < kExpLow (x > 87.3) e is
 // below float's precision next to 1 and they are 1 and x. A NaN stays NaN (no comparison holds).
 template <PointwiseFn kFn>
-void pointwise_range(const float* in, float* out, int64_t begin, int64_t end) {
+WINFER_ALWAYS_INLINE inline void pointwise_range(const float* in, float* out, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     const float x = in[i];
     if (kFn == PointwiseFn::kSigmoid) {
@@ -81,19 +81,41 @@ void pointwise_range(const float* in, float* out, int64_t begin, int64_t end) {
   }
 }
 
+WINFER_ALWAYS_INLINE inline void pointwise_any(const float* in, float* out, int64_t begin, int64_t end,
+                                               PointwiseFn fn) {
+  switch (fn) {
+    case PointwiseFn::kSigmoid: return pointwise_range<PointwiseFn::kSigmoid>(in, out, begin, end);
+    case PointwiseFn::kHardSigmoid: return pointwise_range<PointwiseFn::kHardSigmoid>(in, out, begin, end);
+    case PointwiseFn::kHardSwish: return pointwise_range<PointwiseFn::kHardSwish>(in, out, begin, end);
+    case PointwiseFn::kSilu: return pointwise_range<PointwiseFn::kSilu>(in, out, begin, end);
+  }
+}
+
+// One copy of the loops per ISA (cpu_common.h's scheme: the helpers above are inlined into each
+// and compiled for it), 16, 8 or 4 floats per instruction. sigmoid on 401K floats (32x112x112),
+// one thread, measured here: 0.64 ms generic (SSE2), 0.19 ms AVX2, 0.13 ms AVX-512; std::exp
+// in a scalar loop takes about 2.2 ms.
+WINFER_TARGET_AVX512 void pointwise_avx512(const float* in, float* out, int64_t begin, int64_t end, PointwiseFn fn) {
+  pointwise_any(in, out, begin, end, fn);
+}
+WINFER_TARGET_AVX2 void pointwise_avx2(const float* in, float* out, int64_t begin, int64_t end, PointwiseFn fn) {
+  pointwise_any(in, out, begin, end, fn);
+}
+void pointwise_generic(const float* in, float* out, int64_t begin, int64_t end, PointwiseFn fn) {
+  pointwise_any(in, out, begin, end, fn);
+}
+
 }  // namespace
 
 void pointwise_activation(const float* in, float* out, int64_t count, PointwiseFn fn, int threads) {
+  using RangeFn = void (*)(const float*, float*, int64_t, int64_t, PointwiseFn);
+  RangeFn range = pointwise_generic;
+  if (cpu::cpu_isa() == cpu::Isa::kAvx512) range = pointwise_avx512;
+  if (cpu::cpu_isa() == cpu::Isa::kAvx2) range = pointwise_avx2;
   // exp costs about 20 element operations; the hard ones about 4.
   const bool uses_exp = fn == PointwiseFn::kSigmoid || fn == PointwiseFn::kSilu;
-  cpu::parallel_chunks(count, uses_exp ? 20 : 4, threads, [&](int64_t begin, int64_t end) {
-    switch (fn) {
-      case PointwiseFn::kSigmoid: return pointwise_range<PointwiseFn::kSigmoid>(in, out, begin, end);
-      case PointwiseFn::kHardSigmoid: return pointwise_range<PointwiseFn::kHardSigmoid>(in, out, begin, end);
-      case PointwiseFn::kHardSwish: return pointwise_range<PointwiseFn::kHardSwish>(in, out, begin, end);
-      case PointwiseFn::kSilu: return pointwise_range<PointwiseFn::kSilu>(in, out, begin, end);
-    }
-  });
+  cpu::parallel_chunks(count, uses_exp ? 20 : 4, threads,
+                       [&](int64_t begin, int64_t end) { range(in, out, begin, end, fn); });
 }
 
 void mul(const float* a, const float* b, float* out, int64_t count, int threads) {
