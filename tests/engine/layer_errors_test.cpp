@@ -133,6 +133,11 @@ TEST_CASE("layer errors: shapes") {
   // Inputs that do not fit together.
   check_mentions(shape_error_of("add", {}, {Shape{1, 8, 4, 4}, Shape{1, 8, 4, 5}}), "[1,8,4,4] and [1,8,4,5]");
   check_mentions(shape_error_of("add", {}, {Shape{1, 8, 4, 4}, Shape{1, 8}}), "no broadcasting");
+  // mul broadcasts only a second operand of [N, C, 1, 1] over [N, C, H, W].
+  check_mentions(shape_error_of("mul", {}, {Shape{2, 8, 4, 4}, Shape{1, 8, 1, 1}}), "[2,8,4,4] and [1,8,1,1]");
+  check_mentions(shape_error_of("mul", {}, {Shape{2, 8, 1, 1}, Shape{2, 8, 4, 4}}), "or be [N, C, 1, 1]");
+  check_mentions(shape_error_of("mul", {}, {Shape{2, 8}, Shape{2, 1}}), "[2,8] and [2,1]");
+  CHECK(shape_error_of("mul", {}, {Shape{2, 8, 4, 4}, Shape{2, 8, 1, 1}}).empty());
   check_mentions(shape_error_of("concat", {}, {Shape{1, 3, 4, 4}, Shape{1, 2, 4, 4}, Shape{1, 2, 5, 4}}),
                  "input 2 [1,2,5,4] does not match input 0 [1,3,4,4]");
   check_mentions(shape_error_of("concat", {}, {Shape{2, 3}, Shape{2, 3, 1, 1}}), "input 1 [2,3,1,1] does not match");
