@@ -566,6 +566,24 @@ TEST_CASE("onnx import: squeeze-and-excitation, SiLU and Hardswish (opsets 13 an
       CHECK(relative_error(run_at(model, input, algorithm), want) < 1e-5);
     }
   }
+  // Mul with the scale second and Mul of two tensors of one shape: mul as written.
+  {
+    OnnxBuilder o;
+    o.input("x", {2, 3, 4, 5});
+    o.node("Relu", {"x"}, {"r"}, "/relu");
+    o.node("GlobalAveragePool", {"r"}, {"g"}, "/pool");
+    o.node("Mul", {"r", "g"}, {"y"}, "/scale");
+    o.node("Mul", {"y", "r"}, {"z"}, "/square");
+    o.output("z");
+    auto model = load_ok(o.write(dir.file("muls.onnx")));
+    CHECK(count_of(layer_types(model), "mul") == 2);
+    const Tensor x = random_tensor(Shape{2, 3, 4, 5}, 68);
+    Ref want = ref_of(x);
+    for (double& v : want.v) v = std::max(v, 0.0);
+    const Ref mean = ref_global_average(want);
+    for (size_t i = 0; i < want.v.size(); ++i) want.v[i] *= want.v[i] * mean.v[i / 20];
+    CHECK(relative_error(run_at(model, x), want) < 1e-6);
+  }
   // HardSigmoid other than torch's (ONNX's default alpha 0.2) and Mul by a constant are refused.
   OnnxBuilder o;
   o.input("x", {1, 2, 3, 3});
