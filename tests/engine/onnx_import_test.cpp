@@ -1073,3 +1073,35 @@ TEST_CASE("onnx error: broken shape arithmetic is refused, not computed out of b
                                }),
                     {"node '/Reshape' (Reshape, opset 13)", "cannot reshape [1,3,4,4]"});
 }
+
+TEST_CASE("onnx import: LoadOptions::confine_to applies to external data, symlinks resolved") {
+  // models/ holds the model and a symlink to weights outside it: loaded as usual without
+  // confine_to, refused with it (as a YAML model's weights: file is), naming where it leads.
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("models"));
+  const TinyNet net;
+  const std::vector<float>& w = net.w1;
+  write_bytes(dir.file("outside.bin"), std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float)));
+  std::filesystem::create_symlink(dir.file("outside.bin"), dir.file("models/weights.bin"));
+  OnnxBuilder b;
+  net.build(b, {2, 3, 8, 8}, false);
+  b.external_initializer("conv1.weight", {4, 3, 3, 3}, "weights.bin");
+  const std::string path = b.write(dir.file("models/net.onnx"));
+  const Tensor input = random_tensor(Shape{2, 3, 8, 8}, 35);
+  const Tensor want = run_at(load_ok(net.write(dir.file("inline.onnx"))), input);
+  CHECK(same_bits(run_at(load_ok(path), input), want));
+  winfer::LoadOptions confined;
+  confined.confine_to = dir.file("models");
+  auto refused = winfer::Model::load(path, confined);
+  REQUIRE_FALSE(refused.ok());
+  const std::string& message = refused.status().message();
+  INFO("message: " << message);
+  CHECK(contains(message, "net.onnx"));
+  CHECK(contains(message, "'conv1.weight'"));
+  CHECK(contains(message, "outside.bin"));
+  CHECK(contains(message, "--confine-to"));
+  // A file inside the folder is fine with confine_to.
+  std::filesystem::remove(dir.file("models/weights.bin"));
+  std::filesystem::copy_file(dir.file("outside.bin"), dir.file("models/weights.bin"));
+  CHECK(same_bits(run_at(load_ok(path, confined), input), want));
+}

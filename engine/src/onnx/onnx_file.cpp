@@ -1,5 +1,6 @@
 #include "engine/src/onnx/onnx_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -32,9 +33,10 @@ std::string data_type_name(int32_t type) {
   return "data type " + std::to_string(type);
 }
 
-Result<std::unique_ptr<OnnxFile>> OnnxFile::open(const std::string& path) {
+Result<std::unique_ptr<OnnxFile>> OnnxFile::open(const std::string& path, const std::string& confine_to) {
   std::unique_ptr<OnnxFile> file(new OnnxFile());
   file->path_ = path;
+  file->confine_to_ = confine_to;
   {
     // Mapped for the parse only: protobuf copies what it keeps, so the mapping (page cache, not
     // the process's own memory) goes away before the weights are loaded.
@@ -113,6 +115,19 @@ Result<const unsigned char*> OnnxFile::external_bytes(const onnx::TensorProto& t
                             "' must be a path inside the model's folder");
   }
   const std::string file_path = (fs::path(path_).parent_path() / relative).string();
+  if (!confine_to_.empty()) {
+    // As for a YAML model's side files: resolved with symlinks, it must lie inside the folder.
+    std::error_code root_error, path_error;
+    const fs::path root = fs::weakly_canonical(confine_to_, root_error);
+    const fs::path resolved = fs::weakly_canonical(file_path, path_error);
+    const bool inside = !root_error && !path_error &&
+                        std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end()).first == root.end();
+    if (!inside) {
+      return invalid_argument(path_ + ": " + what + ": external data '" + location + "' resolves to '" +
+                              resolved.string() + "', outside the folder '" + root.string() +
+                              "' that model files may name (--confine-to, LoadOptions::confine_to)");
+    }
+  }
   auto it = external_files_.find(file_path);
   if (it == external_files_.end()) {
     auto mapped = detail::MappedFile::map(file_path, kExternalDataFile);

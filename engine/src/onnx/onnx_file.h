@@ -28,7 +28,9 @@ class OnnxFile {
  public:
   // Parses `path`; refuses files that are not ONNX models (truncated, another format) with the
   // file's name and what protobuf or the checks found.
-  static Result<std::unique_ptr<OnnxFile>> open(const std::string& path);
+  // `confine_to` (LoadOptions::confine_to): when not empty, external data files must resolve
+  // (symlinks followed) inside that folder, as a YAML model's weights and labels files must.
+  static Result<std::unique_ptr<OnnxFile>> open(const std::string& path, const std::string& confine_to = "");
 
   const std::string& path() const { return path_; }
   const onnx::ModelProto& model() const { return model_; }
@@ -64,6 +66,7 @@ class OnnxFile {
                                          uint64_t expected_bytes, bool* has_raw);
 
   std::string path_;
+  std::string confine_to_;
   onnx::ModelProto model_;
   int64_t opset_ = 0;
   std::map<std::string, detail::MappedFile> external_files_;  // by resolved path

@@ -51,7 +51,8 @@ struct ImportedModel {
 };
 
 // Reads and converts an ONNX model. Errors name the file and the node (name, op type, opset).
-Result<ImportedModel> import_onnx(const std::string& path);
+// `confine_to`: LoadOptions::confine_to, applied to external data files.
+Result<ImportedModel> import_onnx(const std::string& path, const std::string& confine_to = "");
 
 // True when `path` names an ONNX file (by its extension, .onnx in any case).
 bool is_onnx_path(const std::string& path);

@@ -581,8 +581,8 @@ bool is_onnx_path(const std::string& path) {
   return ext == ".onnx";
 }
 
-Result<ImportedModel> import_onnx(const std::string& path) {
-  WINFER_ASSIGN_OR_RETURN(std::unique_ptr<OnnxFile> file, OnnxFile::open(path));
+Result<ImportedModel> import_onnx(const std::string& path, const std::string& confine_to) {
+  WINFER_ASSIGN_OR_RETURN(std::unique_ptr<OnnxFile> file, OnnxFile::open(path, confine_to));
   return Importer(std::move(file)).run();
 }
 
