@@ -1105,3 +1105,46 @@ TEST_CASE("onnx import: LoadOptions::confine_to applies to external data, symlin
   std::filesystem::copy_file(dir.file("outside.bin"), dir.file("models/weights.bin"));
   CHECK(same_bits(run_at(load_ok(path, confined), input), want));
 }
+
+TEST_CASE("onnx import: torch's AvgPool2d(padding, count_include_pad) as Pad + AveragePool; a Pad of nothing") {
+  // torch 1.13 writes AvgPool2d(3, 1, padding=1) as a zero Pad then an AveragePool without pads
+  // (DenseNet, Inception): the same as ONNX's AveragePool with pads and count_include_pad = 1.
+  // A Pad of zeros (torch writes one even for padding 0) is the identity, before any op.
+  TempDir dir;
+  auto model_with = [&](bool as_pad, const std::string& file) {
+    OnnxBuilder b(13);
+    b.input("x", {2, 3, 7, 9});
+    std::string pooled_input = "x";
+    if (as_pad) {
+      b.int_initializer("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+      b.node("Pad", {"x", "pads"}, {"p"}, "/pool/Pad");
+      pooled_input = "p";
+    }
+    auto& pool = b.node("AveragePool", {pooled_input}, {"a"}, "/pool/AveragePool");
+    set_ints(pool, "kernel_shape", {3, 3});
+    set_ints(pool, "strides", {1, 1});
+    if (!as_pad) {
+      set_ints(pool, "pads", {1, 1, 1, 1});
+      set_int(pool, "count_include_pad", 1);
+    }
+    b.int_initializer("nothing", {8}, {0, 0, 0, 0, 0, 0, 0, 0});
+    b.node("Pad", {"a", "nothing"}, {"q"}, "/nothing/Pad");
+    auto& max = b.node("MaxPool", {"q"}, {"m"}, "/max/MaxPool");
+    set_ints(max, "kernel_shape", {2, 2});
+    set_ints(max, "strides", {2, 2});
+    b.output("m");
+    return b.write(dir.file(file));
+  };
+  const Tensor input = random_tensor(Shape{2, 3, 7, 9}, 37);
+  const Tensor want = run_at(load_ok(model_with(false, "pads.onnx")), input);
+  CHECK(same_bits(run_at(load_ok(model_with(true, "pad_then_pool.onnx")), input), want));
+  // A zero Pad before a MaxPool would pad with zeros, not with -inf: refused by name.
+  OnnxBuilder m(13);
+  m.input("x", {1, 2, 5, 5});
+  m.int_initializer("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1});
+  m.node("Pad", {"x", "pads"}, {"p"}, "/Pad");
+  auto& max = m.node("MaxPool", {"p"}, {"y"}, "/MaxPool");
+  set_ints(max, "kernel_shape", {3, 3});
+  m.output("y");
+  expect_onnx_error(m.write(dir.file("pad_max.onnx")), {"/MaxPool", "is a Pad", "Conv or an AveragePool"});
+}

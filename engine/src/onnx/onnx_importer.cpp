@@ -128,7 +128,8 @@ Result<const Value*> Importer::data_input(int i, bool padded_ok) {
   if (v->kind == Value::Kind::kPadded) {
     return unsupported_here(
         "input '" + node_->input(i) +
-        "' is a Pad; winfer imports a zero Pad of H and W only right before a Conv, as its padding");
+        "' is a Pad; winfer imports a zero Pad of H and W only right before a Conv or an AveragePool, as "
+        "its padding");
   }
   if (v->kind == Value::Kind::kShuffle) {
     return unsupported_here("input '" + node_->input(i) +

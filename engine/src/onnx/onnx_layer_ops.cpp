@@ -106,8 +106,10 @@ Status convert_pad(Importer& im) {
     if (p < 0) return im.unsupported_here("negative pads (cropping)");
   }
   Value v = *x;
-  v.kind = Value::Kind::kPadded;
   v.pads = {begin[2], begin[3], end[2], end[3]};
+  // A Pad of nothing (torch writes one before every AvgPool2d with count_include_pad) is the
+  // identity; otherwise the Conv or AveragePool reading it takes it over.
+  if (v.pads != std::vector<int64_t>{0, 0, 0, 0}) v.kind = Value::Kind::kPadded;
   im.set_output(0, v);
   return Status::Ok();
 }
@@ -217,13 +219,30 @@ Status convert_pool(Importer& im, bool max) {
   if (max && im.node().output_size() > 1 && !im.node().output(1).empty() && im.consumers(im.node().output(1)) > 0) {
     return im.unsupported_here("its Indices output is used; winfer's max pooling gives the values only");
   }
-  WINFER_ASSIGN_OR_RETURN(const Value* x, im.data_input(0));
+  // torch writes AvgPool2d(padding=p, count_include_pad=True) as a zero Pad then an AveragePool
+  // without pads: the same as winfer's avgpool2d with padding p that counts the padding.
+  std::vector<int64_t> padded = {0, 0, 0, 0};
+  bool count_include_pad = im.attr_int("count_include_pad", 0) != 0;
+  {
+    WINFER_ASSIGN_OR_RETURN(const Value* in, im.input(0));
+    if (in->kind == Value::Kind::kPadded && !max) {
+      padded = in->pads;
+      count_include_pad = true;
+    }
+  }
+  WINFER_ASSIGN_OR_RETURN(const Value* x, im.data_input(0, /*padded_ok=*/!max));
   WINFER_RETURN_IF_ERROR(require_rank(im, *x, 4, "input X"));
   const std::vector<int64_t> kernel = im.attr_ints("kernel_shape", {});
   if (kernel.size() != 2) return im.unsupported_here("kernel_shape must have 2 values (winfer imports 2-D pooling)");
   WINFER_ASSIGN_OR_RETURN(std::vector<int64_t> strides, pair_attr(im, "strides", 1));
   WINFER_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, pair_attr(im, "dilations", 1));
   WINFER_ASSIGN_OR_RETURN(std::vector<int64_t> pads, spatial_pads(im, kernel, strides, dilations));
+  if (padded != std::vector<int64_t>{0, 0, 0, 0}) {
+    if (pads != std::vector<int64_t>{0, 0, 0, 0} && im.attr_int("count_include_pad", 0) == 0) {
+      return im.unsupported_here("a Pad before an AveragePool that pads again without counting the padding");
+    }
+    for (int i = 0; i < 4; ++i) pads[i] += padded[i];
+  }
   if (pads[0] != pads[2] || pads[1] != pads[3]) {
     return im.unsupported_here("asymmetric pads " + numbers(pads).to_string() +
                                "; winfer's pooling pads both sides of a dim alike");
@@ -237,7 +256,7 @@ Status convert_pool(Importer& im, bool max) {
   if (max) {
     layer.attrs.push_back({"dilation", numbers(dilations)});
   } else {
-    layer.attrs.push_back({"count_include_pad", boolean(im.attr_int("count_include_pad", 0) != 0)});
+    layer.attrs.push_back({"count_include_pad", boolean(count_include_pad)});
   }
   return im.emit(std::move(layer), {x->tensor});
 }
