@@ -2,7 +2,8 @@
 """Parity test: one zoo model through winfer and through PyTorch, for every conv algorithm.
 
     parity.py --model resnet18 --winfer build/bin/winfer --work-dir build/parity
-              [--batches 1,2] [--size HxW] [--algorithms auto|a,b] [--unfused-runner PROG]
+              [--batches 1,2] [--size HxW] [--algorithms auto|a,b] [--autotune first|all|none]
+              [--unfused-runner PROG]
               [--seed 0] [--threads 1] [--name TEST] [--no-bisect]
               [--onnx OPSET [--dynamic [AXES]] [--inputs NxHxW,...]]
 
@@ -69,6 +70,9 @@ def parse_args(argv):
     ap.add_argument("--size", help="input HxW instead of the YAML's, e.g. 160x224")
     ap.add_argument("--algorithms", default="auto",
                     help="comma-separated conv algorithms, or auto: all the engine lists")
+    ap.add_argument("--autotune", choices=("first", "all", "none"), default="first",
+                    help="batches that run the 'auto' algorithm (per-layer autotuning, a third "
+                         "of a test's engine time): the first (default), all, or none")
     ap.add_argument("--unfused-runner", default="", help="run with fusion off through this")
     ap.add_argument("--seed", type=int, default=0, help="seed of the weights and the input")
     ap.add_argument("--threads", type=int, default=1,
@@ -317,8 +321,11 @@ def run_parity(args):
         print(f"FAIL ({'export' if export_problem else 'reference'}): {diagnosis}")
 
     records = []
-    for shape in shapes if not export_problem else []:
+    for index, shape in enumerate(shapes if not export_problem else []):
         for algorithm in algorithms:
+            # "auto" only chooses among the algorithms checked here, per layer: once per test.
+            if algorithm == "auto" and (args.autotune == "none" or (args.autotune == "first" and index > 0)):
+                continue
             model_file = onnx_files.get(shape, yaml_path)
             records.append(run_one(engine, model_file, refs, shape, algorithm, args.work_dir,
                                    onnx_tag(args), own_weights=model_file != yaml_path))
