@@ -250,6 +250,20 @@ def channel_shuffle_run(layer, xs, p):
     return x.reshape(n, g, c // g, h, w).transpose(1, 2).reshape(n, c, h, w)
 
 
+def mul_run(layer, xs, p):
+    """a * b, with b of a's shape or [N, C, 1, 1] for a [N, C, H, W] (squeeze-and-excitation)."""
+    if len(xs) != 2:
+        raise ModelError(f"layer {layer.name}: mul takes exactly 2 inputs")
+    a, b = xs
+    channel_scale = (a.dim() == 4 and b.dim() == 4 and b.shape[0] == a.shape[0]
+                     and b.shape[1] == a.shape[1] and b.shape[2:] == (1, 1))
+    if a.shape != b.shape and not channel_scale:
+        raise ModelError(f"layer {layer.name}: mul of shapes {list(a.shape)} and "
+                         f"{list(b.shape)}: the second must have the first's shape or be "
+                         "[N, C, 1, 1]")
+    return a * b
+
+
 def flatten_run(layer, xs, p):
     return torch.flatten(xs[0], start_dim=layer.attrs["start_dim"])
 
@@ -294,6 +308,10 @@ OPS = {
                                       lambda a, w: as_bool(a["bias"], f"{w}.bias"))),
     "relu": Op({}, lambda layer, xs, p: F.relu(xs[0])),
     "relu6": Op({}, lambda layer, xs, p: F.relu6(xs[0])),
+    "sigmoid": Op({}, lambda layer, xs, p: torch.sigmoid(xs[0])),
+    "hardsigmoid": Op({}, lambda layer, xs, p: F.hardsigmoid(xs[0])),
+    "hardswish": Op({}, lambda layer, xs, p: F.hardswish(xs[0])),
+    "silu": Op({}, lambda layer, xs, p: F.silu(xs[0])),
     "identity": Op({}, identity_run),
     "dropout": Op({"p": 0.5}, identity_run, check=dropout_check),
     "maxpool2d": Op({"kernel_size": REQUIRED, "stride": None, "padding": 0, "dilation": 1,
@@ -303,6 +321,7 @@ OPS = {
     "adaptive_avgpool2d": Op({"output_size": REQUIRED}, adaptive_avgpool_run,
                              check=lambda a, w: pair(a["output_size"], f"{w}.output_size")),
     "add": Op({}, add_run, multi_input=True),
+    "mul": Op({}, mul_run, multi_input=True),
     "concat": Op({"dim": 1}, concat_run, multi_input=True),
     "split": Op({"dim": 1, "chunks": None, "sizes": None}, split_run, check=split_check),
     "channel_shuffle": Op({"groups": REQUIRED}, channel_shuffle_run,
