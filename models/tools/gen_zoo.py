@@ -267,6 +267,94 @@ def shufflenet(name):
 
 
 # ---------------------------------------------------------------------------------------------
+# MobileNetV3 (Howard et al. 2019): inverted residuals, squeeze-and-excitation, hardswish
+
+MOBILENET_V3 = {  # blocks (kernel, expanded, out, SE, activation, stride), classifier width
+    "mobilenet_v3_large": ([
+        (3, 16, 16, False, "RE", 1), (3, 64, 24, False, "RE", 2), (3, 72, 24, False, "RE", 1),
+        (5, 72, 40, True, "RE", 2), (5, 120, 40, True, "RE", 1), (5, 120, 40, True, "RE", 1),
+        (3, 240, 80, False, "HS", 2), (3, 200, 80, False, "HS", 1),
+        (3, 184, 80, False, "HS", 1), (3, 184, 80, False, "HS", 1),
+        (3, 480, 112, True, "HS", 1), (3, 672, 112, True, "HS", 1),
+        (5, 672, 160, True, "HS", 2), (5, 960, 160, True, "HS", 1), (5, 960, 160, True, "HS", 1),
+    ], 1280),
+    "mobilenet_v3_small": ([
+        (3, 16, 16, True, "RE", 2), (3, 72, 24, False, "RE", 2), (3, 88, 24, False, "RE", 1),
+        (5, 96, 40, True, "HS", 2), (5, 240, 40, True, "HS", 1), (5, 240, 40, True, "HS", 1),
+        (5, 120, 48, True, "HS", 1), (5, 144, 48, True, "HS", 1),
+        (5, 288, 96, True, "HS", 2), (5, 576, 96, True, "HS", 1), (5, 576, 96, True, "HS", 1),
+    ], 1024),
+}
+
+
+def make_divisible(v, divisor=8):
+    """torchvision's _make_divisible: v rounded to a multiple of divisor, never 10% below v."""
+    rounded = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return rounded + divisor if rounded < 0.9 * v else rounded
+
+
+def conv_bn_act(net, p, cin, cout, k, stride=1, groups=1, act=None):
+    """torchvision's Conv2dNormActivation: conv p.0 (no bias, padding (k-1)/2), BatchNorm p.1
+    (MobileNetV3's eps 0.001), activation p.2 if any; returns the last layer's name."""
+    net.conv(f"{p}.0", cin, cout, k, stride, (k - 1) // 2, groups, bias=False)
+    out = net.layer(f"{p}.1", "batchnorm2d", num_features=cout, eps=0.001)
+    return net.layer(f"{p}.2", act) if act else out
+
+
+def squeeze_excite(net, p, channels, squeeze, gate="hardsigmoid"):
+    """torchvision.ops.SqueezeExcitation: global average pool, 1x1 conv fc1, relu, 1x1 conv
+    fc2, gate; the input's channels scaled by the result."""
+    x = net.last
+    net.layer(f"{p}.avgpool", "adaptive_avgpool2d", output_size=1)
+    net.conv(f"{p}.fc1", channels, squeeze, 1)
+    net.relu(f"{p}.activation")
+    net.conv(f"{p}.fc2", squeeze, channels, 1)
+    scale = net.layer(f"{p}.scale_activation", gate)
+    return net.layer(f"{p}.mul", "mul", inputs=[x, scale])
+
+
+def mobilenet_v3_block(net, p, cin, k, expanded, cout, se, act, stride):
+    """Inverted residual: 1x1 expand (unless expanded == cin), kxk depthwise, SE, 1x1 project;
+    the input is added where the shape is kept."""
+    x = net.last
+    act = "hardswish" if act == "HS" else "relu"
+    index = 0
+    if expanded != cin:
+        conv_bn_act(net, f"{p}.block.0", cin, expanded, 1, act=act)
+        index = 1
+    conv_bn_act(net, f"{p}.block.{index}", expanded, expanded, k, stride, expanded, act)
+    if se:
+        index += 1
+        squeeze_excite(net, f"{p}.block.{index}", expanded, make_divisible(expanded // 4))
+    out = conv_bn_act(net, f"{p}.block.{index + 1}", expanded, cout, 1)
+    if stride == 1 and cin == cout:
+        net.layer(f"{p}.add", "add", inputs=[out, x])
+
+
+def mobilenet_v3(name):
+    blocks, last_channel = MOBILENET_V3[name]
+    net = Net()
+    net.comment("stem")
+    conv_bn_act(net, "features.0", 3, 16, 3, 2, act="hardswish")
+    channels = 16
+    for i, (k, expanded, cout, se, act, stride) in enumerate(blocks, start=1):
+        se_text = ", squeeze-excite" if se else ""
+        net.comment(f"features.{i} (inverted residual, {k}x{k} depthwise, stride {stride}{se_text})")
+        mobilenet_v3_block(net, f"features.{i}", channels, k, expanded, cout, se, act, stride)
+        channels = cout
+    net.comment("head")
+    conv_bn_act(net, f"features.{len(blocks) + 1}", channels, 6 * channels, 1, act="hardswish")
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    net.linear("classifier.0", 6 * channels, last_channel)
+    net.layer("classifier.1", "hardswish")
+    net.layer("classifier.2", "dropout", p=0.2)
+    net.linear("classifier.3", last_channel, 1000)
+    size = name[len("mobilenet_v3_"):].capitalize()
+    return net, f"MobileNetV3-{size} (Howard et al. 2019), torchvision layout, ImageNet 1000 classes"
+
+
+# ---------------------------------------------------------------------------------------------
 # Writing YAML
 
 
@@ -277,10 +365,13 @@ def build(name):
         return shufflenet(name)
     if name.replace("_bn", "") in VGG_CONFIGS:
         return vgg(name)
+    if name in MOBILENET_V3:
+        return mobilenet_v3(name)
     raise KeyError(name)
 
 
-MODELS = (list(RESNETS) + [v + s for s in ("", "_bn") for v in VGG_CONFIGS] + list(SHUFFLENETS))
+MODELS = (list(RESNETS) + [v + s for s in ("", "_bn") for v in VGG_CONFIGS] + list(SHUFFLENETS)
+          + list(MOBILENET_V3))
 
 
 def scalar(value):
