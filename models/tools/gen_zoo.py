@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Generate the winfer model zoo YAML files (models/zoo/*.yaml).
 
-Each network family (ResNet, VGG, ShuffleNetV2) is described here from its architecture, with
-layer names equal to torchvision's module paths, so the parameter names are exactly torchvision's
-state_dict() keys. Nothing is traced; check_zoo.py proves each file equals torchvision.
+Each network family (ResNet, VGG, ShuffleNetV2, SqueezeNet, MobileNet, MNASNet) is described
+here from its architecture, with layer names equal to torchvision's module paths, so the
+parameter names are exactly torchvision's state_dict() keys. Nothing is traced; check_zoo.py
+proves each file equals torchvision.
 
 Usage:
     /usr/bin/python3 models/tools/gen_zoo.py                 # (re)write every zoo file
@@ -267,6 +268,161 @@ def shufflenet(name):
 
 
 # ---------------------------------------------------------------------------------------------
+# SqueezeNet (Iandola et al. 2016): 1.0 from the paper, 1.1 from its authors' repository
+
+SQUEEZENETS = {  # features: ("conv", channels, kernel), "M" 3x3/2 max pool (ceil_mode), or a
+    # Fire module (squeeze channels, expand channels of each of its 1x1 and 3x3 branches)
+    "squeezenet1_0": [("conv", 96, 7), "M", (16, 64), (16, 64), (32, 128), "M", (32, 128),
+                      (48, 192), (48, 192), (64, 256), "M", (64, 256)],
+    "squeezenet1_1": [("conv", 64, 3), "M", (16, 64), (16, 64), "M", (32, 128), (32, 128), "M",
+                      (48, 192), (48, 192), (64, 256), (64, 256)],
+}
+
+
+def fire(net, p, cin, squeeze, expand):
+    """1x1 squeeze conv-relu, then 1x1 and 3x3 expand conv-relu side by side, concatenated."""
+    net.conv(f"{p}.squeeze", cin, squeeze, 1)
+    x = net.relu(f"{p}.squeeze_activation")
+    net.conv(f"{p}.expand1x1", squeeze, expand, 1)
+    left = net.relu(f"{p}.expand1x1_activation")
+    net.conv(f"{p}.expand3x3", squeeze, expand, 3, padding=1, input=x)
+    right = net.relu(f"{p}.expand3x3_activation")
+    net.layer(f"{p}.concat", "concat", inputs=[left, right])
+    return 2 * expand
+
+
+def squeezenet(name):
+    net = Net()
+    net.comment("features (nn.Sequential: conv, relu, max pools and Fire modules)")
+    index, channels = 0, 3
+    for item in SQUEEZENETS[name]:
+        if item == "M":
+            net.layer(f"features.{index}", "maxpool2d", kernel_size=3, stride=2, ceil_mode=True)
+            index += 1
+        elif item[0] == "conv":
+            _, cout, k = item
+            net.conv(f"features.{index}", channels, cout, k, 2)
+            net.relu(f"features.{index + 1}")
+            index, channels = index + 2, cout
+        else:
+            net.comment(f"features.{index} (Fire: squeeze {item[0]}, expand 2x{item[1]})")
+            channels = fire(net, f"features.{index}", channels, *item)
+            index += 1
+    net.comment("classifier (a 1x1 conv to the classes, relu, global average pool)")
+    net.layer("classifier.0", "dropout")
+    net.conv("classifier.1", channels, 1000, 1)
+    net.relu("classifier.2")
+    net.layer("classifier.3", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    version = name[len("squeezenet"):].replace("_", ".")
+    return net, (f"SqueezeNet {version} (Iandola et al. 2016), torchvision layout, "
+                 "ImageNet 1000 classes")
+
+
+# ---------------------------------------------------------------------------------------------
+# MobileNetV2 (Sandler et al. 2018)
+
+MOBILENET_V2_SETTING = [  # (expansion, channels, repeats, stride of the first) per stage
+    (1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+    (6, 320, 1, 1),
+]
+
+
+def conv_bn_relu6(net, p, cin, cout, k, stride=1, groups=1):
+    """torchvision's Conv2dNormActivation with ReLU6: p.0 conv (no bias), p.1 bn, p.2 relu6."""
+    conv_bn(net, p, 0, cin, cout, k, stride, (k - 1) // 2, groups)
+    return net.layer(f"{p}.2", "relu6")
+
+
+def mobilenet_v2_block(net, p, cin, cout, stride, expansion):
+    """Inverted residual: 1x1 expand (unless expansion 1), 3x3 depthwise, 1x1 linear projection;
+    a residual add where the shape is kept."""
+    x, hidden, index = net.last, cin * expansion, 0
+    if expansion != 1:
+        conv_bn_relu6(net, f"{p}.conv.0", cin, hidden, 1)
+        index = 1
+    conv_bn_relu6(net, f"{p}.conv.{index}", hidden, hidden, 3, stride, groups=hidden)
+    out = conv_bn(net, f"{p}.conv", index + 1, hidden, cout)
+    if stride == 1 and cin == cout:
+        net.layer(f"{p}.add", "add", inputs=[x, out])
+    return cout
+
+
+def mobilenet_v2(name):
+    net = Net()
+    net.comment("stem")
+    conv_bn_relu6(net, "features.0", 3, 32, 3, 2)
+    index, channels = 1, 32
+    for expansion, cout, repeats, first_stride in MOBILENET_V2_SETTING:
+        for i in range(repeats):
+            stride = first_stride if i == 0 else 1
+            net.comment(f"features.{index} (inverted residual, expansion {expansion}, "
+                        f"stride {stride})")
+            channels = mobilenet_v2_block(net, f"features.{index}", channels, cout, stride,
+                                          expansion)
+            index += 1
+    net.comment("head")
+    conv_bn_relu6(net, f"features.{index}", channels, 1280, 1)
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    net.layer("classifier.0", "dropout", p=0.2)
+    net.linear("classifier.1", 1280, 1000)
+    return net, "MobileNetV2 (Sandler et al. 2018), torchvision layout, ImageNet 1000 classes"
+
+
+# ---------------------------------------------------------------------------------------------
+# MNASNet (Tan et al. 2018), the B1 variant as torchvision builds it
+
+MNASNETS = {"mnasnet1_0": [32, 16, 24, 40, 80, 96, 192, 320]}  # stem, stem out, six stacks
+MNASNET_STACKS = [  # (kernel, stride of the first, expansion, repeats): layers.8 ... layers.13
+    (3, 2, 3, 3), (5, 2, 3, 3), (5, 2, 6, 3), (3, 1, 6, 2), (5, 2, 6, 4), (3, 1, 6, 1),
+]
+
+
+def mnasnet_block(net, p, cin, cout, k, stride, expansion):
+    """Inverted residual: 1x1 expand, kxk depthwise, 1x1 projection, each with batch norm (relu
+    after the first two); a residual add where the shape is kept."""
+    x, mid = net.last, cin * expansion
+    conv_bn(net, f"{p}.layers", 0, cin, mid)
+    net.relu(f"{p}.layers.2")
+    conv_bn(net, f"{p}.layers", 3, mid, mid, k, stride, k // 2, groups=mid)
+    net.relu(f"{p}.layers.5")
+    out = conv_bn(net, f"{p}.layers", 6, mid, cout)
+    if stride == 1 and cin == cout:
+        net.layer(f"{p}.add", "add", inputs=[out, x])
+    return cout
+
+
+def mnasnet(name):
+    depths = MNASNETS[name]
+    net = Net()
+    net.comment("stem: 3x3 conv, 3x3 depthwise, 1x1 projection (layers.0 ... layers.7)")
+    conv_bn(net, "layers", 0, 3, depths[0], 3, 2, 1)
+    net.relu("layers.2")
+    conv_bn(net, "layers", 3, depths[0], depths[0], 3, 1, 1, groups=depths[0])
+    net.relu("layers.5")
+    conv_bn(net, "layers", 6, depths[0], depths[1])
+    channels = depths[1]
+    for stack, ((k, first_stride, expansion, repeats), cout) in enumerate(
+            zip(MNASNET_STACKS, depths[2:]), start=8):
+        for i in range(repeats):
+            stride = first_stride if i == 0 else 1
+            net.comment(f"layers.{stack}.{i} (inverted residual, {k}x{k} depthwise, expansion "
+                        f"{expansion}, stride {stride})")
+            channels = mnasnet_block(net, f"layers.{stack}.{i}", channels, cout, k, stride,
+                                     expansion)
+    net.comment("head (torchvision: x.mean([2, 3]) == global average pool + flatten)")
+    conv_bn(net, "layers", 14, channels, 1280)
+    net.relu("layers.16")
+    net.layer("globalpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    net.layer("classifier.0", "dropout", p=0.2)
+    net.linear("classifier.1", 1280, 1000)
+    alpha = name[len("mnasnet"):].replace("_", ".")
+    return net, f"MNASNet {alpha} (Tan et al. 2018), torchvision layout, ImageNet 1000 classes"
+
+
+# ---------------------------------------------------------------------------------------------
 # MobileNetV3 (Howard et al. 2019): inverted residuals, squeeze-and-excitation, hardswish
 
 MOBILENET_V3 = {  # blocks (kernel, expanded, out, SE, activation, stride), classifier width
@@ -359,6 +515,12 @@ def mobilenet_v3(name):
 
 
 def build(name):
+    if name in SQUEEZENETS:
+        return squeezenet(name)
+    if name == "mobilenet_v2":
+        return mobilenet_v2(name)
+    if name in MNASNETS:
+        return mnasnet(name)
     if name in RESNETS:
         return resnet(name)
     if name in SHUFFLENETS:
@@ -371,7 +533,7 @@ def build(name):
 
 
 MODELS = (list(RESNETS) + [v + s for s in ("", "_bn") for v in VGG_CONFIGS] + list(SHUFFLENETS)
-          + list(MOBILENET_V3))
+          + list(MOBILENET_V3) + list(SQUEEZENETS) + ["mobilenet_v2"] + list(MNASNETS))
 
 
 def scalar(value):
