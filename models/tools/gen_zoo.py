@@ -13,6 +13,7 @@ Usage:
 """
 
 import argparse
+import math
 import os
 import sys
 
@@ -511,10 +512,89 @@ def mobilenet_v3(name):
 
 
 # ---------------------------------------------------------------------------------------------
+# RegNet (Radosavovic et al. 2020): X (plain) and Y (squeeze-excite) bottleneck blocks with
+# grouped 3x3 convolutions
+
+REGNETS = {  # torchvision's BlockParams.from_init_params arguments: depth, w_0, w_a, w_m,
+    # group width, squeeze-excite ratio (bottleneck multiplier 1, stride 2 per stage)
+    "regnet_x_400mf": (22, 24, 24.48, 2.54, 16, None),
+    "regnet_y_400mf": (16, 48, 27.89, 2.09, 8, 0.25),
+    "regnet_y_1_6gf": (27, 48, 20.71, 2.65, 24, 0.25),
+}
+
+
+def regnet_stages(depth, w_0, w_a, w_m, group_width):
+    """(width, depth, group width) per stage, as torchvision's BlockParams.from_init_params:
+    block widths w_0 * w_m^round(log((i * w_a + w_0) / w_0) / log(w_m)) quantized to
+    multiples of 8, consecutive equal widths forming a stage, then each stage's width made
+    divisible by its group width (min(group_width, width))."""
+    widths = []
+    for i in range(depth):
+        capacity = round(math.log((i * w_a + w_0) / w_0) / math.log(w_m))
+        widths.append(int(round(w_0 * w_m ** capacity / 8)) * 8)
+    stages = []
+    for width in widths:
+        if stages and stages[-1][0] == width:
+            stages[-1][1] += 1
+        else:
+            stages.append([width, 1])
+    return [(make_divisible(w, min(group_width, w)), d, min(group_width, w)) for w, d in stages]
+
+
+def regnet_block(net, p, cin, cout, stride, group_width, se_ratio):
+    """ResBottleneckBlock: f = 1x1 conv-bn-relu (f.a), grouped 3x3 conv-bn-relu (f.b, stride),
+    squeeze-excite with relu and sigmoid (f.se, squeeze channels round(se_ratio * cin)),
+    1x1 conv-bn (f.c); added to the input, or to its 1x1 conv-bn projection (proj) where the
+    shape changes; relu after the add."""
+    x = net.last
+    conv_bn(net, f"{p}.f.a", 0, cin, cout, 1)
+    net.relu(f"{p}.f.a.2")
+    conv_bn(net, f"{p}.f.b", 0, cout, cout, 3, stride, 1, groups=cout // group_width)
+    net.relu(f"{p}.f.b.2")
+    if se_ratio:
+        squeeze_excite(net, f"{p}.f.se", cout, int(round(se_ratio * cin)), gate="sigmoid")
+    out = conv_bn(net, f"{p}.f.c", 0, cout, cout, 1)
+    shortcut = x
+    if stride != 1 or cin != cout:
+        shortcut = conv_bn(net, f"{p}.proj", 0, cin, cout, 1, stride, input=x)
+    net.layer(f"{p}.add", "add", inputs=[shortcut, out])
+    net.relu(f"{p}.activation")
+
+
+def regnet(name):
+    depth, w_0, w_a, w_m, group_width, se_ratio = REGNETS[name]
+    net = Net()
+    net.comment("stem")
+    conv_bn(net, "stem", 0, 3, 32, 3, 2, 1)
+    net.relu("stem.2")
+    channels = 32
+    stages = regnet_stages(depth, w_0, w_a, w_m, group_width)
+    for stage, (width, count, gw) in enumerate(stages, start=1):
+        for i in range(count):
+            stride = 2 if i == 0 else 1
+            p = f"trunk_output.block{stage}.block{stage}-{i}"
+            se_text = ", squeeze-excite" if se_ratio else ""
+            net.comment(f"{p} (bottleneck, {width // gw} groups of {gw}, stride {stride}"
+                        f"{se_text})")
+            regnet_block(net, p, channels, width, stride, gw, se_ratio)
+            channels = width
+    net.comment("head")
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    net.linear("fc", channels, 1000)
+    _, kind, flops = name.split("_", 2)  # regnet_y_1_6gf: RegNetY-1.6GF
+    flops = flops.replace("_", ".").upper()
+    return net, (f"RegNet{kind.upper()}-{flops} (Radosavovic et al. 2020), torchvision layout, "
+                 "ImageNet 1000 classes")
+
+
+# ---------------------------------------------------------------------------------------------
 # Writing YAML
 
 
 def build(name):
+    if name in REGNETS:
+        return regnet(name)
     if name in SQUEEZENETS:
         return squeezenet(name)
     if name == "mobilenet_v2":
@@ -534,6 +614,7 @@ def build(name):
 
 MODELS = (list(RESNETS) + [v + s for s in ("", "_bn") for v in VGG_CONFIGS] + list(SHUFFLENETS)
           + list(MOBILENET_V3) + list(SQUEEZENETS) + ["mobilenet_v2"] + list(MNASNETS))
+MODELS += list(REGNETS)
 
 
 def scalar(value):
