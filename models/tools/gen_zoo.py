@@ -589,6 +589,81 @@ def regnet(name):
 
 
 # ---------------------------------------------------------------------------------------------
+# EfficientNet (Tan and Le 2019): MBConv blocks with squeeze-and-excitation, SiLU
+
+EFFICIENTNETS = {  # width multiplier, depth multiplier, torchvision's weights' preprocess
+    "efficientnet_b0": (1.0, 1.0, "resize 256 / crop 224 bicubic"),
+    "efficientnet_b1": (1.0, 1.1, "resize 255 / crop 240 bilinear (V1 256 / 240 bicubic)"),
+}
+EFFICIENTNET_STAGES = [  # (expansion, kernel, stride of the first, in, out, repeats): features.1-7
+    (1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
+    (6, 5, 1, 80, 112, 3), (6, 5, 2, 112, 192, 4), (6, 3, 1, 192, 320, 1),
+]
+
+
+def conv_bn_silu(net, p, cin, cout, k, stride=1, groups=1, act="silu"):
+    """EfficientNet's Conv2dNormActivation: conv p.0 (no bias, padding (k-1)/2), BatchNorm p.1
+    (torchvision's default eps 1e-5 for B0-B7), SiLU p.2 unless act is None."""
+    out = conv_bn(net, p, 0, cin, cout, k, stride, (k - 1) // 2, groups)
+    return net.layer(f"{p}.2", act) if act else out
+
+
+def squeeze_excite_silu(net, p, channels, squeeze):
+    """torchvision.ops.SqueezeExcitation(activation=SiLU): global average pool, 1x1 conv fc1,
+    SiLU, 1x1 conv fc2, sigmoid; the input's channels scaled by the result."""
+    x = net.last
+    net.layer(f"{p}.avgpool", "adaptive_avgpool2d", output_size=1)
+    net.conv(f"{p}.fc1", channels, squeeze, 1)
+    net.layer(f"{p}.activation", "silu")
+    net.conv(f"{p}.fc2", squeeze, channels, 1)
+    scale = net.layer(f"{p}.scale_activation", "sigmoid")
+    return net.layer(f"{p}.mul", "mul", inputs=[x, scale])
+
+
+def mbconv_block(net, p, cin, cout, k, stride, expansion):
+    """MBConv: 1x1 expand (unless expansion 1), kxk depthwise, squeeze-excite to cin / 4
+    channels, 1x1 linear projection; the input is added where the shape is kept (torchvision's
+    StochasticDepth before the add is the identity in eval mode, so it has no layer here)."""
+    x, hidden, index = net.last, make_divisible(cin * expansion), 0
+    if hidden != cin:
+        conv_bn_silu(net, f"{p}.block.0", cin, hidden, 1)
+        index = 1
+    conv_bn_silu(net, f"{p}.block.{index}", hidden, hidden, k, stride, hidden)
+    squeeze_excite_silu(net, f"{p}.block.{index + 1}", hidden, max(1, cin // 4))
+    out = conv_bn_silu(net, f"{p}.block.{index + 2}", hidden, cout, 1, act=None)
+    if stride == 1 and cin == cout:
+        net.layer(f"{p}.add", "add", inputs=[out, x])
+
+
+def efficientnet(name):
+    width, depth, weights_preprocess = EFFICIENTNETS[name]
+    net = Net()
+    net.comment("stem")
+    stem = make_divisible(EFFICIENTNET_STAGES[0][3] * width)
+    conv_bn_silu(net, "features.0", 3, stem, 3, 2)
+    channels = stem
+    for stage, (expansion, k, first_stride, _, cout, repeats) in enumerate(EFFICIENTNET_STAGES, 1):
+        cout = make_divisible(cout * width)
+        for i in range(math.ceil(repeats * depth)):
+            stride = first_stride if i == 0 else 1
+            net.comment(f"features.{stage}.{i} (MBConv, expansion {expansion}, {k}x{k} depthwise, "
+                        f"stride {stride}, squeeze-excite)")
+            mbconv_block(net, f"features.{stage}.{i}", channels, cout, k, stride, expansion)
+            channels = cout
+    net.comment("head")
+    head = 4 * channels
+    conv_bn_silu(net, f"features.{len(EFFICIENTNET_STAGES) + 1}", channels, head, 1)
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    net.layer("classifier.0", "dropout", p=0.2)
+    net.linear("classifier.1", head, 1000)
+    variant = name[len("efficientnet_"):].upper()
+    return net, (f"EfficientNet-{variant} (Tan and Le 2019), torchvision layout, ImageNet 1000 "
+                 f"classes (torchvision's weights were evaluated at {weights_preprocess}; this "
+                 f"file keeps the zoo's resize 256 / crop 224)")
+
+
+# ---------------------------------------------------------------------------------------------
 # Writing YAML
 
 
@@ -609,11 +684,14 @@ def build(name):
         return vgg(name)
     if name in MOBILENET_V3:
         return mobilenet_v3(name)
+    if name in EFFICIENTNETS:
+        return efficientnet(name)
     raise KeyError(name)
 
 
 MODELS = (list(RESNETS) + [v + s for s in ("", "_bn") for v in VGG_CONFIGS] + list(SHUFFLENETS)
           + list(MOBILENET_V3) + list(SQUEEZENETS) + ["mobilenet_v2"] + list(MNASNETS))
+MODELS += list(EFFICIENTNETS)
 MODELS += list(REGNETS)
 
 
