@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Generate the winfer model zoo YAML files (models/zoo/*.yaml).
 
-Each network family (ResNet, VGG, ShuffleNetV2, SqueezeNet, MobileNet, MNASNet) is described
+Each network family (ResNet, VGG, ShuffleNetV2, SqueezeNet, MobileNet, MNASNet, RegNet) is described
 here from its architecture, with layer names equal to torchvision's module paths, so the
 parameter names are exactly torchvision's state_dict() keys. Nothing is traced; check_zoo.py
 proves each file equals torchvision.
