@@ -124,9 +124,10 @@ def calibrate_batchnorm(net, seed, shape=CALIBRATION_SHAPE):
 
 
 def damp_residual_branches(net, factor=RESIDUAL_DAMPING):
-    """Scale the weight of the last BatchNorm of every ResNet residual branch by FACTOR (see the
-    module doc: conditioning). Other networks have no residual additions and are unchanged."""
+    """Scale the weight of the last BatchNorm of every ResNet and RegNet residual branch by
+    FACTOR (see the module doc: conditioning). Other networks are unchanged."""
     import torch
+    from torchvision.models.regnet import ResBottleneckBlock
     from torchvision.models.resnet import BasicBlock, Bottleneck
     with torch.no_grad():
         for block in net.modules():
@@ -134,6 +135,8 @@ def damp_residual_branches(net, factor=RESIDUAL_DAMPING):
                 block.bn2.weight.mul_(factor)
             elif isinstance(block, Bottleneck):
                 block.bn3.weight.mul_(factor)
+            elif isinstance(block, ResBottleneckBlock):  # RegNet (regnet_y_1_6gf: 2.3e-5 -> 4.6e-7)
+                block.f.c[1].weight.mul_(factor)
     return net
 
 
