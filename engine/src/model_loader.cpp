@@ -651,7 +651,8 @@ class ModelLoader {
 Result<std::shared_ptr<const Model>> Model::load(const std::string& yaml_path, const LoadOptions& options) {
   try {
     if (onnx_import::is_onnx_path(yaml_path)) {
-      WINFER_ASSIGN_OR_RETURN(onnx_import::ImportedModel imported, onnx_import::import_onnx(yaml_path, options.confine_to));
+      WINFER_ASSIGN_OR_RETURN(onnx_import::ImportedModel imported,
+                              onnx_import::import_onnx(yaml_path, options.confine_to));
       return ModelLoader(yaml_path, &imported, options).load();
     }
     return ModelLoader(yaml_path, options).load();
