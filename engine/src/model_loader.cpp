@@ -19,6 +19,7 @@
 #include "engine/src/param_sources.h"
 #include "engine/src/preprocess_yaml.h"
 #include "engine/src/yaml_node_limit.h"
+#include "engine/src/yaml_text.h"
 #include "kernels/cpu/conv_algorithm.h"
 #include "winfer/model.h"
 
@@ -26,6 +27,9 @@ namespace winfer {
 namespace fs = std::filesystem;
 
 namespace {
+
+using detail::escaped;
+using detail::first_control_character;
 
 constexpr const char* kFormat = "winfer/1";
 const std::set<std::string> kTopLevelKeys = {"format", "name",       "description", "input",   "weights",
@@ -47,32 +51,6 @@ std::string join(const std::vector<std::string>& items) {
   std::string s;
   for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
   return s;
-}
-
-// `text` with its control characters (a NUL, a newline, ...) written as \xNN, for messages.
-std::string escaped(const std::string& text) {
-  std::string out;
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
-// The first control character of `text`, or npos. A NUL would end the name wherever it goes
-// through a C string (a file path, strtoll) and hide the rest; none belongs in a name.
-size_t first_control_character(const std::string& text) {
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) return i;
-  }
-  return std::string::npos;
 }
 
 // Reads YAML with typed errors: "model.yaml:7: 'input.shape' must be a list of integers".

@@ -7,6 +7,7 @@
 
 #include "engine/src/core/file_io.h"
 #include "engine/src/yaml_node_limit.h"
+#include "engine/src/yaml_text.h"
 #include "winfer/image.h"
 
 namespace winfer {
@@ -16,30 +17,6 @@ namespace {
 const char* const kKnownKeys = "resize, crop, mean, std, channel_order";
 
 int line_of(const YAML::Node& node) { return node.Mark().line >= 0 ? node.Mark().line + 1 : 0; }
-
-// `text` with its control characters written as \xNN, for messages.
-std::string escaped(const std::string& text) {
-  std::string out;
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
-size_t first_control_character(const std::string& text) {
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) return i;
-  }
-  return std::string::npos;
-}
 
 // The same words as the model loader's YAML reader: "file:line: message".
 class Reader {
