@@ -2,13 +2,30 @@
 // engine uses it for every depthwise layer whatever algorithm is chosen.
 //
 // Each output channel reads only its own input channel, so in NHWC the natural vector axis is
-// the channel: for one output pixel and a block of channels the accumulators stay in registers
-// while the loop walks the in-bounds taps, each tap one contiguous run of input channels times
-// one contiguous run of the weights packed [Kh][Kw][C]:
+// the channel, and the weights are packed [Kh][Kw][C] so that a tap's weights for a block of
+// channels are one contiguous vector:
 //
 //   out[n][oh][ow][c] = act(bias[c] + sum_{kh,kw} in[n][ih][iw][c] * w[kh][kw][c])
 //
-// Any kernel, stride, asymmetric padding and dilation; no workspace; split over output rows.
+// The fast path (kernel width 3, 5 or 7, stride 1 or 2 along W, no dilation along W; any
+// kernel height, stride, dilation and padding along H): a tile of 7 output pixels of one row x
+// one vector of channels keeps its 7 accumulators and one kernel row's Kw weight vectors in
+// registers, and loads each input column of the tile's window once for all the pixels that
+// read it (stride 1, 3x3: 9 loads for 21 FMAs per kernel row, where one pixel at a time needs
+// 2 loads per FMA). Tiles whose window crosses the left or right edge skip the columns outside
+// the input (a test per column, in those tiles only); rows crossing the top or bottom take the
+// valid kernel rows. 7 divides the widths of every 224x224 network's layers (112, 56, 28, 14,
+// 7); other widths end in single-pixel tiles. Channels past the last full vector take half and
+// quarter vectors, then scalar code (at most 3 channels).
+//
+// Any other shape: one output pixel at a time, the in-bounds taps of its window, blocks of up
+// to 4 vectors of channels.
+//
+// Threads split output rows x slices of 16 channels (the slices only when the rows alone would
+// split unevenly: 7 rows on 2 threads). Every output element is computed by the same code in
+// the same order whatever the split, so the result does not depend on the thread count. No
+// workspace.
+#include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/conv_common.h"
@@ -49,16 +66,21 @@ WINFER_ALWAYS_INLINE inline void pixel_block(const RowArgs& a, const PixelTaps& 
       for (int v = 0; v < kVecs; ++v) acc[v] += load<kLanes>(x + v * kLanes) * load<kLanes>(w + v * kLanes);
     }
   }
+  const V lo = broadcast<kLanes>(a.clip.lo), hi = broadcast<kLanes>(a.clip.hi);
   float* o = out_pixel + c;
-  for (int v = 0; v < kVecs; ++v) store<kLanes>(o + v * kLanes, acc[v]);
-  for (int j = 0; j < kLanes * kVecs; ++j) o[j] = clamp(o[j], a.clip);
+  for (int v = 0; v < kVecs; ++v) {
+    V r = acc[v];
+    r = r < lo ? lo : r;  // NaN compares false and passes through
+    r = r > hi ? hi : r;
+    store<kLanes>(o + v * kLanes, r);
+  }
 }
 
-// The last `width` (< one vector) channels from c: the same sum, scalar.
-WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t, int64_t c, int64_t width,
+// Channels [c, c_end) (a few) of one output pixel: the same sum, scalar.
+WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t, int64_t c, int64_t c_end,
                                             float* out_pixel) {
   const ConvParams& p = *a.p;
-  for (int64_t j = c; j < c + width; ++j) {
+  for (int64_t j = c; j < c_end; ++j) {
     float acc = a.bias ? a.bias[j] : 0.f;
     for (int64_t kh = t.kh0; kh < t.kh1; ++kh) {
       const int64_t ih = t.oh * p.stride_h - p.pad_top + kh * p.dilation_h;
@@ -72,24 +94,24 @@ WINFER_ALWAYS_INLINE inline void pixel_tail(const RowArgs& a, const PixelTaps& t
   }
 }
 
-// All channels of one pixel: blocks of kVecs vectors, then halves down to one vector, then
-// narrower vectors down to 4 lanes, then the scalar tail (at most 3 channels; ShuffleNet's
-// 58, 116, 232 and 464 channels end in a 4-lane or 8-lane block, not in scalar code).
+// Channels [c, c_end) of one pixel: blocks of kVecs vectors, then halves down to one vector,
+// then narrower vectors down to 4 lanes, then the scalar tail (at most 3 channels).
 template <int kLanes, int kVecs>
-WINFER_ALWAYS_INLINE inline void pixel_channels(const RowArgs& a, const PixelTaps& t, int64_t c, float* out_pixel) {
-  const int64_t channels = a.p->in_channels;
-  for (; c + kLanes * kVecs <= channels; c += kLanes * kVecs) pixel_block<kLanes, kVecs>(a, t, c, out_pixel);
+WINFER_ALWAYS_INLINE inline void pixel_channels(const RowArgs& a, const PixelTaps& t, int64_t c, int64_t c_end,
+                                                float* out_pixel) {
+  for (; c + kLanes * kVecs <= c_end; c += kLanes * kVecs) pixel_block<kLanes, kVecs>(a, t, c, out_pixel);
   if constexpr (kVecs > 1) {
-    pixel_channels<kLanes, kVecs / 2>(a, t, c, out_pixel);
+    pixel_channels<kLanes, kVecs / 2>(a, t, c, c_end, out_pixel);
   } else if constexpr (kLanes > 4) {
-    pixel_channels<kLanes / 2, 1>(a, t, c, out_pixel);
-  } else if (c < channels) {
-    pixel_tail(a, t, c, channels - c, out_pixel);
+    pixel_channels<kLanes / 2, 1>(a, t, c, c_end, out_pixel);
+  } else if (c < c_end) {
+    pixel_tail(a, t, c, c_end, out_pixel);
   }
 }
 
+// Any shape: output row (n, oh), channels [c0, c1), one pixel at a time.
 template <int kLanes>
-WINFER_ALWAYS_INLINE inline void row_body(const RowArgs& a, int64_t n, int64_t oh) {
+WINFER_ALWAYS_INLINE inline void row_any(const RowArgs& a, int64_t n, int64_t oh, int64_t c0, int64_t c1) {
   const ConvParams& p = *a.p;
   const int64_t wo = p.out_w();
   PixelTaps t;
@@ -100,21 +122,181 @@ WINFER_ALWAYS_INLINE inline void row_body(const RowArgs& a, int64_t n, int64_t o
   for (int64_t ow = 0; ow < wo; ++ow) {
     t.ow = ow;
     valid_taps(ow * p.stride_w - p.pad_left, p.dilation_w, p.kernel_w, p.in_w, &t.kw0, &t.kw1);
-    pixel_channels<kLanes, 4>(a, t, 0, out_row + ow * p.out_channels);
+    pixel_channels<kLanes, 4>(a, t, c0, c1, out_row + ow * p.out_channels);
   }
 }
 
-// Four vector registers of accumulators per ISA (64, 32 or 16 channels per block).
-WINFER_TARGET_AVX512 void row_avx512(const RowArgs& a, int64_t n, int64_t oh) { row_body<16>(a, n, oh); }
-WINFER_TARGET_AVX2 void row_avx2(const RowArgs& a, int64_t n, int64_t oh) { row_body<8>(a, n, oh); }
-void row_generic(const RowArgs& a, int64_t n, int64_t oh) { row_body<4>(a, n, oh); }
+// ---- The fast path: kernel width kKw, stride kSw along W, dilation 1 along W ----
 
-using RowFn = void (*)(const RowArgs&, int64_t, int64_t);
-RowFn pick_row_fn() {
-  switch (cpu_isa()) {
-    case Isa::kAvx512: return row_avx512;
-    case Isa::kAvx2: return row_avx2;
-    default: return row_generic;
+// One output row: where its windows read along H and where it is written.
+struct RowTaps {
+  const float* in_image;  // image n
+  int64_t ih0;            // oh * stride_h - pad_top: the input row of kernel row 0
+  int64_t kh0, kh1;       // the kernel rows inside the input
+  float* out_row;         // output row (n, oh), NHWC
+};
+
+// Output pixels [ow0, ow0 + kPixels) of one row x channels [c, c + kLanes). kEdge: the window
+// may cross the left or right edge (columns outside the input are skipped).
+template <int kLanes, int kKw, int kSw, int kPixels, bool kEdge>
+WINFER_ALWAYS_INLINE inline void tile(const RowArgs& a, const RowTaps& r, int64_t ow0, int64_t c) {
+  using V = Vec<kLanes>;
+  const ConvParams& p = *a.p;
+  const int64_t channels = p.in_channels;
+  const V init = a.bias ? load<kLanes>(a.bias + c) : V{};
+  V acc[kPixels];
+#pragma GCC unroll 16
+  for (int j = 0; j < kPixels; ++j) acc[j] = init;
+  const int64_t iw0 = ow0 * kSw - p.pad_left;
+  constexpr int kCols = (kPixels - 1) * kSw + kKw;  // input columns the tile's windows read
+  for (int64_t kh = r.kh0; kh < r.kh1; ++kh) {
+    const float* x = r.in_image + (r.ih0 + kh * p.dilation_h) * p.in_w * channels + c;
+    const float* w = a.packed + kh * kKw * channels + c;
+    V wk[kKw];
+#pragma GCC unroll 16
+    for (int kw = 0; kw < kKw; ++kw) wk[kw] = load<kLanes>(w + kw * channels);
+#pragma GCC unroll 32
+    for (int i = 0; i < kCols; ++i) {
+      if (kEdge && (iw0 + i < 0 || iw0 + i >= p.in_w)) continue;
+      const V xi = load<kLanes>(x + (iw0 + i) * channels);
+      // Column i is tap kw = i - j * kSw of pixel j: taps are summed in kw order, as in a
+      // one-pixel tile.
+#pragma GCC unroll 16
+      for (int j = 0; j < kPixels; ++j) {
+        const int kw = i - j * kSw;
+        if (kw >= 0 && kw < kKw) acc[j] += xi * wk[kw];
+      }
+    }
+  }
+  const V lo = broadcast<kLanes>(a.clip.lo), hi = broadcast<kLanes>(a.clip.hi);
+  float* o = r.out_row + ow0 * channels + c;
+#pragma GCC unroll 16
+  for (int j = 0; j < kPixels; ++j) {
+    V v = acc[j];
+    v = v < lo ? lo : v;  // NaN compares false and passes through
+    v = v > hi ? hi : v;
+    store<kLanes>(o + j * channels, v);
+  }
+}
+
+// Output pixels [ow0, ow0 + count) x channels [c, c_end) (at most 3), scalar.
+WINFER_ALWAYS_INLINE inline void tile_tail(const RowArgs& a, const RowTaps& r, int64_t ow0, int64_t count, int64_t c,
+                                           int64_t c_end) {
+  const ConvParams& p = *a.p;
+  for (int64_t ow = ow0; ow < ow0 + count; ++ow) {
+    for (int64_t j = c; j < c_end; ++j) {
+      float acc = a.bias ? a.bias[j] : 0.f;
+      int64_t kw0, kw1;
+      valid_taps(ow * p.stride_w - p.pad_left, 1, p.kernel_w, p.in_w, &kw0, &kw1);
+      for (int64_t kh = r.kh0; kh < r.kh1; ++kh) {
+        const int64_t ih = r.ih0 + kh * p.dilation_h;
+        for (int64_t kw = kw0; kw < kw1; ++kw) {
+          const int64_t iw = ow * p.stride_w - p.pad_left + kw;
+          acc +=
+              r.in_image[(ih * p.in_w + iw) * p.in_channels + j] * a.packed[(kh * p.kernel_w + kw) * p.in_channels + j];
+        }
+      }
+      r.out_row[ow * p.out_channels + j] = clamp(acc, a.clip);
+    }
+  }
+}
+
+// The tile at ow0 of `rows` output rows (of one image) for channels [c, c_end): full vectors,
+// then half and quarter vectors, then scalar code for the last (at most 3) channels. The rows
+// of a vector of channels one after the other: the input rows they share are still in L1.
+template <int kLanes, int kKw, int kSw, int kPixels, bool kEdge>
+WINFER_ALWAYS_INLINE inline void tile_channels(const RowArgs& a, const RowTaps* r, int rows, int64_t ow0, int64_t c,
+                                               int64_t c_end) {
+  for (; c + kLanes <= c_end; c += kLanes)
+    for (int k = 0; k < rows; ++k) tile<kLanes, kKw, kSw, kPixels, kEdge>(a, r[k], ow0, c);
+  if constexpr (kLanes > 4) {
+    if (c < c_end) tile_channels<kLanes / 2, kKw, kSw, kPixels, kEdge>(a, r, rows, ow0, c, c_end);
+  } else if (c < c_end) {
+    for (int k = 0; k < rows; ++k) tile_tail(a, r[k], ow0, kPixels, c, c_end);
+  }
+}
+
+constexpr int kTilePixels = 7;
+constexpr int kGroupRows = 4;  // output rows computed together (RowFn's `rows` at most)
+
+// Output rows [oh, oh + rows) of image n (rows <= kGroupRows), channels [c0, c1).
+template <int kLanes, int kKw, int kSw>
+WINFER_ALWAYS_INLINE inline void row_fast(const RowArgs& a, int64_t n, int64_t oh, int64_t rows, int64_t c0,
+                                          int64_t c1) {
+  const ConvParams& p = *a.p;
+  const int64_t wo = p.out_w();
+  RowTaps r[kGroupRows];
+  for (int k = 0; k < rows; ++k) {
+    r[k].in_image = a.input + n * p.in_h * p.in_w * p.in_channels;
+    r[k].ih0 = (oh + k) * p.stride_h - p.pad_top;
+    valid_taps(r[k].ih0, p.dilation_h, p.kernel_h, p.in_h, &r[k].kh0, &r[k].kh1);
+    r[k].out_row = a.output + (n * p.out_h() + oh + k) * wo * p.out_channels;
+  }
+  const int nrows = static_cast<int>(rows);
+  // Output columns whose windows lie inside the input: [ow_lo, ow_hi).
+  const int64_t ow_lo = ceil_div(p.pad_left, kSw);
+  const int64_t last = p.in_w + p.pad_left - kKw;  // ow * kSw <= last for the window's right end
+  const int64_t ow_hi = last >= 0 ? last / kSw + 1 : 0;
+  int64_t ow = 0;
+  for (; ow + kTilePixels <= wo; ow += kTilePixels) {
+    if (ow >= ow_lo && ow + kTilePixels <= ow_hi) {
+      tile_channels<kLanes, kKw, kSw, kTilePixels, false>(a, r, nrows, ow, c0, c1);
+    } else {
+      tile_channels<kLanes, kKw, kSw, kTilePixels, true>(a, r, nrows, ow, c0, c1);
+    }
+  }
+  for (; ow < wo; ++ow) tile_channels<kLanes, kKw, kSw, 1, true>(a, r, nrows, ow, c0, c1);
+}
+
+// Output rows [oh, oh + rows) of image n, channels [c0, c1).
+using RowFn = void (*)(const RowArgs&, int64_t n, int64_t oh, int64_t rows, int64_t c0, int64_t c1);
+
+// Per ISA: 16, 8 or 4 lanes (one zmm, one ymm or one xmm register per vector).
+WINFER_TARGET_AVX512 void any_avx512(const RowArgs& a, int64_t n, int64_t oh, int64_t rows, int64_t c0, int64_t c1) {
+  for (int64_t k = 0; k < rows; ++k) row_any<16>(a, n, oh + k, c0, c1);
+}
+WINFER_TARGET_AVX2 void any_avx2(const RowArgs& a, int64_t n, int64_t oh, int64_t rows, int64_t c0, int64_t c1) {
+  for (int64_t k = 0; k < rows; ++k) row_any<8>(a, n, oh + k, c0, c1);
+}
+void any_generic(const RowArgs& a, int64_t n, int64_t oh, int64_t rows, int64_t c0, int64_t c1) {
+  for (int64_t k = 0; k < rows; ++k) row_any<4>(a, n, oh + k, c0, c1);
+}
+
+template <int kKw, int kSw>
+WINFER_TARGET_AVX512 void fast_avx512(const RowArgs& a, int64_t n, int64_t oh, int64_t rows, int64_t c0, int64_t c1) {
+  row_fast<16, kKw, kSw>(a, n, oh, rows, c0, c1);
+}
+template <int kKw, int kSw>
+WINFER_TARGET_AVX2 void fast_avx2(const RowArgs& a, int64_t n, int64_t oh, int64_t rows, int64_t c0, int64_t c1) {
+  row_fast<8, kKw, kSw>(a, n, oh, rows, c0, c1);
+}
+template <int kKw, int kSw>
+void fast_generic(const RowArgs& a, int64_t n, int64_t oh, int64_t rows, int64_t c0, int64_t c1) {
+  row_fast<4, kKw, kSw>(a, n, oh, rows, c0, c1);
+}
+
+template <int kKw, int kSw>
+RowFn fast_row_fn(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return fast_avx512<kKw, kSw>;
+    case Isa::kAvx2: return fast_avx2<kKw, kSw>;
+    default: return fast_generic<kKw, kSw>;
+  }
+}
+
+RowFn pick_row_fn(const ConvParams& p) {
+  const Isa isa = cpu_isa();
+  if (p.dilation_w == 1) {
+    if (p.kernel_w == 3 && p.stride_w == 1) return fast_row_fn<3, 1>(isa);
+    if (p.kernel_w == 3 && p.stride_w == 2) return fast_row_fn<3, 2>(isa);
+    if (p.kernel_w == 5 && p.stride_w == 1) return fast_row_fn<5, 1>(isa);
+    if (p.kernel_w == 5 && p.stride_w == 2) return fast_row_fn<5, 2>(isa);
+    if (p.kernel_w == 7 && p.stride_w == 1) return fast_row_fn<7, 1>(isa);
+  }
+  switch (isa) {
+    case Isa::kAvx512: return any_avx512;
+    case Isa::kAvx2: return any_avx2;
+    default: return any_generic;
   }
 }
 
@@ -148,13 +330,43 @@ class DepthwiseConv final : public ConvAlgorithm {
   }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void*, Activation act, int threads) const override {
-    const RowFn row_fn = pick_row_fn();
+    const RowFn row_fn = pick_row_fn(p);
     const RowArgs args{&p,   input_nhwc,  packed,
                        bias, output_nhwc, activation_clamp(activation_before_residual(residual_nhwc, act))};
-    const int64_t rows = p.batch * p.out_h();
+    const int64_t out_h = p.out_h();
+    const int64_t rows = p.batch * out_h;
     const int nt = threads_for_work(threads, p.flops() / 2);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t r = 0; r < rows; ++r) row_fn(args, r / p.out_h(), r % p.out_h());
+    // Work items: output rows x channel slices (multiples of 16 channels, so that no vector
+    // straddles two). Slices only where the rows alone split unevenly between few threads.
+    constexpr int64_t kSliceQuantum = 16;
+    const int64_t quanta = ceil_div(p.in_channels, kSliceQuantum);
+    const int64_t slices = (nt > 1 && rows % nt != 0 && rows < 8 * nt) ? std::min<int64_t>(nt, quanta) : 1;
+    const int64_t slice = ceil_div(quanta, slices) * kSliceQuantum;
+    const int64_t items = rows * slices;
+    const auto run_items = [&](int64_t begin, int64_t end) {
+      if (slices == 1) {
+        // Rows in groups of up to kGroupRows of one image: each tile of the group's rows reads
+        // the input rows they share from L1.
+        for (int64_t r = begin; r < end;) {
+          const int64_t n = r / out_h, oh = r % out_h;
+          const int64_t count = std::min({end - r, out_h - oh, int64_t{kGroupRows}});
+          row_fn(args, n, oh, count, 0, p.in_channels);
+          r += count;
+        }
+        return;
+      }
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t r = i / slices, c0 = (i % slices) * slice;
+        const int64_t c1 = std::min(p.in_channels, c0 + slice);
+        if (c0 < c1) row_fn(args, r / out_h, r % out_h, 1, c0, c1);
+      }
+    };
+    if (nt <= 1) {
+      run_items(0, items);
+    } else {
+#pragma omp parallel for num_threads(nt) schedule(static)
+      for (int t = 0; t < nt; ++t) run_items(items * t / nt, items * (t + 1) / nt);
+    }
     add_residual(p, residual_nhwc, output_nhwc, act, threads);
   }
 };
