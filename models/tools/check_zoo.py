@@ -97,8 +97,9 @@ def check_model(name, batch, seed, dtype=torch.float32):
     # every layer with parameters is a torchvision module of the same name
     compared = [layer.name for layer in reference.layers if layer.param_shapes]
     captured, handles = capture_module_outputs(net, compared)
+    shape, _, _ = parse_only(path)  # the YAML's input size (224x224; Inception v3 299x299)
     x = torch.from_numpy(np.random.default_rng(seed).standard_normal(
-        [batch, 3, 224, 224], dtype=np.float32))
+        [batch] + list(shape[1:]), dtype=np.float32))
     with torch.no_grad():
         expected = net(x)
     for handle in handles:

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Generate the winfer model zoo YAML files (models/zoo/*.yaml).
 
-Each network family (ResNet, VGG, ShuffleNetV2, SqueezeNet, MobileNet, MNASNet, RegNet) is described
-here from its architecture, with layer names equal to torchvision's module paths, so the
+Each network family (ResNet, ResNeXt and Wide ResNet, VGG, ShuffleNetV2, SqueezeNet, MobileNet,
+MNASNet, EfficientNet, RegNet, AlexNet, GoogLeNet, Inception v3, DenseNet) is described here
+from its architecture, with layer names equal to torchvision's module paths, so the
 parameter names are exactly torchvision's state_dict() keys. Nothing is traced; check_zoo.py
 proves each file equals torchvision.
 
@@ -65,8 +66,11 @@ class Net:
             attrs["bias"] = False
         return self.layer(name, "conv2d", input=input, **attrs)
 
-    def bn(self, name, channels, input=None):
-        return self.layer(name, "batchnorm2d", input=input, num_features=channels)
+    def bn(self, name, channels, input=None, eps=None):
+        attrs = {"num_features": channels}
+        if eps is not None:
+            attrs["eps"] = eps
+        return self.layer(name, "batchnorm2d", input=input, **attrs)
 
     def relu(self, name, input=None):
         return self.layer(name, "relu", input=input)
@@ -100,13 +104,16 @@ def basic_block(net, p, cin, planes, stride):
     return planes
 
 
-def bottleneck_block(net, p, cin, planes, stride):
+def bottleneck_block(net, p, cin, planes, stride, groups=1, width_per_group=64):
+    """torchvision's Bottleneck: its 3x3 conv has int(planes * width_per_group / 64) * groups
+    channels in GROUPS groups (ResNeXt: 32 groups of 4, 8, ... channels; Wide ResNet: twice
+    resnet50's width in one group)."""
     x = net.last
-    width, cout = planes, planes * 4
+    width, cout = int(planes * (width_per_group / 64.0)) * groups, planes * 4
     net.conv(f"{p}.conv1", cin, width, 1, bias=False)
     net.bn(f"{p}.bn1", width)
     net.relu(f"{p}.relu1")
-    net.conv(f"{p}.conv2", width, width, 3, stride, 1, bias=False)
+    net.conv(f"{p}.conv2", width, width, 3, stride, 1, groups=groups, bias=False)
     net.bn(f"{p}.bn2", width)
     net.relu(f"{p}.relu2")
     net.conv(f"{p}.conv3", width, cout, 1, bias=False)
@@ -125,9 +132,24 @@ def downsample(net, p, x, cin, cout, stride):
     return net.bn(f"{p}.downsample.1", cout)
 
 
+# ResNeXt (Xie et al. 2016) and Wide ResNet (Zagoruyko and Komodakis 2016): resnet50's layout with
+# torchvision's Bottleneck(groups, width_per_group)
+RESNEXTS = {  # repeats per stage, groups, width per group
+    "resnext50_32x4d": ([3, 4, 6, 3], 32, 4),
+    "wide_resnet50_2": ([3, 4, 6, 3], 1, 128),
+}
+
+
 def resnet(name):
-    kind, repeats = RESNETS[name]
-    block = basic_block if kind == "basic" else bottleneck_block
+    if name in RESNEXTS:
+        repeats, groups, width_per_group = RESNEXTS[name]
+        kind = f"bottleneck, {groups} groups" if groups > 1 else "wide bottleneck"
+
+        def block(net, p, cin, planes, stride):
+            return bottleneck_block(net, p, cin, planes, stride, groups, width_per_group)
+    else:
+        kind, repeats = RESNETS[name]
+        block = basic_block if kind == "basic" else bottleneck_block
     net = Net()
     net.comment("stem")
     net.conv("conv1", 3, 64, 7, 2, 3, bias=False)
@@ -144,6 +166,12 @@ def resnet(name):
     net.layer("avgpool", "adaptive_avgpool2d", output_size=1)
     net.layer("flatten", "flatten")
     net.linear("fc", channels, 1000)
+    if name == "resnext50_32x4d":
+        return net, ("ResNeXt-50 32x4d (Xie et al. 2016), torchvision layout, ImageNet 1000 "
+                     "classes")
+    if name == "wide_resnet50_2":
+        return net, ("Wide ResNet-50-2 (Zagoruyko and Komodakis 2016), torchvision layout, "
+                     "ImageNet 1000 classes")
     depth = name[len("resnet"):]
     return net, f"ResNet-{depth} (He et al. 2015), torchvision layout, ImageNet 1000 classes"
 
@@ -664,10 +692,293 @@ def efficientnet(name):
 
 
 # ---------------------------------------------------------------------------------------------
+# AlexNet (Krizhevsky et al. 2012; torchvision's one-GPU variant of Krizhevsky 2014)
+
+ALEXNET_FEATURES = [  # ("conv", channels, kernel, stride, padding) or "M" (3x3/2 max pool)
+    ("conv", 64, 11, 4, 2), "M", ("conv", 192, 5, 1, 2), "M", ("conv", 384, 3, 1, 1),
+    ("conv", 256, 3, 1, 1), ("conv", 256, 3, 1, 1), "M",
+]
+
+
+def alexnet(name):
+    net = Net()
+    net.comment("features (nn.Sequential: 11x11 stride-4 conv, 5x5 conv, three 3x3 convs)")
+    index, channels = 0, 3
+    for item in ALEXNET_FEATURES:
+        if item == "M":
+            net.layer(f"features.{index}", "maxpool2d", kernel_size=3, stride=2)
+            index += 1
+            continue
+        _, cout, k, stride, padding = item
+        net.conv(f"features.{index}", channels, cout, k, stride, padding)
+        net.relu(f"features.{index + 1}")
+        index, channels = index + 2, cout
+    net.comment("classifier (the adaptive pool repeats or averages cells into 6x6 at other sizes)")
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=6)
+    net.layer("flatten", "flatten")
+    net.layer("classifier.0", "dropout")
+    net.linear("classifier.1", channels * 6 * 6, 4096)
+    net.relu("classifier.2")
+    net.layer("classifier.3", "dropout")
+    net.linear("classifier.4", 4096, 4096)
+    net.relu("classifier.5")
+    net.linear("classifier.6", 4096, 1000)
+    return net, ("AlexNet (Krizhevsky 2014 one-GPU variant), torchvision layout, ImageNet 1000 "
+                 "classes")
+
+
+# ---------------------------------------------------------------------------------------------
+# GoogLeNet (Szegedy et al. 2014) and Inception v3 (Szegedy et al. 2015). Both use torchvision's
+# BasicConv2d: conv (no bias) p.conv, BatchNorm p.bn with eps 1e-3, relu (functional, no module).
+# Built as torchvision builds them without weights (export_torch.py's torchvision_model passes
+# the same): aux_logits=False (the auxiliary classifiers run only in training; their parameters
+# are not part of the inference network), transform_input=False (the input is normalised by the
+# preprocessing, as for every zoo model; torchvision's pretrained weights set it True to rescale
+# an ImageNet-normalised input into the [-1, 1] range they were trained on).
+
+
+def basic_conv(net, p, cin, cout, k, stride=1, padding=0, input=None):
+    net.conv(f"{p}.conv", cin, cout, k, stride, padding, bias=False, input=input)
+    net.bn(f"{p}.bn", cout, eps=0.001)
+    return net.relu(f"{p}.relu")
+
+
+GOOGLENET_BLOCKS = [  # name, in, 1x1, 3x3 reduce, 3x3, "5x5" reduce, "5x5" (a 3x3), pool proj;
+    # "M" / "M2": the 3x3/2 or 2x2/2 max pool (ceil_mode) of that name
+    ("inception3a", 192, 64, 96, 128, 16, 32, 32),
+    ("inception3b", 256, 128, 128, 192, 32, 96, 64), ("maxpool3", "M"),
+    ("inception4a", 480, 192, 96, 208, 16, 48, 64),
+    ("inception4b", 512, 160, 112, 224, 24, 64, 64),
+    ("inception4c", 512, 128, 128, 256, 24, 64, 64),
+    ("inception4d", 512, 112, 144, 288, 32, 64, 64),
+    ("inception4e", 528, 256, 160, 320, 32, 128, 128), ("maxpool4", "M2"),
+    ("inception5a", 832, 256, 160, 320, 32, 128, 128),
+    ("inception5b", 832, 384, 192, 384, 48, 128, 128),
+]
+
+
+def googlenet_inception(net, p, cin, c1, c3r, c3, c5r, c5, pool_proj):
+    """Four branches concatenated: 1x1; 1x1 then 3x3; 1x1 then 3x3 (torchvision's 5x5 branch
+    has a 3x3 kernel, vision issue 906); 3x3/1 max pool (ceil_mode) then 1x1."""
+    x = net.last
+    b1 = basic_conv(net, f"{p}.branch1", cin, c1, 1, input=x)
+    basic_conv(net, f"{p}.branch2.0", cin, c3r, 1, input=x)
+    b2 = basic_conv(net, f"{p}.branch2.1", c3r, c3, 3, padding=1)
+    basic_conv(net, f"{p}.branch3.0", cin, c5r, 1, input=x)
+    b3 = basic_conv(net, f"{p}.branch3.1", c5r, c5, 3, padding=1)
+    net.layer(f"{p}.branch4.0", "maxpool2d", input=x, kernel_size=3, stride=1, padding=1,
+              ceil_mode=True)
+    b4 = basic_conv(net, f"{p}.branch4.1", cin, pool_proj, 1)
+    net.layer(f"{p}.concat", "concat", inputs=[b1, b2, b3, b4])
+    return c1 + c3 + c5 + pool_proj
+
+
+def googlenet(name):
+    net = Net()
+    net.comment("stem (max pools with ceil_mode, as every GoogLeNet max pool)")
+    basic_conv(net, "conv1", 3, 64, 7, 2, 3)
+    net.layer("maxpool1", "maxpool2d", kernel_size=3, stride=2, ceil_mode=True)
+    basic_conv(net, "conv2", 64, 64, 1)
+    basic_conv(net, "conv3", 64, 192, 3, padding=1)
+    net.layer("maxpool2", "maxpool2d", kernel_size=3, stride=2, ceil_mode=True)
+    channels = 192
+    for row in GOOGLENET_BLOCKS:
+        if row[1] in ("M", "M2"):
+            k = 3 if row[1] == "M" else 2
+            net.layer(row[0], "maxpool2d", kernel_size=k, stride=2, ceil_mode=True)
+            continue
+        net.comment(f"{row[0]} (four branches, concatenated)")
+        channels = googlenet_inception(net, row[0], *row[1:])
+    net.comment("head")
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    net.layer("dropout", "dropout", p=0.2)
+    net.linear("fc", channels, 1000)
+    return net, ("GoogLeNet (Szegedy et al. 2014), torchvision layout without the auxiliary "
+                 "classifiers, ImageNet 1000 classes")
+
+
+def inception_a(net, p, cin, pool_features):
+    x = net.last
+    b1 = basic_conv(net, f"{p}.branch1x1", cin, 64, 1, input=x)
+    basic_conv(net, f"{p}.branch5x5_1", cin, 48, 1, input=x)
+    b5 = basic_conv(net, f"{p}.branch5x5_2", 48, 64, 5, padding=2)
+    basic_conv(net, f"{p}.branch3x3dbl_1", cin, 64, 1, input=x)
+    basic_conv(net, f"{p}.branch3x3dbl_2", 64, 96, 3, padding=1)
+    b3 = basic_conv(net, f"{p}.branch3x3dbl_3", 96, 96, 3, padding=1)
+    bp = inception_pool_branch(net, p, x, cin, pool_features)
+    net.layer(f"{p}.concat", "concat", inputs=[b1, b5, b3, bp])
+    return 64 + 64 + 96 + pool_features
+
+
+def inception_pool_branch(net, p, x, cin, cout):
+    """F.avg_pool2d(3, stride 1, padding 1) (count_include_pad: the border cells divide by 9,
+    PyTorch's default), then the 1x1 BasicConv2d branch_pool."""
+    net.layer(f"{p}.avg_pool", "avgpool2d", input=x, kernel_size=3, stride=1, padding=1)
+    return basic_conv(net, f"{p}.branch_pool", cin, cout, 1)
+
+
+def inception_b(net, p, cin):
+    x = net.last
+    b3 = basic_conv(net, f"{p}.branch3x3", cin, 384, 3, 2, input=x)
+    basic_conv(net, f"{p}.branch3x3dbl_1", cin, 64, 1, input=x)
+    basic_conv(net, f"{p}.branch3x3dbl_2", 64, 96, 3, padding=1)
+    bd = basic_conv(net, f"{p}.branch3x3dbl_3", 96, 96, 3, 2)
+    bp = net.layer(f"{p}.max_pool", "maxpool2d", input=x, kernel_size=3, stride=2)
+    net.layer(f"{p}.concat", "concat", inputs=[b3, bd, bp])
+    return 384 + 96 + cin
+
+
+def inception_c(net, p, cin, c7):
+    """1x7 and 7x1 convolutions (kernel [1, 7] with padding [0, 3], and [7, 1] with [3, 0])."""
+    x = net.last
+    b1 = basic_conv(net, f"{p}.branch1x1", cin, 192, 1, input=x)
+    basic_conv(net, f"{p}.branch7x7_1", cin, c7, 1, input=x)
+    basic_conv(net, f"{p}.branch7x7_2", c7, c7, [1, 7], padding=[0, 3])
+    b7 = basic_conv(net, f"{p}.branch7x7_3", c7, 192, [7, 1], padding=[3, 0])
+    basic_conv(net, f"{p}.branch7x7dbl_1", cin, c7, 1, input=x)
+    basic_conv(net, f"{p}.branch7x7dbl_2", c7, c7, [7, 1], padding=[3, 0])
+    basic_conv(net, f"{p}.branch7x7dbl_3", c7, c7, [1, 7], padding=[0, 3])
+    basic_conv(net, f"{p}.branch7x7dbl_4", c7, c7, [7, 1], padding=[3, 0])
+    bd = basic_conv(net, f"{p}.branch7x7dbl_5", c7, 192, [1, 7], padding=[0, 3])
+    bp = inception_pool_branch(net, p, x, cin, 192)
+    net.layer(f"{p}.concat", "concat", inputs=[b1, b7, bd, bp])
+    return 4 * 192
+
+
+def inception_d(net, p, cin):
+    x = net.last
+    basic_conv(net, f"{p}.branch3x3_1", cin, 192, 1, input=x)
+    b3 = basic_conv(net, f"{p}.branch3x3_2", 192, 320, 3, 2)
+    basic_conv(net, f"{p}.branch7x7x3_1", cin, 192, 1, input=x)
+    basic_conv(net, f"{p}.branch7x7x3_2", 192, 192, [1, 7], padding=[0, 3])
+    basic_conv(net, f"{p}.branch7x7x3_3", 192, 192, [7, 1], padding=[3, 0])
+    b7 = basic_conv(net, f"{p}.branch7x7x3_4", 192, 192, 3, 2)
+    bp = net.layer(f"{p}.max_pool", "maxpool2d", input=x, kernel_size=3, stride=2)
+    net.layer(f"{p}.concat", "concat", inputs=[b3, b7, bp])
+    return 320 + 192 + cin
+
+
+def inception_e(net, p, cin):
+    """Branches that split in two (1x3 and 3x1 side by side): six tensors concatenated, as
+    torchvision's inner and outer torch.cat give the same channel order."""
+    x = net.last
+    b1 = basic_conv(net, f"{p}.branch1x1", cin, 320, 1, input=x)
+    y = basic_conv(net, f"{p}.branch3x3_1", cin, 384, 1, input=x)
+    b3a = basic_conv(net, f"{p}.branch3x3_2a", 384, 384, [1, 3], padding=[0, 1])
+    b3b = basic_conv(net, f"{p}.branch3x3_2b", 384, 384, [3, 1], padding=[1, 0], input=y)
+    basic_conv(net, f"{p}.branch3x3dbl_1", cin, 448, 1, input=x)
+    y = basic_conv(net, f"{p}.branch3x3dbl_2", 448, 384, 3, padding=1)
+    bda = basic_conv(net, f"{p}.branch3x3dbl_3a", 384, 384, [1, 3], padding=[0, 1])
+    bdb = basic_conv(net, f"{p}.branch3x3dbl_3b", 384, 384, [3, 1], padding=[1, 0], input=y)
+    bp = inception_pool_branch(net, p, x, cin, 192)
+    net.layer(f"{p}.concat", "concat", inputs=[b1, b3a, b3b, bda, bdb, bp])
+    return 320 + 4 * 384 + 192
+
+
+INCEPTION_V3_BLOCKS = [  # (module, kind, argument): Mixed_5b ... Mixed_7c
+    ("Mixed_5b", inception_a, 32), ("Mixed_5c", inception_a, 64), ("Mixed_5d", inception_a, 64),
+    ("Mixed_6a", inception_b, None), ("Mixed_6b", inception_c, 128),
+    ("Mixed_6c", inception_c, 160), ("Mixed_6d", inception_c, 160),
+    ("Mixed_6e", inception_c, 192), ("Mixed_7a", inception_d, None),
+    ("Mixed_7b", inception_e, None), ("Mixed_7c", inception_e, None),
+]
+
+
+def inception_v3(name):
+    net = Net()
+    net.comment("stem (unpadded 3x3 convs and max pools)")
+    basic_conv(net, "Conv2d_1a_3x3", 3, 32, 3, 2)
+    basic_conv(net, "Conv2d_2a_3x3", 32, 32, 3)
+    basic_conv(net, "Conv2d_2b_3x3", 32, 64, 3, padding=1)
+    net.layer("maxpool1", "maxpool2d", kernel_size=3, stride=2)
+    basic_conv(net, "Conv2d_3b_1x1", 64, 80, 1)
+    basic_conv(net, "Conv2d_4a_3x3", 80, 192, 3)
+    net.layer("maxpool2", "maxpool2d", kernel_size=3, stride=2)
+    channels = 192
+    for module, kind, argument in INCEPTION_V3_BLOCKS:
+        letter = kind.__name__[-1].upper()
+        net.comment(f"{module} (Inception{letter})")
+        extra = [] if argument is None else [argument]
+        channels = kind(net, module, channels, *extra)
+    net.comment("head")
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("dropout", "dropout")
+    net.layer("flatten", "flatten")
+    net.linear("fc", channels, 1000)
+    return net, ("Inception v3 (Szegedy et al. 2015), torchvision layout without the auxiliary "
+                 "classifier, ImageNet 1000 classes, 299x299")
+
+
+# ---------------------------------------------------------------------------------------------
+# DenseNet (Huang et al. 2016), DenseNet-BC: pre-activation BN-ReLU-conv layers, each reading
+# the concatenation of every earlier output of its block
+
+DENSENETS = {"densenet121": (32, [6, 12, 24, 16], 64)}  # growth rate, layers per block, stem
+DENSENET_BN_SIZE = 4
+
+
+def densenet(name):
+    growth, blocks, stem = DENSENETS[name]
+    net = Net()
+    net.comment("stem")
+    net.conv("features.conv0", 3, stem, 7, 2, 3, bias=False)
+    net.bn("features.norm0", stem)
+    net.relu("features.relu0")
+    x = net.layer("features.pool0", "maxpool2d", kernel_size=3, stride=2, padding=1)
+    channels = stem
+    for b, count in enumerate(blocks, start=1):
+        p = f"features.denseblock{b}"
+        features = [x]
+        for i in range(1, count + 1):
+            q = f"{p}.denselayer{i}"
+            net.comment(f"{q} (BN-ReLU-1x1 conv, BN-ReLU-3x3 conv on the concat of "
+                        f"{len(features)} tensors)")
+            x = features[0] if len(features) == 1 else net.layer(f"{q}.concat", "concat",
+                                                                  inputs=features)
+            cin = channels + (i - 1) * growth
+            net.bn(f"{q}.norm1", cin, input=x)
+            net.relu(f"{q}.relu1")
+            net.conv(f"{q}.conv1", cin, DENSENET_BN_SIZE * growth, 1, bias=False)
+            net.bn(f"{q}.norm2", DENSENET_BN_SIZE * growth)
+            net.relu(f"{q}.relu2")
+            features.append(net.conv(f"{q}.conv2", DENSENET_BN_SIZE * growth, growth, 3,
+                                     padding=1, bias=False))
+        x = net.layer(f"{p}.concat", "concat", inputs=features)
+        channels += count * growth
+        if b < len(blocks):
+            t = f"features.transition{b}"
+            net.comment(f"{t} (BN-ReLU-1x1 conv halving the channels, 2x2 average pool)")
+            net.bn(f"{t}.norm", channels)
+            net.relu(f"{t}.relu")
+            net.conv(f"{t}.conv", channels, channels // 2, 1, bias=False)
+            x = net.layer(f"{t}.pool", "avgpool2d", kernel_size=2, stride=2)
+            channels //= 2
+    net.comment("head")
+    net.bn("features.norm5", channels)
+    net.relu("relu")
+    net.layer("avgpool", "adaptive_avgpool2d", output_size=1)
+    net.layer("flatten", "flatten")
+    net.linear("classifier", channels, 1000)
+    depth = name[len("densenet"):]
+    return net, f"DenseNet-{depth} (Huang et al. 2016), torchvision layout, ImageNet 1000 classes"
+
+
+# ---------------------------------------------------------------------------------------------
 # Writing YAML
 
 
 def build(name):
+    if name == "alexnet":
+        return alexnet(name)
+    if name == "googlenet":
+        return googlenet(name)
+    if name == "inception_v3":
+        return inception_v3(name)
+    if name in DENSENETS:
+        return densenet(name)
+    if name in RESNEXTS:
+        return resnet(name)
     if name in REGNETS:
         return regnet(name)
     if name in SQUEEZENETS:
@@ -693,6 +1004,7 @@ MODELS = (list(RESNETS) + [v + s for s in ("", "_bn") for v in VGG_CONFIGS] + li
           + list(MOBILENET_V3) + list(SQUEEZENETS) + ["mobilenet_v2"] + list(MNASNETS))
 MODELS += list(EFFICIENTNETS)
 MODELS += list(REGNETS)
+MODELS += ["alexnet", "googlenet", "inception_v3"] + list(DENSENETS) + list(RESNEXTS)
 
 
 def scalar(value):
@@ -713,9 +1025,16 @@ def flow(entry):
     return "{" + ", ".join(f"{k}: {scalar(v)}" for k, v in entry.items()) + "}"
 
 
+# Models whose torchvision weights take another input size than 224 (resize, crop): the YAML's
+# input shape and preprocessing follow torchvision's weights' transforms.
+INPUT_SIZES = {"inception_v3": (342, 299)}
+
+
 def render(name):
     """The complete YAML text of one zoo model."""
     net, description = build(name)
+    resize, crop = INPUT_SIZES.get(name, (256, 224))
+    preprocess = [("resize", resize), ("crop", crop)] + IMAGENET_PREPROCESS[2:]
     lines = [
         f"# Generated by models/tools/gen_zoo.py from its description of the network; do not",
         f"# edit by hand. Regenerate: {COMMAND} {name}",
@@ -723,11 +1042,11 @@ def render(name):
         f"format: winfer/1",
         f"name: {name}",
         f"description: {description}",
-        f"input: {{name: input, shape: [1, 3, 224, 224]}}",
+        f"input: {{name: input, shape: [1, 3, {crop}, {crop}]}}",
         f"labels: ../labels/imagenet.txt",
         f"preprocess:",
     ]
-    lines += [f"  {key}: {scalar(value)}" for key, value in IMAGENET_PREPROCESS]
+    lines += [f"  {key}: {scalar(value)}" for key, value in preprocess]
     lines += [f"outputs: [{net.last}]", "layers:"]
     for kind, row in net.rows:
         lines.append(f"  # {row}" if kind == "comment" else f"  - {flow(row)}")
