@@ -9,14 +9,14 @@
 //
 // The fast path (kernel width 3, 5 or 7, stride 1 or 2 along W, no dilation along W; any
 // kernel height, stride, dilation and padding along H): a tile of 7 output pixels of one row x
-// one vector of channels keeps its 7 accumulators and one kernel row's Kw weight vectors in
-// registers, and loads each input column of the tile's window once for all the pixels that
-// read it (stride 1, 3x3: 9 loads for 21 FMAs per kernel row, where one pixel at a time needs
-// 2 loads per FMA). Tiles whose window crosses the left or right edge skip the columns outside
-// the input (a test per column, in those tiles only); rows crossing the top or bottom take the
-// valid kernel rows. 7 divides the widths of every 224x224 network's layers (112, 56, 28, 14,
-// 7); other widths end in single-pixel tiles. Channels past the last full vector take half and
-// quarter vectors, then scalar code (at most 3 channels).
+// one vector of channels (two on AVX-512 up to 5x5) keeps its accumulators and one kernel
+// row's Kw weight vectors in registers, and loads each input column of the tile's window once
+// for all the pixels that read it (stride 1, 3x3: 9 loads for 21 FMAs per kernel row and
+// vector, where one pixel at a time needs 2 loads per FMA). Tiles whose window crosses the left or right edge skip the
+// columns outside the input (a test per column, in those tiles only); rows crossing the top or bottom take the valid
+// kernel rows. 7 divides the widths of every 224x224 network's layers (112, 56, 28, 14, 7); other widths end in
+// single-pixel tiles. Channels past the last full vector take half and quarter vectors, then scalar code (at most 3
+// channels).
 //
 // Any other shape: one output pixel at a time, the in-bounds taps of its window, blocks of up
 // to 4 vectors of channels.
@@ -138,33 +138,41 @@ struct RowTaps {
 
 // Output pixels [ow0, ow0 + kPixels) of one row x channels [c, c + kLanes). kEdge: the window
 // may cross the left or right edge (columns outside the input are skipped).
-template <int kLanes, int kKw, int kSw, int kPixels, bool kEdge>
+template <int kLanes, int kVecs, int kKw, int kSw, int kPixels, bool kEdge>
 WINFER_ALWAYS_INLINE inline void tile(const RowArgs& a, const RowTaps& r, int64_t ow0, int64_t c) {
   using V = Vec<kLanes>;
   const ConvParams& p = *a.p;
   const int64_t channels = p.in_channels;
-  const V init = a.bias ? load<kLanes>(a.bias + c) : V{};
-  V acc[kPixels];
+  V acc[kPixels][kVecs];
+#pragma GCC unroll 4
+  for (int v = 0; v < kVecs; ++v) {
+    const V init = a.bias ? load<kLanes>(a.bias + c + v * kLanes) : V{};
 #pragma GCC unroll 16
-  for (int j = 0; j < kPixels; ++j) acc[j] = init;
+    for (int j = 0; j < kPixels; ++j) acc[j][v] = init;
+  }
   const int64_t iw0 = ow0 * kSw - p.pad_left;
   constexpr int kCols = (kPixels - 1) * kSw + kKw;  // input columns the tile's windows read
   for (int64_t kh = r.kh0; kh < r.kh1; ++kh) {
     const float* x = r.in_image + (r.ih0 + kh * p.dilation_h) * p.in_w * channels + c;
     const float* w = a.packed + kh * kKw * channels + c;
-    V wk[kKw];
+    V wk[kKw][kVecs];
 #pragma GCC unroll 16
-    for (int kw = 0; kw < kKw; ++kw) wk[kw] = load<kLanes>(w + kw * channels);
+    for (int kw = 0; kw < kKw; ++kw)
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) wk[kw][v] = load<kLanes>(w + kw * channels + v * kLanes);
 #pragma GCC unroll 32
     for (int i = 0; i < kCols; ++i) {
       if (kEdge && (iw0 + i < 0 || iw0 + i >= p.in_w)) continue;
-      const V xi = load<kLanes>(x + (iw0 + i) * channels);
-      // Column i is tap kw = i - j * kSw of pixel j: taps are summed in kw order, as in a
-      // one-pixel tile.
+#pragma GCC unroll 4
+      for (int v = 0; v < kVecs; ++v) {
+        const V xi = load<kLanes>(x + (iw0 + i) * channels + v * kLanes);
+        // Column i is tap kw = i - j * kSw of pixel j: taps are summed in kw order, as in a
+        // one-pixel tile.
 #pragma GCC unroll 16
-      for (int j = 0; j < kPixels; ++j) {
-        const int kw = i - j * kSw;
-        if (kw >= 0 && kw < kKw) acc[j] += xi * wk[kw];
+        for (int j = 0; j < kPixels; ++j) {
+          const int kw = i - j * kSw;
+          if (kw >= 0 && kw < kKw) acc[j][v] += xi * wk[kw][v];
+        }
       }
     }
   }
@@ -172,10 +180,13 @@ WINFER_ALWAYS_INLINE inline void tile(const RowArgs& a, const RowTaps& r, int64_
   float* o = r.out_row + ow0 * channels + c;
 #pragma GCC unroll 16
   for (int j = 0; j < kPixels; ++j) {
-    V v = acc[j];
-    v = v < lo ? lo : v;  // NaN compares false and passes through
-    v = v > hi ? hi : v;
-    store<kLanes>(o + j * channels, v);
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) {
+      V y = acc[j][v];
+      y = y < lo ? lo : y;  // NaN compares false and passes through
+      y = y > hi ? hi : y;
+      store<kLanes>(o + j * channels + v * kLanes, y);
+    }
   }
 }
 
@@ -207,8 +218,16 @@ WINFER_ALWAYS_INLINE inline void tile_tail(const RowArgs& a, const RowTaps& r, i
 template <int kLanes, int kKw, int kSw, int kPixels, bool kEdge>
 WINFER_ALWAYS_INLINE inline void tile_channels(const RowArgs& a, const RowTaps* r, int rows, int64_t ow0, int64_t c,
                                                int64_t c_end) {
+  // Two vectors per tile where the registers hold them (AVX-512, kernel width up to 5: 14
+  // accumulators and up to 10 weight vectors of 32 zmm): the tile's input columns are read 128
+  // bytes (two cache lines) at a time and each column load serves twice the FMAs.
+  constexpr int kVecs = (kLanes == 16 && kKw <= 5) ? 2 : 1;
+  if constexpr (kVecs > 1) {
+    for (; c + kVecs * kLanes <= c_end; c += kVecs * kLanes)
+      for (int k = 0; k < rows; ++k) tile<kLanes, kVecs, kKw, kSw, kPixels, kEdge>(a, r[k], ow0, c);
+  }
   for (; c + kLanes <= c_end; c += kLanes)
-    for (int k = 0; k < rows; ++k) tile<kLanes, kKw, kSw, kPixels, kEdge>(a, r[k], ow0, c);
+    for (int k = 0; k < rows; ++k) tile<kLanes, 1, kKw, kSw, kPixels, kEdge>(a, r[k], ow0, c);
   if constexpr (kLanes > 4) {
     if (c < c_end) tile_channels<kLanes / 2, kKw, kSw, kPixels, kEdge>(a, r, rows, ow0, c, c_end);
   } else if (c < c_end) {
