@@ -3,12 +3,16 @@
 # XNNPACK, all in one run; then the tables of docs/PERFORMANCE.md and the plots in docs/bench/.
 #
 #   scripts/bench_report.sh [--build DIR] [--out DIR] [--threads "1 2"] [--quick] [--no-docs]
-#                           [--skip-peers] [--skip-batch8] [--skip-memory]
+#                           [--skip-peers] [--skip-batch8] [--skip-memory] [--group NAME]
 #
 #   --build DIR   the winfer build (default build/; configured with the peers for the per-layer part)
-#   --out DIR     raw results (default BUILD/bench-report): JSON lines, logs, uptime
+#   --out DIR     raw results (default BUILD/bench-report[-GROUP]): JSON lines, logs, uptime
 #   --quick       few runs and small batches: checks the pipeline in a few minutes, numbers are noise
 #   --no-docs     write the markdown to OUT/report.md instead of docs/PERFORMANCE.md
+#   --group NAME  only one group of networks (each has its own section of docs/PERFORMANCE.md):
+#                 classic  resnet18 resnet50 vgg16 shufflenet_v2_x1_0
+#                 mobile   mobilenet_v2 mobilenet_v3_large efficientnet_b0 regnet_y_400mf resnext50_32x4d
+#                 Default: both, one after the other.
 #
 # Run it on an otherwise idle machine: check `uptime` first (it is recorded before and after).
 # PyTorch runs through /usr/bin/python3 (Debian's python3-torch, python3-torchvision); without
@@ -26,6 +30,7 @@ docs=1
 peers=1
 batch8=1
 memory=1
+group=
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -36,19 +41,38 @@ while (($#)); do
     --skip-peers) peers=0; shift ;;
     --skip-batch8) batch8=0; shift ;;
     --skip-memory) memory=0; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --group) group=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench_report: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 
-out=${out:-$build/bench-report}
+# The groups: the classic networks (markers bench_report:begin/end of docs/PERFORMANCE.md) and
+# the mobile and grouped ones of issue 23 (markers bench_report:mobile:begin/end).
+declare -A group_models=(
+  [classic]="resnet18 resnet50 vgg16 shufflenet_v2_x1_0"
+  [mobile]="mobilenet_v2 mobilenet_v3_large efficientnet_b0 regnet_y_400mf resnext50_32x4d"
+)
+if [[ -z $group ]]; then  # every group, each by a run of this script of its own
+  for g in classic mobile; do
+    "$0" --build "$build" ${out:+--out "$out-$g"} --threads "$threads_list" \
+      $( ((quick)) && echo --quick) $( ((docs)) || echo --no-docs) $( ((peers)) || echo --skip-peers) \
+      $( ((batch8)) || echo --skip-batch8) $( ((memory)) || echo --skip-memory) --group $g || exit 1
+  done
+  exit 0
+fi
+[[ -n ${group_models[$group]:-} ]] || { echo "bench_report: unknown group '$group' (classic, mobile)" >&2; exit 2; }
+read -r -a zoo <<< "${group_models[$group]}"
+tag_args=(--models "${zoo[*]}")
+[[ $group == classic ]] || tag_args+=(--tag "$group")
+
+out=${out:-$build/bench-report-$group}
 winfer=$build/bin/winfer
 [[ -x $winfer ]] || { echo "bench_report: $winfer not found (build first: scripts/build.sh)" >&2; exit 1; }
 python=/usr/bin/python3
 torch_ok=0
 if $python -c 'import torch, torchvision' 2>/dev/null; then torch_ok=1; else
   echo "bench_report: $python cannot import torch and torchvision: PyTorch columns left empty" >&2; fi
-zoo=(resnet18 resnet50 vgg16 shufflenet_v2_x1_0)
 
 runs=20; min_time=0.25; runs_big=10; b_mem=16; b_e2e=32; pair_rounds=30; pair_rounds_big=10
 if ((quick)); then runs=3; min_time=0; runs_big=2; b_mem=2; b_e2e=2; pair_rounds=3; pair_rounds_big=2; fi
@@ -136,8 +160,10 @@ fi
 uptime | tee "$out/uptime-after.txt"
 
 if ((docs)); then
-  $python "$here/bench/tools/bench_report.py" "$out" --docs "$here/docs/PERFORMANCE.md" --plots "$here/docs/bench"
+  $python "$here/bench/tools/bench_report.py" "$out" "${tag_args[@]}" --docs "$here/docs/PERFORMANCE.md" \
+    --plots "$here/docs/bench"
 else
-  $python "$here/bench/tools/bench_report.py" "$out" --plots "$out/plots" --plots-link plots > "$out/report.md"
+  $python "$here/bench/tools/bench_report.py" "$out" "${tag_args[@]}" --plots "$out/plots" --plots-link plots \
+    > "$out/report.md"
   echo "bench_report: wrote $out/report.md and $out/plots/" >&2
 fi

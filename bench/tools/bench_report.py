@@ -11,7 +11,10 @@ RESULTS_DIR holds what bench_report.sh wrote:
   peers-MODEL-tT.json  `winfer bench --layers models/zoo/MODEL.yaml --json` (conv layers, peers)
   uptime-*.txt, command.txt
 The markdown goes to stdout, or replaces the text between the markers
-`<!-- bench_report:begin -->` and `<!-- bench_report:end -->` of --docs.
+`<!-- bench_report:begin -->` and `<!-- bench_report:end -->` of --docs. --models names the
+networks of the tables (default: the classic four below); --tag TAG writes between
+`<!-- bench_report:TAG:begin -->` and `<!-- bench_report:TAG:end -->` instead and prefixes the
+plots' file names with TAG_, so one document holds several groups measured in separate runs.
 """
 import argparse
 import glob
@@ -23,8 +26,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from svg_plot import PALETTE, bar_panels  # noqa: E402
 
-ZOO = ["resnet18", "resnet50", "vgg16", "shufflenet_v2_x1_0"]
-BEGIN, END = "<!-- bench_report:begin -->", "<!-- bench_report:end -->"
+ZOO = ["resnet18", "resnet50", "vgg16", "shufflenet_v2_x1_0"]  # --models replaces it
+BEGIN, END = "<!-- bench_report:begin -->", "<!-- bench_report:end -->"  # --tag replaces them
+PLOT_PREFIX = ""  # --tag TAG: "TAG_"
 MIB = 1 << 20
 
 
@@ -386,6 +390,7 @@ def plots(idx, peers, plot_dir):
                 panels.append({"title": model, "bars": bars})
         if panels:
             name = f"latency_b{batch}.svg"
+            name = PLOT_PREFIX + name
             with open(os.path.join(plot_dir, name), "w") as f:
                 f.write(bar_panels(f"Median latency, batch {batch} (ms, lower is better; 1t/2t = threads)", panels,
                                    "ms", legend=[(l, colors[k]) for k, l in impls]))
@@ -404,11 +409,11 @@ def plots(idx, peers, plot_dir):
         if bars:
             panels.append({"title": model, "bars": bars})
     if panels:
-        with open(os.path.join(plot_dir, "memory.svg"), "w") as f:
+        with open(os.path.join(plot_dir, PLOT_PREFIX + "memory.svg"), "w") as f:
             f.write(bar_panels("Memory beyond the weights (process peak over baseline minus weights, MiB; b = batch)",
                                panels, "MiB", legend=[("winfer im2win", PALETTE[0]), ("winfer im2col", PALETTE[2]),
                                                       ("PyTorch eager", PALETTE[3])]))
-        written.append("memory.svg")
+        written.append(PLOT_PREFIX + "memory.svg")
     # per-layer GFLOP/s vs peak
     for t in threads_list:
         panels = []
@@ -450,10 +455,10 @@ def plots(idx, peers, plot_dir):
             if bars:
                 panels.append({"title": model, "bars": bars})
         if panels:
-            with open(os.path.join(plot_dir, "conv_layers_peers.svg"), "w") as f:
+            with open(os.path.join(plot_dir, PLOT_PREFIX + "conv_layers_peers.svg"), "w") as f:
                 f.write(bar_panels("Convolution layers only: sum of per-layer medians (ms), batch 1", panels, "ms",
                                    legend=[("winfer", PALETTE[0]), ("oneDNN", PALETTE[5]), ("XNNPACK", PALETTE[6])]))
-            written.append("conv_layers_peers.svg")
+            written.append(PLOT_PREFIX + "conv_layers_peers.svg")
     return written
 
 
@@ -463,7 +468,16 @@ def main():
     ap.add_argument("--docs", help="markdown file whose bench_report section is replaced")
     ap.add_argument("--plots", help="folder for the SVG plots")
     ap.add_argument("--plots-link", default="bench", help="how the docs refer to the plot folder")
+    ap.add_argument("--models", help="the networks of the tables, space- or comma-separated (default: "
+                    + " ".join(ZOO) + ")")
+    ap.add_argument("--tag", help="a group of its own: markers bench_report:TAG:begin/end, plots TAG_*.svg")
     args = ap.parse_args()
+    global ZOO, BEGIN, END, PLOT_PREFIX
+    if args.models:
+        ZOO = [m for m in re.split(r"[ ,]+", args.models) if m]
+    if args.tag:
+        BEGIN, END = f"<!-- bench_report:{args.tag}:begin -->", f"<!-- bench_report:{args.tag}:end -->"
+        PLOT_PREFIX = args.tag + "_"
     recs, peers = load(args.results)
     if not recs:
         print(f"bench_report: no results in {args.results}", file=sys.stderr)
