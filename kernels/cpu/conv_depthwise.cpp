@@ -12,15 +12,18 @@
 // one vector of channels (two on AVX-512 up to 5x5) keeps its accumulators and one kernel
 // row's Kw weight vectors in registers, and loads each input column of the tile's window once
 // for all the pixels that read it (stride 1, 3x3: 9 loads for 21 FMAs per kernel row and
-// vector, where one pixel at a time needs 2 loads per FMA). Tiles whose window crosses the left or right edge skip the
-// columns outside the input (a test per column, in those tiles only); rows crossing the top or bottom take the valid
-// kernel rows. 7 divides the widths of every 224x224 network's layers (112, 56, 28, 14, 7); other widths end in
-// single-pixel tiles. Channels past the last full vector take half and quarter vectors, then scalar code (at most 3
-// channels).
+// vector, where one pixel at a time needs 2 loads per FMA). Tiles whose window crosses the
+// left or right edge skip the columns outside the input (a test per column, in those tiles
+// only); rows crossing the top or bottom take the valid kernel rows. 7 divides the widths of
+// every 224x224 network's layers (112, 56, 28, 14, 7); other widths end in single-pixel tiles.
+// Channels past the last full vector take one more full vector that overlaps the one before
+// (where there is one), else half and quarter vectors, then scalar code (at most 3 channels).
 //
 // Any other shape: one output pixel at a time, the in-bounds taps of its window, blocks of up
 // to 4 vectors of channels.
 //
+// Output rows go in groups of up to 4 of one image: each tile position is computed for the
+// group's rows in turn, vector by vector, so the input rows they share are read from L1.
 // Threads split output rows x slices of 16 channels (the slices only when the rows alone would
 // split unevenly: 7 rows on 2 threads). Every output element is computed by the same code in
 // the same order whatever the split, so the result does not depend on the thread count. No
@@ -212,12 +215,17 @@ WINFER_ALWAYS_INLINE inline void tile_tail(const RowArgs& a, const RowTaps& r, i
   }
 }
 
-// The tile at ow0 of `rows` output rows (of one image) for channels [c, c_end): full vectors,
-// then half and quarter vectors, then scalar code for the last (at most 3) channels. The rows
-// of a vector of channels one after the other: the input rows they share are still in L1.
+// The tile at ow0 of `rows` output rows (of one image) for channels [c, c_end): full vectors;
+// then, where [c, c_end) holds at least one vector, one more vector ending at c_end, which
+// overlaps the last full one (the channels they share are computed twice, with the same
+// arithmetic lane by lane: the same bits written again; ShuffleNet's 58 channels: 3 vectors,
+// not 3 + a half + 2 scalar channels); else half and quarter vectors, then scalar code for
+// the last (at most 3) channels. The rows of a vector of channels one after the other: the
+// input rows they share are still in L1.
 template <int kLanes, int kKw, int kSw, int kPixels, bool kEdge>
 WINFER_ALWAYS_INLINE inline void tile_channels(const RowArgs& a, const RowTaps* r, int rows, int64_t ow0, int64_t c,
                                                int64_t c_end) {
+  const int64_t c_begin = c;
   // Two vectors per tile where the registers hold them (AVX-512, kernel width up to 5: 14
   // accumulators and up to 10 weight vectors of 32 zmm): the tile's input columns are read 128
   // bytes (two cache lines) at a time and each column load serves twice the FMAs.
@@ -228,9 +236,12 @@ WINFER_ALWAYS_INLINE inline void tile_channels(const RowArgs& a, const RowTaps* 
   }
   for (; c + kLanes <= c_end; c += kLanes)
     for (int k = 0; k < rows; ++k) tile<kLanes, 1, kKw, kSw, kPixels, kEdge>(a, r[k], ow0, c);
-  if constexpr (kLanes > 4) {
-    if (c < c_end) tile_channels<kLanes / 2, kKw, kSw, kPixels, kEdge>(a, r, rows, ow0, c, c_end);
-  } else if (c < c_end) {
+  if (c == c_end) return;
+  if (c_end - c_begin >= kLanes) {
+    for (int k = 0; k < rows; ++k) tile<kLanes, 1, kKw, kSw, kPixels, kEdge>(a, r[k], ow0, c_end - kLanes);
+  } else if constexpr (kLanes > 4) {
+    tile_channels<kLanes / 2, kKw, kSw, kPixels, kEdge>(a, r, rows, ow0, c, c_end);
+  } else {
     for (int k = 0; k < rows; ++k) tile_tail(a, r[k], ow0, kPixels, c, c_end);
   }
 }
