@@ -11,8 +11,15 @@ class ConcatKernel : public Kernel {
  public:
   ConcatKernel(int64_t rows, std::vector<int64_t> channels)
       : rows_(rows), channels_(std::move(channels)), sources_(channels_.size()) {}
+  // An input whose storage is its own channel slice of the output (the session placed it there
+  // and its producer wrote it with the output's pixel stride: docs/MEMORY.md, "Concat without
+  // copies") is in place already and not copied.
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
-    for (size_t i = 0; i < in.size(); ++i) sources_[i] = in[i]->data();
+    int64_t offset = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      sources_[i] = in[i]->data() == out[0]->data() + offset ? nullptr : in[i]->data();
+      offset += channels_[i];
+    }
     concat_channels_nhwc(rows_, static_cast<int>(in.size()), sources_.data(), channels_.data(), out[0]->data(),
                          threads);
   }

@@ -56,6 +56,12 @@ class ConvKernel : public Kernel {
   // The output may take over the residual's storage where the algorithm adds it element by
   // element in its store (im2win, indirect); never in a band-by-band pooling (no residual).
   int in_place_input() const override { return residual_ && algorithm_->residual_may_alias_output() ? 1 : -1; }
+  // A plain convolution (no residual, pooling or absorbed depthwise one) whose algorithm writes
+  // with a pixel stride (im2win, indirect, im2col, direct, winograd; not depthwise).
+  bool supports_output_pixel_stride() const override {
+    return !residual_ && !pool_ && !then_ && algorithm_->supports_output_stride();
+  }
+  void set_output_pixel_stride(int64_t floats) override { params_.out_pixel_stride = floats; }
   // in[1], when there is one, is the residual (a fused add).
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
            int threads) const override {

@@ -126,7 +126,20 @@ SessionOptions plan_session_options(const PlanArgs& args, const std::string& con
   options.conv_algorithm = conv;
   options.threads = args.threads;
   options.input_shape = facts.input_shape;
+  options.concat_alias = args.concat_alias;
   return options;
+}
+
+// The arena of the same session with every concat input in its own storage (planned only,
+// after the measured run so that it adds nothing to the peak).
+void plan_without_concat_alias(const PlanArgs& args, const std::string& conv, const ModelFacts& facts,
+                               const std::shared_ptr<const Model>& model, PlanColumn* column) {
+  column->arena_without_concat_alias = column->report.arena_bytes;
+  if (column->report.concat_inputs_in_place == 0) return;
+  SessionOptions options = plan_session_options(args, conv, facts);
+  options.concat_alias = false;
+  auto plan = Session::plan(model, options);
+  if (plan.ok()) column->arena_without_concat_alias = plan.value().arena_bytes;
 }
 
 // Load, session and one run, as evaluate() does them (the warm measurement's work).
@@ -162,16 +175,19 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
   column.output_bytes = shapes_bytes(session.value()->output_shapes());
   if (!args.measure) {
     column.measure_note = "not measured (--no-measure)";
+    plan_without_concat_alias(args, conv, *facts, model.value(), &column);
     return column;
   }
   Result<Tensor> input = random_tensor(session.value()->input_shape(), 0);
   if (!input.ok()) {
     column.measure_note = "not measured: " + input.status().message();
+    plan_without_concat_alias(args, conv, *facts, model.value(), &column);
     return column;
   }
   std::vector<Tensor> outputs;
   const Status run = session.value()->run_into(input.value(), &outputs);
   const std::optional<size_t> peak = peak_resident_bytes();
+  plan_without_concat_alias(args, conv, *facts, model.value(), &column);
   if (!run.ok()) {
     column.measure_note = "the run failed: " + run.message();
     return column;
@@ -214,15 +230,19 @@ std::string serialize(const PlanColumn& c, const ModelFacts& f) {
   out << "weights_bytes\t" << r.weights_bytes << "\npacked\t" << r.packed_weights_bytes << "\nsum\t"
       << r.activations_sum_bytes << "\nlower\t" << r.activations_lower_bound_bytes << "\narena\t" << r.arena_bytes
       << "\nsession_weights\t" << r.session_weights_bytes << "\nmax_ws\t" << r.max_workspace_bytes << "\nalignment\t"
-      << r.alignment << "\nin_place\t" << r.in_place_layers << "\ninput_bytes\t" << c.input_bytes << "\noutput_bytes\t"
-      << c.output_bytes << "\nconv_layers\t" << c.conv_layers << "\ndepthwise_layers\t" << c.depthwise_layers
-      << "\nfallback_layers\t" << c.fallback_layers << "\nmeasure_note\t" << clean(c.measure_note) << "\n";
+      << r.alignment << "\nin_place\t" << r.in_place_layers << "\nconcat_bytes\t" << r.concat_bytes
+      << "\nconcat_in_place\t" << r.concat_inputs_in_place << "\nconcat_saved\t" << r.concat_bytes_saved
+      << "\narena_without_concat_alias\t" << c.arena_without_concat_alias << "\ninput_bytes\t" << c.input_bytes
+      << "\noutput_bytes\t" << c.output_bytes << "\nconv_layers\t" << c.conv_layers << "\ndepthwise_layers\t"
+      << c.depthwise_layers << "\nfallback_layers\t" << c.fallback_layers << "\nmeasure_note\t" << clean(c.measure_note)
+      << "\n";
   if (c.measured_peak_bytes) out << "measured\t" << *c.measured_peak_bytes << "\n";
   if (c.measured_warm_bytes) out << "measured_warm\t" << *c.measured_warm_bytes << "\n";
   for (const std::string& s : r.steps) out << "step\t" << clean(s) << "\n";
   for (const MemoryBuffer& b : r.buffers) {
     out << "buffer\t" << clean(b.name) << "\t" << b.workspace << "\t" << b.bytes << "\t" << b.offset << "\t"
-        << b.first_step << "\t" << b.last_step << "\t" << clean(b.in_place_of) << "\n";
+        << b.first_step << "\t" << b.last_step << "\t" << clean(b.in_place_of) << "\t" << clean(b.slice_of) << "\t"
+        << b.slice_offset << "\n";
   }
   return out.str();
 }
@@ -280,6 +300,14 @@ void parse_field(const std::string& key, const std::string& value, PlanColumn* c
     r.alignment = number();
   else if (key == "in_place")
     r.in_place_layers = std::stoi(value);
+  else if (key == "concat_bytes")
+    r.concat_bytes = number();
+  else if (key == "concat_in_place")
+    r.concat_inputs_in_place = std::stoi(value);
+  else if (key == "concat_saved")
+    r.concat_bytes_saved = number();
+  else if (key == "arena_without_concat_alias")
+    c->arena_without_concat_alias = number();
   else if (key == "input_bytes")
     c->input_bytes = number();
   else if (key == "output_bytes")
@@ -304,7 +332,7 @@ void parse(const std::string& text, PlanColumn* c, ModelFacts* f) {
   std::stringstream in(text);
   for (std::string line; std::getline(in, line);) {
     const std::vector<std::string> fields = split_tabs(line);
-    if (fields.size() == 8 && fields[0] == "buffer") {
+    if (fields.size() == 10 && fields[0] == "buffer") {
       MemoryBuffer b;
       b.name = fields[1];
       b.workspace = fields[2] == "1";
@@ -313,6 +341,8 @@ void parse(const std::string& text, PlanColumn* c, ModelFacts* f) {
       b.first_step = std::stoi(fields[5]);
       b.last_step = std::stoi(fields[6]);
       b.in_place_of = fields[7];
+      b.slice_of = fields[8];
+      b.slice_offset = std::stoull(fields[9]);
       c->report.buffers.push_back(b);
     } else if (fields.size() == 2) {
       parse_field(fields[0], fields[1], c, f);
@@ -414,6 +444,17 @@ const Row kRows[] = {
     {"  other, warm", [](const PlanColumn& c) { return other_cell(c.measured_warm_bytes, c); }},
 };
 
+// Printed after "layers run in place" when some column's model has a concat layer.
+const Row kConcatRows[] = {
+    {"  concat inputs written in place",
+     [](const PlanColumn& c) { return std::to_string(c.report.concat_inputs_in_place); }},
+    {"  concat copies saved (bytes per run)",
+     [](const PlanColumn& c) { return bytes_cell(c.report.concat_bytes_saved); }},
+    {"  concat copies left (bytes per run)",
+     [](const PlanColumn& c) { return bytes_cell(c.report.concat_bytes - c.report.concat_bytes_saved); }},
+    {"  arena without concat aliasing", [](const PlanColumn& c) { return bytes_cell(c.arena_without_concat_alias); }},
+};
+
 void print_table(const PlanArgs& args, const ModelFacts& facts, const std::vector<PlanColumn>& columns) {
   std::printf("model %s (%s), batch %lld, input %s, threads %d, weights %s%s\n\n", facts.name.c_str(),
               args.model.c_str(), static_cast<long long>(facts.batch), Shape(facts.input_shape).to_string().c_str(),
@@ -423,10 +464,18 @@ void print_table(const PlanArgs& args, const ModelFacts& facts, const std::vecto
   std::printf("%-*s", label_width, "");
   for (const PlanColumn& c : columns) std::printf("%*s", width, c.conv.c_str());
   std::printf("\n");
-  for (const Row& row : kRows) {
+  bool has_concat = false;
+  for (const PlanColumn& c : columns) has_concat = has_concat || (c.available && c.report.concat_bytes > 0);
+  const auto print_row = [&](const Row& row) {
     std::printf("%-*s", label_width, row.label);
     for (const PlanColumn& c : columns) std::printf("%*s", width, c.available ? row.cell(c).c_str() : "n/a");
     std::printf("\n");
+  };
+  for (const Row& row : kRows) {
+    print_row(row);
+    if (has_concat && std::strcmp(row.label, "  layers run in place") == 0) {
+      for (const Row& concat_row : kConcatRows) print_row(concat_row);
+    }
   }
   std::printf("\n");
   for (const PlanColumn& c : columns) {
@@ -509,8 +558,12 @@ void print_json(const PlanArgs& args, const ModelFacts& facts, const std::vector
       out << "null";
     out << ", \"expected_resident_bytes\": " << c.expected_resident_bytes()
         << ", \"session_weights_bytes\": " << r.session_weights_bytes << ", \"alignment\": " << r.alignment
-        << ", \"in_place_layers\": " << r.in_place_layers << ", \"conv_layers\": " << c.conv_layers
-        << ", \"depthwise_layers\": " << c.depthwise_layers << ", \"fallback_layers\": " << c.fallback_layers << "}";
+        << ", \"in_place_layers\": " << r.in_place_layers << ", \"concat_bytes\": " << r.concat_bytes
+        << ", \"concat_inputs_in_place\": " << r.concat_inputs_in_place
+        << ", \"concat_bytes_saved\": " << r.concat_bytes_saved
+        << ", \"arena_bytes_without_concat_alias\": " << c.arena_without_concat_alias
+        << ", \"conv_layers\": " << c.conv_layers << ", \"depthwise_layers\": " << c.depthwise_layers
+        << ", \"fallback_layers\": " << c.fallback_layers << "}";
   }
   out << "]}\n";
   std::fputs(out.str().c_str(), stdout);

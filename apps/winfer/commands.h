@@ -40,7 +40,8 @@ struct RunArgs {
   int top = 5;
   int repeat = 5;
   bool profile = false;
-  bool fuse = true;  // false: batch norm and activations stay separate layers (debugging)
+  bool fuse = true;          // false: batch norm and activations stay separate layers (debugging)
+  bool concat_alias = true;  // --no-concat-alias: SessionOptions::concat_alias = false
 };
 int run_run(const RunArgs& args);
 
@@ -54,7 +55,8 @@ struct PlanArgs {
   std::string size;  // --size HxW (input_size.h); "": the model's
   bool json = false;
   std::string svg;
-  bool measure = true;  // run once per algorithm in a child process and report its peak memory
+  bool measure = true;       // run once per algorithm in a child process and report its peak memory
+  bool concat_alias = true;  // --no-concat-alias: SessionOptions::concat_alias = false
 };
 int run_plan(const PlanArgs& args);
 
@@ -75,6 +77,7 @@ struct BenchArgs {
   double min_time = 0.25;  // seconds of timed runs at least, up to 1000 runs
   uint64_t seed = 1;
   bool json = false, list = false, verify = true, peak = true;
+  bool concat_alias = true;  // whole networks; --no-concat-alias: SessionOptions::concat_alias = false
 };
 int run_bench(const BenchArgs& args);
 

@@ -163,6 +163,9 @@ Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
   run_cmd->add_flag("--profile", run.profile, "Print per-layer times of the last run");
+  run_cmd->add_flag("!--no-concat-alias", run.concat_alias,
+                    "Give every concat input its own storage and copy (SessionOptions::concat_alias = false; default: "
+                    "a convolution writes straight into its channel slice of the concat output)");
   run_cmd->add_flag("!--no-fuse", run.fuse,
                     "Keep batch norm, activations and residual adds as layers of their own (no folding or fusion)");
   add_confine_to(run_cmd, run.confine_to);
@@ -190,6 +193,9 @@ Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
   plan_cmd->add_flag("--json", plan.json, "Print one JSON object instead of the table");
   plan_cmd->add_option("--svg", plan.svg, "Draw the arenas into this SVG file");
   plan_cmd->add_flag("!--no-measure", plan.measure, "Plan only; skip the measured run");
+  plan_cmd->add_flag("!--no-concat-alias", plan.concat_alias,
+                     "Give every concat input its own storage and copy (SessionOptions::concat_alias = false; default: "
+                     "a convolution writes straight into its channel slice of the concat output)");
   add_confine_to(plan_cmd, plan.confine_to);
   return {"plan", plan_cmd, [&plan] { return winfer::cli::run_plan(plan); }};
 }
@@ -230,6 +236,9 @@ Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
   bench_cmd->add_flag("--list", bench.list, "List the layers of the set and exit");
   bench_cmd->add_flag("!--no-verify", bench.verify, "Skip checking every output against the direct convolution");
   bench_cmd->add_flag("!--no-peak", bench.peak, "Skip the FMA peak probe (no % of peak)");
+  bench_cmd->add_flag("!--no-concat-alias", bench.concat_alias,
+                      "Whole networks: give every concat input its own storage and copy (SessionOptions::concat_alias "
+                      "= false; default: a convolution writes straight into its channel slice of the concat output)");
   return {"bench", bench_cmd, [&bench] { return winfer::cli::run_bench(bench); }};
 }
 

@@ -24,6 +24,9 @@ struct PlanColumn {
   // (warm_peak_growth): without the process's one-time costs (code pages, library buffers).
   std::optional<size_t> measured_warm_bytes;
   std::string measure_note;  // why there is no measurement
+  // The arena the same session plans with SessionOptions::concat_alias = false (every concat
+  // input in its own storage): report.arena_bytes when no concat input is written in place.
+  size_t arena_without_concat_alias = 0;
 
   size_t total_bytes() const { return report.packed_weights_bytes + report.arena_bytes; }
   // What the measured process should hold: the model's weights as loaded (the Model keeps

@@ -46,7 +46,10 @@ std::vector<size_t> occupied_per_step(const MemoryReport& r) {
     std::vector<std::pair<size_t, size_t>> live;
     for (const MemoryBuffer& b : r.buffers) {
       const int step = static_cast<int>(s);
-      if (b.bytes > 0 && b.first_step <= step && step <= b.last_step) live.emplace_back(b.offset, b.offset + b.bytes);
+      // A concat slice lies inside its concat output's rectangle, alive whenever it is.
+      if (b.bytes > 0 && b.slice_of.empty() && b.first_step <= step && step <= b.last_step) {
+        live.emplace_back(b.offset, b.offset + b.bytes);
+      }
     }
     std::sort(live.begin(), live.end());
     size_t cursor = 0;
@@ -66,6 +69,11 @@ std::string buffer_title(const MemoryBuffer& b, const MemoryReport& r) {
     t << " (" << r.steps[b.first_step] << " .. " << r.steps[b.last_step] << ")";
   }
   if (!b.in_place_of.empty()) t << ", in place of " << b.in_place_of;
+  std::string slices;
+  for (const MemoryBuffer& other : r.buffers) {
+    if (other.slice_of == b.name) slices += (slices.empty() ? "" : ", ") + other.name;
+  }
+  if (!slices.empty()) t << ", written in place by its inputs " << slices << " (concat without copies)";
   return t.str();
 }
 
@@ -86,7 +94,7 @@ double draw_panel(std::ostringstream& svg, const PlanColumn& c, double top, doub
   svg << "<rect x=\"" << kLeft << "\" y=\"" << fixed(y(double(r.arena_bytes))) << "\" width=\"" << plot_width
       << "\" height=\"" << fixed(double(r.arena_bytes) * scale) << "\" fill=\"#f4f4f4\" stroke=\"#999\"/>\n";
   for (const MemoryBuffer& b : r.buffers) {
-    if (b.bytes == 0) continue;
+    if (b.bytes == 0 || !b.slice_of.empty()) continue;  // a concat slice: inside its output's rectangle
     const char* colour = b.workspace ? kWorkspaceColour : b.in_place_of.empty() ? kTensorColour : kInPlaceColour;
     const double height = std::max(0.5, double(b.bytes) * scale);
     svg << "<rect x=\"" << fixed(x(b.first_step)) << "\" y=\"" << fixed(y(double(b.offset + b.bytes))) << "\" width=\""

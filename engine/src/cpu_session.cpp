@@ -43,6 +43,7 @@ class CpuSession : public SessionImpl {
   Tensor shared_workspace;                       // unplanned: one workspace for every node
   std::vector<Binding> bindings;                 // per node
   std::vector<std::vector<std::pair<size_t, size_t>>> poison_ranges;  // per step, when poisoning
+  std::vector<int64_t> slice_stride;  // per graph tensor: its pixel stride when a concat slice, else 0
 
   // Kernels for every node, then their memory planned and allocated: the session ready to run.
   // plan_only (Session::plan): stops once the memory report is made, allocating no arena.
@@ -65,6 +66,7 @@ class CpuSession : public SessionImpl {
     if (plan_only) return Status::Ok();
     WINFER_RETURN_IF_ERROR(check_caller_arena());
     allocate_and_bind(plan.workspace_of);
+    if (options.plan_memory) write_slices_in_place(plan.slice_of);
     return Status::Ok();
   }
 
@@ -128,9 +130,10 @@ class CpuSession : public SessionImpl {
     std::vector<KernelMemory> memory;
     for (const auto& kernel : kernels) {
       memory.push_back({kernel->workspace_bytes(), kernel->owned_weight_bytes(), kernel->shared_weight_bytes(),
-                        kernel->in_place_input()});
+                        kernel->in_place_input(), kernel->supports_output_pixel_stride()});
     }
-    WINFER_ASSIGN_OR_RETURN(SessionPlan plan, plan_session_memory(*model, shapes, memory, kArenaAlignment));
+    WINFER_ASSIGN_OR_RETURN(SessionPlan plan,
+                            plan_session_memory(*model, shapes, memory, kArenaAlignment, options.concat_alias));
     report = plan.report;
     report.session_bytes = session_bytes_of(report, options.plan_memory);
     report.memory_budget = options.memory_budget;
@@ -185,8 +188,22 @@ class CpuSession : public SessionImpl {
                                      : Tensor::allocate(arena_shape);
     char* base = reinterpret_cast<char*>(arena.data());
     for (size_t t = 0; t < graph.tensors.size(); ++t) {
-      float* data = reinterpret_cast<float*>(base + report.buffers[t].offset);
+      // A concat slice (docs/MEMORY.md) starts at its channel offset in its concat output.
+      float* data = reinterpret_cast<float*>(base + report.buffers[t].offset + report.buffers[t].slice_offset);
       tensors.push_back(Tensor::view(data, shapes[t], cpu_layout(shapes[t])));
+    }
+  }
+
+  // Concat without copies: the producer of each tensor planned as a channel slice of a concat's
+  // output writes it with that output's pixel stride (allocate_arena started the tensor's view
+  // at its slice: MemoryBuffer::offset + slice_offset). Unplanned sessions keep every tensor dense.
+  void write_slices_in_place(const std::vector<int>& slice_of) {
+    const Graph& graph = model->graph();
+    slice_stride.assign(graph.tensors.size(), 0);
+    for (size_t t = 0; t < slice_of.size(); ++t) {
+      if (slice_of[t] < 0) continue;
+      slice_stride[t] = shapes[slice_of[t]].c();
+      kernels[graph.tensors[t].producer]->set_output_pixel_stride(slice_stride[t]);
     }
   }
 
@@ -248,7 +265,17 @@ class CpuSession : public SessionImpl {
   Status check_layer_outputs(size_t n) const {
     const Graph& graph = model->graph();
     for (int t : graph.nodes[n].outputs) {
-      const Status s = check_finite(tensors[t].data(), tensors[t].numel(), "output '" + graph.tensors[t].name + "'");
+      const std::string what = "output '" + graph.tensors[t].name + "'";
+      Status s = Status::Ok();
+      if (!slice_stride.empty() && slice_stride[t] > 0) {  // a concat slice: its channels of each pixel row
+        const Shape& shape = shapes[t];
+        const int64_t pixels = shape.n() * shape.h() * shape.w();
+        for (int64_t px = 0; px < pixels && s.ok(); ++px) {
+          s = check_finite(tensors[t].data() + px * slice_stride[t], shape.c(), what);
+        }
+      } else {
+        s = check_finite(tensors[t].data(), tensors[t].numel(), what);
+      }
       if (!s.ok()) return Status(s).with_context(graph.nodes[n].context(model->path()));
     }
     return Status::Ok();

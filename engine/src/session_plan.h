@@ -20,16 +20,22 @@ struct KernelMemory {
   size_t owned_weight_bytes = 0;   // allocated for this session's kernels (packed weights)
   size_t shared_weight_bytes = 0;  // read from the model's own tensors
   int in_place_input = -1;         // Kernel::in_place_input()
+  bool strided_output = false;     // Kernel::supports_output_pixel_stride()
 };
 
 struct SessionPlan {
   MemoryReport report;
   std::vector<int> workspace_of;  // per node: index of its workspace buffer in report.buffers, or -1
+  // Per graph tensor: the concat output it is a channel slice of (its producer writes it there
+  // with that tensor's pixel stride, and the concat copies nothing), or -1.
+  std::vector<int> slice_of;
 };
 
-// Lifetimes, in-place aliases and workspaces -> offsets (multiples of `alignment`).
+// Lifetimes, in-place aliases, concat slices (when `concat_alias`) and workspaces -> offsets
+// (multiples of `alignment`; a slice's offset is its concat output's plus its channel offset).
 Result<SessionPlan> plan_session_memory(const Model& model, const std::vector<Shape>& shapes,
-                                        const std::vector<KernelMemory>& kernels, size_t alignment);
+                                        const std::vector<KernelMemory>& kernels, size_t alignment,
+                                        bool concat_alias = false);
 
 // Arena byte ranges [begin, end) not alive at each step: what poisoning overwrites.
 std::vector<std::vector<std::pair<size_t, size_t>>> dead_ranges_per_step(const MemoryReport& report);

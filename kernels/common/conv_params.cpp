@@ -16,6 +16,7 @@ bool ConvParams::is_valid() const {
   if (dilation_h < 1 || dilation_w < 1 || groups < 1) return false;
   if (pad_top < 0 || pad_left < 0 || pad_bottom < 0 || pad_right < 0) return false;
   if (in_channels % groups != 0 || out_channels % groups != 0) return false;
+  if (out_pixel_stride != 0 && out_pixel_stride < out_channels) return false;
   // Checked directly: out_h() rounds a small negative numerator towards zero.
   return in_h + pad_top + pad_bottom >= dilation_h * (kernel_h - 1) + 1 &&
          in_w + pad_left + pad_right >= dilation_w * (kernel_w - 1) + 1;

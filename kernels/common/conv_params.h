@@ -20,7 +20,14 @@ struct ConvParams {
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;
+  // Floats from one output pixel to the next: 0 (the default) means out_channels, a dense NHWC
+  // output. More: the output is a channel slice of a wider tensor, e.g. a concat's output that
+  // its producers write in place (each pixel row holds out_pixel_stride floats, this
+  // convolution's channels first). Honoured only by algorithms whose supports_output_stride()
+  // is true, and only without a residual; no weight layout or workspace depends on it.
+  int64_t out_pixel_stride = 0;
 
+  int64_t out_stride() const { return out_pixel_stride > 0 ? out_pixel_stride : out_channels; }
   int64_t out_h() const { return (in_h + pad_top + pad_bottom - dilation_h * (kernel_h - 1) - 1) / stride_h + 1; }
   int64_t out_w() const { return (in_w + pad_left + pad_right - dilation_w * (kernel_w - 1) - 1) / stride_w + 1; }
   int64_t in_channels_per_group() const { return in_channels / groups; }

@@ -12,13 +12,19 @@ namespace winfer {
 
 void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* inputs, const int64_t* channels,
                           float* out, int threads) {
-  int64_t width = 0;
-  for (int i = 0; i < num_inputs; ++i) width += channels[i];
-  cpu::parallel_chunks(pixels, width, threads, [&](int64_t begin, int64_t end) {
+  int64_t width = 0, copied = 0;
+  for (int i = 0; i < num_inputs; ++i) {
+    width += channels[i];
+    if (inputs[i] != nullptr) copied += channels[i];
+  }
+  if (copied == 0) return;
+  cpu::parallel_chunks(pixels, copied, threads, [&](int64_t begin, int64_t end) {
     for (int64_t px = begin; px < end; ++px) {
       float* dst = out + px * width;
       for (int i = 0; i < num_inputs; ++i) {
-        std::memcpy(dst, inputs[i] + px * channels[i], static_cast<size_t>(channels[i]) * sizeof(float));
+        if (inputs[i] != nullptr) {
+          std::memcpy(dst, inputs[i] + px * channels[i], static_cast<size_t>(channels[i]) * sizeof(float));
+        }
         dst += channels[i];
       }
     }

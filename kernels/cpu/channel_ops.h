@@ -6,7 +6,8 @@
 
 namespace winfer {
 
-// out[p][offset_i + c] = inputs[i][p][c]; out row width = sum(channels).
+// out[p][offset_i + c] = inputs[i][p][c]; out row width = sum(channels). A null inputs[i] is
+// one already in its place (its producer wrote it into out's channels offset_i...): skipped.
 void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* inputs, const int64_t* channels,
                           float* out, int threads);
 // outputs[i][p][c] = in[p][offset_i + c]; in row width = sum(channels).

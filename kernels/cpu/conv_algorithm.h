@@ -60,6 +60,11 @@ class ConvAlgorithm {
   // micro-kernel algorithms add it in the tile's store). Lets the planner put the output in the
   // residual's storage when the residual dies at this layer.
   virtual bool residual_may_alias_output() const { return false; }
+  // True when run() honours ConvParams::out_pixel_stride (without a residual): it writes each
+  // output pixel's out_channels floats at output_nhwc + pixel * out_stride() and touches
+  // nothing between them. Lets a concat's input be written straight into its channel slice
+  // of the concat's output (docs/MEMORY.md, "Concat without copies").
+  virtual bool supports_output_stride() const { return false; }
   // The same without a residual.
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias, float* output_nhwc,
            void* workspace, Activation act, int threads) const {

@@ -90,12 +90,17 @@ bool pack_weights_panels_in_place(const ConvParams& p, float* weights) {
 
 void bias_residual_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
                                    const float* residual, Activation act, int threads) {
+  bias_residual_activation_strided_rows(out, channels, pixels, channels, bias, residual, act, threads);
+}
+
+void bias_residual_activation_strided_rows(float* out, int64_t out_stride, int64_t pixels, int64_t channels,
+                                           const float* bias, const float* residual, Activation act, int threads) {
   if (bias == nullptr && residual == nullptr && act == Activation::kNone) return;
   const Clamp clip = activation_clamp(act);
   const int nt = threads_for_work(threads, pixels * channels / 4);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t px = 0; px < pixels; ++px) {
-    float* row = out + px * channels;
+    float* row = out + px * out_stride;
     const float* res = residual != nullptr ? residual + px * channels : nullptr;
     // bias first, then the residual: the order of the unfused conv-then-add, so that fusing
     // does not change the rounding.

@@ -72,6 +72,7 @@ class PanelWeightsAlgorithm : public ConvAlgorithm {
     unpack_weights_panels(p, packed, weight_oihw);
   }
   bool residual_may_alias_output() const override { return true; }
+  bool supports_output_stride() const override { return true; }  // im2win and indirect
 };
 
 // out[p][c] = act(out[p][c] + bias[c] + residual[p][c]) over `pixels` rows of `channels`
@@ -79,6 +80,10 @@ class PanelWeightsAlgorithm : public ConvAlgorithm {
 // when both are null and act is kNone.
 void bias_residual_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
                                    const float* residual, Activation act, int threads);
+// The same with out's rows `out_stride` (>= channels) floats apart, a channel slice of a wider
+// tensor (ConvParams::out_pixel_stride); residual rows stay `channels` floats apart.
+void bias_residual_activation_strided_rows(float* out, int64_t out_stride, int64_t pixels, int64_t channels,
+                                           const float* bias, const float* residual, Activation act, int threads);
 inline void bias_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias, Activation act,
                                  int threads) {
   bias_residual_activation_rows(out, pixels, channels, bias, nullptr, act, threads);

@@ -112,12 +112,12 @@ WINFER_ALWAYS_INLINE inline void row_body(const RowArgs& a, int64_t n, int64_t o
   PixelTaps t;
   t.in_image = a.input + n * p.in_h * p.in_w * p.in_channels;
   t.oh = oh;
-  float* out_row = a.output + ((n * p.out_h() + oh) * wo) * p.out_channels;
+  float* out_row = a.output + ((n * p.out_h() + oh) * wo) * p.out_stride();
   valid_taps(oh * p.stride_h - p.pad_top, p.dilation_h, p.kernel_h, p.in_h, &t.kh0, &t.kh1);
   for (int64_t ow = 0; ow < wo; ++ow) {
     t.ow = ow;
     valid_taps(ow * p.stride_w - p.pad_left, p.dilation_w, p.kernel_w, p.in_w, &t.kw0, &t.kw1);
-    float* out_pixel = out_row + ow * p.out_channels;
+    float* out_pixel = out_row + ow * p.out_stride();
     for (int64_t g = 0; g < p.groups; ++g)
       pixel_channels<kLanes, 4>(a, t, g, 0, out_pixel + g * p.out_channels_per_group());
   }
@@ -153,6 +153,7 @@ class DirectConv final : public ConvAlgorithm {
   void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
     unpack_weights_ghwio(p, packed, weight_oihw);
   }
+  bool supports_output_stride() const override { return true; }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void*, Activation act, int threads) const override {
     const RowFn row_fn = pick_row_fn();

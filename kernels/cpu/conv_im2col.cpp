@@ -85,14 +85,15 @@ void conv_pixels(const ConvParams& p, const float* input, const float* packed, c
   if (rows <= 0) return;
   for (int64_t n = 0; n < p.batch; ++n) {
     const float* in_image = input + n * p.in_h * p.in_w * p.in_channels;
-    const int64_t row0 = (n * pixels_out + first) * p.out_channels;
-    float* out_rows = output + row0;
+    const int64_t row0 = (n * pixels_out + first) * p.out_channels;  // in the residual
+    float* out_rows = output + (n * pixels_out + first) * p.out_stride();
     for (int64_t g = 0; g < p.groups; ++g) {
       float* a = buffer + first * k;
       im2row_pixels(p, in_image, g, first, last, a);
-      sgemm(false, false, rows, cog, k, 1.f, a, k, packed + g * k * cog, cog, 0.f, out_rows + g * cog, p.out_channels);
+      sgemm(false, false, rows, cog, k, 1.f, a, k, packed + g * k * cog, cog, 0.f, out_rows + g * cog, p.out_stride());
     }
-    bias_residual_activation_rows(out_rows, rows, p.out_channels, bias, residual ? residual + row0 : nullptr, act, 1);
+    bias_residual_activation_strided_rows(out_rows, p.out_stride(), rows, p.out_channels, bias,
+                                          residual ? residual + row0 : nullptr, act, 1);
   }
 }
 
@@ -105,9 +106,9 @@ void pointwise_pixels(const ConvParams& p, const float* input, const float* pack
   if (rows <= 0) return;
   for (int64_t g = 0; g < p.groups; ++g)
     sgemm(false, false, rows, cog, cg, 1.f, input + first * p.in_channels + g * cg, p.in_channels,
-          packed + g * cg * cog, cog, 0.f, output + first * p.out_channels + g * cog, p.out_channels);
-  bias_residual_activation_rows(output + first * p.out_channels, rows, p.out_channels, bias,
-                                residual ? residual + first * p.out_channels : nullptr, act, 1);
+          packed + g * cg * cog, cog, 0.f, output + first * p.out_stride() + g * cog, p.out_stride());
+  bias_residual_activation_strided_rows(output + first * p.out_stride(), p.out_stride(), rows, p.out_channels, bias,
+                                        residual ? residual + first * p.out_channels : nullptr, act, 1);
 }
 
 class Im2colConv final : public ConvAlgorithm {
@@ -128,6 +129,7 @@ class Im2colConv final : public ConvAlgorithm {
     unpack_weights_ghwio(p, packed, weight_oihw);
   }
 
+  bool supports_output_stride() const override { return true; }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {

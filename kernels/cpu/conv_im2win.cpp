@@ -485,11 +485,11 @@ class Im2winRun {
       }
     }
     a.pixels = pixels;
-    a.out_stride = p_.out_channels;
+    a.out_stride = p_.out_stride();
     a.clip = clip_;
     const int64_t co0 = run.g * geo_.cog + panel * kPanel;
     const float* w_panel = packed_ + panel_start(run.g, geo_.cog, panel, geo_.k) + skip * width;
-    const int64_t out_offset = ((run.n * geo_.ho + run.oh0) * geo_.wo + p0) * p_.out_channels + co0;
+    const int64_t out_offset = ((run.n * geo_.ho + run.oh0) * geo_.wo + p0) * p_.out_stride() + co0;
     if (share.panel >= 0)
       set_prefetch_share(a, packed_ + panel_start(share.g, geo_.cog, share.panel, geo_.k),
                          geo_.k * panel_width(geo_.cog, share.panel) * int64_t{sizeof(float)}, share.share,

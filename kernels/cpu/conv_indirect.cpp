@@ -193,11 +193,11 @@ class IndirectRun {
     a.w_seg_stride = cg_ * width;
     a.pixels_stride = kIndirectTile;
     a.pixel_offset = g * cg_;
-    a.out_stride = p_.out_channels;
+    a.out_stride = p_.out_stride();
     a.clip = clip_;
     const int64_t co0 = g * cog_ + panel * kPanel;
     const float* w_panel = packed_ + panel_start(g, cog_, panel, layout_.taps * cg_);
-    const int64_t out_offset = (n * layout_.pixels + p0) * p_.out_channels + co0;
+    const int64_t out_offset = (n * layout_.pixels + p0) * p_.out_stride() + co0;
     const int block_cols = uk_.max_vecs * uk_.lanes;
     const int64_t subs = ceil_div(rows, uk_.max_rows);  // balanced sub-tiles of at most MR pixels
     for (int64_t c = 0; c < width; c += block_cols) {
@@ -215,7 +215,7 @@ class IndirectRun {
                              layout_.tiles * subs, k);
         }
         a.pixels = slots + m0;
-        a.out = output_ + out_offset + m0 * p_.out_channels + c;
+        a.out = output_ + out_offset + m0 * p_.out_stride() + c;
         a.residual = residual_ != nullptr ? residual_ + out_offset + m0 * p_.out_channels + c : nullptr;
         uk_.pick(static_cast<int>(m1 - m0), vecs, width, /*indirect_rows=*/true)(a);
       }

@@ -183,9 +183,9 @@ WINFER_ALWAYS_INLINE inline void output_tiles_body(const Job& j, int64_t g0, int
       for (int k = 0; k < 2; ++k) {
         const int64_t oh = 2 * at.th + i, ow = 2 * at.tw + k;
         const bool inside = oh < j.geo->ho && ow < j.geo->wo;
-        const int64_t offset = ((at.n * j.geo->ho + oh) * j.geo->wo + ow) * co;
-        out[i][k] = inside ? j.output + offset : nullptr;
-        res[i][k] = inside && j.residual != nullptr ? j.residual + offset : nullptr;
+        const int64_t pixel = (at.n * j.geo->ho + oh) * j.geo->wo + ow;
+        out[i][k] = inside ? j.output + pixel * p.out_stride() : nullptr;
+        res[i][k] = inside && j.residual != nullptr ? j.residual + pixel * co : nullptr;
       }
     const float* m = j.m + t * co;
     int64_t o = 0;
@@ -321,6 +321,7 @@ class WinogradConv final : public ConvAlgorithm {
       }
   }
 
+  bool supports_output_stride() const override { return true; }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {

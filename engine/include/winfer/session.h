@@ -83,6 +83,13 @@ struct SessionOptions {
   // nullptr (default): the session allocates its own arena.
   void* arena = nullptr;
   size_t arena_bytes = 0;
+  // CPU only: concat without copies (docs/MEMORY.md). A concat input written by a plain
+  // convolution, read by nothing else and not a graph output, is placed in its channel slice
+  // of the concat's output, and the convolution writes it there directly (with the output's
+  // pixel stride), so the concat copies only its other inputs. The results are bitwise the
+  // same either way; false gives every concat input its own storage and copy (to compare the
+  // arenas: `winfer plan --no-concat-alias`). CUDA sessions always copy.
+  bool concat_alias = true;
 };
 
 struct LayerTiming {
@@ -103,6 +110,13 @@ struct MemoryBuffer {
   int first_step = 0;
   int last_step = 0;
   std::string in_place_of;  // the tensor whose storage this one takes over, or ""
+  // Concat without copies (SessionOptions::concat_alias): the concat output this tensor is a
+  // channel slice of, or "". Its producer writes it straight into that output (each pixel's
+  // channels at slice_offset bytes into the output's pixel row), so it has no storage of its
+  // own: `offset` is the output's, its first byte at offset + slice_offset, and `bytes` its own
+  // size, spread over the output's rows.
+  std::string slice_of;
+  size_t slice_offset = 0;
 };
 
 // One algorithm considered for a convolution layer by conv_algorithm "auto".
@@ -138,7 +152,13 @@ struct MemoryReport {
   size_t max_workspace_bytes = 0;            // the largest convolution workspace
   size_t alignment = 0;                      // of every offset in the arena
   int in_place_layers = 0;                   // layers whose output took over an input's storage
-  std::vector<std::string> steps;            // layer name of each step
+  // Concat without copies: bytes every concat layer reads from its inputs (per run, all of
+  // them), how many of those inputs are written in place by their producers instead
+  // (MemoryBuffer::slice_of), and their bytes, which no concat copies any more.
+  size_t concat_bytes = 0;
+  int concat_inputs_in_place = 0;
+  size_t concat_bytes_saved = 0;
+  std::vector<std::string> steps;  // layer name of each step
   std::vector<MemoryBuffer> buffers;
   // What the session allocates for itself, compared against SessionOptions::memory_budget:
   // the arena (activations_sum_bytes when plan_memory is false) + session_weights_bytes.
