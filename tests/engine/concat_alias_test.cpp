@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <fstream>
 
+#include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
 
 using namespace winfer_test;
@@ -330,4 +331,42 @@ TEST_CASE("slow: concat alias: zoo models with a concat give the same bits with 
     const bool light = name.rfind("squeezenet", 0) == 0 || name.rfind("shufflenet", 0) == 0;
     check_zoo_model(name, light ? 224 : 96);
   }
+}
+
+TEST_CASE("concat alias: winfer plan shows the copies saved and the arena without; --no-concat-alias") {
+  const std::string model = repo_path("models/zoo/squeezenet1_1.yaml");
+  const CommandResult table = run_cli("plan " + model + " --conv im2win --no-measure");
+  REQUIRE_MESSAGE(table.exit_code == 0, table.stderr_text);
+  for (const char* row : {"concat inputs written in place", "concat copies saved (bytes per run)",
+                          "concat copies left (bytes per run)", "arena without concat aliasing"}) {
+    CHECK_MESSAGE(table.stdout_text.find(row) != std::string::npos, row);
+  }
+  const CommandResult on = run_cli("plan " + model + " --conv im2win --no-measure --json");
+  const CommandResult off = run_cli("plan " + model + " --conv im2win --no-measure --json --no-concat-alias");
+  REQUIRE(on.exit_code == 0);
+  REQUIRE(off.exit_code == 0);
+  CHECK(on.stdout_text.find("\"concat_inputs_in_place\": 16") != std::string::npos);
+  CHECK(off.stdout_text.find("\"concat_inputs_in_place\": 0") != std::string::npos);
+  CHECK(off.stdout_text.find("\"concat_bytes_saved\": 0") != std::string::npos);
+  // The arena without aliasing is the same figure whichever way the plan was made.
+  const auto number = [](const std::string& json, const std::string& key) {
+    const size_t at = json.find("\"" + key + "\": ");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(json.substr(at + key.size() + 4));
+  };
+  CHECK(number(on.stdout_text, "arena_bytes_without_concat_alias") == number(off.stdout_text, "arena_bytes"));
+  CHECK(number(on.stdout_text, "arena_bytes") < number(off.stdout_text, "arena_bytes"));
+
+  TempDir dir;
+  const CommandResult svg = run_cli("plan " + model + " --conv im2win --no-measure --svg " + dir.file("plan.svg"));
+  REQUIRE(svg.exit_code == 0);
+  CHECK(read_bytes(dir.file("plan.svg")).find("concat without copies") != std::string::npos);
+
+  // run and bench take the flag; the outputs are the same bytes.
+  const std::string run = "run " + model + " --random-weights 1 --size 96x96 --batch 2 --repeat 0 --top 0 --output ";
+  REQUIRE(run_cli(run + dir.file("on.npy")).exit_code == 0);
+  REQUIRE(run_cli(run + dir.file("off.npy") + " --no-concat-alias").exit_code == 0);
+  CHECK(read_bytes(dir.file("on.npy")) == read_bytes(dir.file("off.npy")));
+  const CommandResult bench = run_cli("bench " + model + " --size 96x96 --runs 1 --min-time 0 --no-concat-alias");
+  CHECK_MESSAGE(bench.exit_code == 0, bench.stderr_text);
 }
