@@ -16,8 +16,9 @@
 // left or right edge skip the columns outside the input (a test per column, in those tiles
 // only); rows crossing the top or bottom take the valid kernel rows. 7 divides the widths of
 // every 224x224 network's layers (112, 56, 28, 14, 7); other widths end in single-pixel tiles.
-// Channels past the last full vector take one more full vector that overlaps the one before
-// (where there is one), else half and quarter vectors, then scalar code (at most 3 channels).
+// Channels past the last full vector take one more full vector that overlaps the one before;
+// fewer channels than one vector (or a thread's channel slice narrower than that) take scalar
+// code.
 //
 // Any other shape: one output pixel at a time, the in-bounds taps of its window, blocks of up
 // to 4 vectors of channels.
@@ -219,9 +220,10 @@ WINFER_ALWAYS_INLINE inline void tile_tail(const RowArgs& a, const RowTaps& r, i
 // then, where [c, c_end) holds at least one vector, one more vector ending at c_end, which
 // overlaps the last full one (the channels they share are computed twice, with the same
 // arithmetic lane by lane: the same bits written again; ShuffleNet's 58 channels: 3 vectors,
-// not 3 + a half + 2 scalar channels); else half and quarter vectors, then scalar code for
-// the last (at most 3) channels. The rows of a vector of channels one after the other: the
-// input rows they share are still in L1.
+// not 3 + a half + 2 scalar channels); else (fewer channels than one vector) scalar code.
+// (Half and quarter vectors for those doubled the file's compile time for layers that hardly
+// exist.) The rows of a vector of channels one after the other: the input rows they share are
+// still in L1.
 template <int kLanes, int kKw, int kSw, int kPixels, bool kEdge>
 WINFER_ALWAYS_INLINE inline void tile_channels(const RowArgs& a, const RowTaps* r, int rows, int64_t ow0, int64_t c,
                                                int64_t c_end) {
@@ -239,8 +241,6 @@ WINFER_ALWAYS_INLINE inline void tile_channels(const RowArgs& a, const RowTaps* 
   if (c == c_end) return;
   if (c_end - c_begin >= kLanes) {
     for (int k = 0; k < rows; ++k) tile<kLanes, 1, kKw, kSw, kPixels, kEdge>(a, r[k], ow0, c_end - kLanes);
-  } else if constexpr (kLanes > 4) {
-    tile_channels<kLanes / 2, kKw, kSw, kPixels, kEdge>(a, r, rows, ow0, c, c_end);
   } else {
     for (int k = 0; k < rows; ++k) tile_tail(a, r[k], ow0, kPixels, c, c_end);
   }
