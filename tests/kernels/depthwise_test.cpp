@@ -1,9 +1,9 @@
 // The depthwise kernel's edges (kernels/cpu/conv_depthwise.cpp): its fast path (kernel width 3,
 // 5 or 7, stride 1 or 2 along W: 7-pixel tiles, tiles crossing the left/right edges, single-pixel
-// tiles past the last full one, channel tails of 8, 4 and 1-3 channels, groups of output rows,
-// row x channel-slice thread splits) and the one-pixel path for every other shape, against the
-// float64 reference and `direct`, under every ISA this machine runs, and bitwise the same for
-// 2 and 3 threads.
+// tiles past the last full one, one- and two-vector tiles, channel tails as an overlapping last
+// vector and, below one vector, scalar code, groups of output rows, row x channel-slice thread
+// splits) and the one-pixel path for every other shape, against the float64 reference and
+// `direct`, under every ISA this machine runs, and bitwise the same for 2 and 3 threads.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -33,7 +33,7 @@ TEST_CASE("depthwise: edge shapes match the float64 reference and direct, every 
       {dw(1, 13, 5, 3).k(3, 3).pad(1).p, false, kNone},
       {dw(1, 8, 9, 20).k(3, 3).p, true, kNone},
       {dw(1, 8, 8, 9).k(3, 3).pad(2, 0, 1, 3).p, true, kRelu},
-      // Channel tails: 58 = 3x16 + 8 + 2 (ShuffleNet), 116 = 7x16 + 4, 37 = 2x16 + 4 + 1, 3 (scalar only).
+      // Channel tails (AVX-512 lanes): 58 = 3x16 + 10 (ShuffleNet), 116 = 7x16 + 4, 37 = 2x16 + 5, 3 (scalar only).
       {dw(1, 58, 28, 28).k(3, 3).pad(1).p, true, kNone},
       {dw(1, 116, 14, 14).k(3, 3).s(2, 2).pad(1).p, true, kNone},
       {dw(1, 37, 14, 14).k(5, 5).s(2, 2).pad(2).p, true, kRelu6},
