@@ -194,7 +194,7 @@ WINFER_ALWAYS_INLINE inline void tile(const RowArgs& a, const RowTaps& r, int64_
   }
 }
 
-// Output pixels [ow0, ow0 + count) x channels [c, c_end) (at most 3), scalar.
+// Output pixels [ow0, ow0 + count) x channels [c, c_end) (fewer than one vector), scalar.
 WINFER_ALWAYS_INLINE inline void tile_tail(const RowArgs& a, const RowTaps& r, int64_t ow0, int64_t count, int64_t c,
                                            int64_t c_end) {
   const ConvParams& p = *a.p;
