@@ -87,17 +87,26 @@ Status chunk_sizes(int64_t channels, int64_t chunks, std::vector<int64_t>* sizes
 
 class SplitKernel : public Kernel {
  public:
-  SplitKernel(int64_t rows, std::vector<int64_t> sizes) : rows_(rows), sizes_(std::move(sizes)) {}
+  SplitKernel(int64_t rows, std::vector<int64_t> sizes)
+      : rows_(rows), sizes_(std::move(sizes)), strides_(sizes_.size(), 0) {}
+  // Any piece may be a channel slice of a concat's output (docs/MEMORY.md, "Concat without
+  // copies"): ShuffleNet's first half goes straight into its unit's concat.
+  bool supports_output_pixel_stride(int output) const override {
+    return output >= 0 && output < static_cast<int>(strides_.size());
+  }
+  void set_output_pixel_stride(int output, int64_t floats) override { strides_[output] = floats; }
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void*, int threads) const override {
     // On the stack: a session allocates nothing while it runs (at most kMaxPieces outputs).
     std::array<float*, kMaxPieces> targets;
     for (size_t i = 0; i < out.size(); ++i) targets[i] = out[i]->data();
-    split_channels_nhwc(rows_, in[0]->data(), static_cast<int>(out.size()), sizes_.data(), targets.data(), threads);
+    split_channels_strided_nhwc(rows_, in[0]->data(), static_cast<int>(out.size()), sizes_.data(), targets.data(),
+                                strides_.data(), threads);
   }
 
  private:
   int64_t rows_;
   std::vector<int64_t> sizes_;
+  std::vector<int64_t> strides_;  // per piece: its pixel stride, 0 = dense
 };
 
 class SplitOp : public Op {

@@ -128,9 +128,14 @@ class CpuSession : public SessionImpl {
   // allocator, which may overcommit and fail later, when the pages are touched).
   Result<SessionPlan> plan_within_memory(std::vector<ConvChoice> conv_choices) {
     std::vector<KernelMemory> memory;
-    for (const auto& kernel : kernels) {
-      memory.push_back({kernel->workspace_bytes(), kernel->owned_weight_bytes(), kernel->shared_weight_bytes(),
-                        kernel->in_place_input(), kernel->supports_output_pixel_stride()});
+    for (size_t n = 0; n < kernels.size(); ++n) {
+      const Kernel& kernel = *kernels[n];
+      std::vector<bool> strided;
+      for (size_t i = 0; i < model->graph().nodes[n].outputs.size(); ++i) {
+        strided.push_back(kernel.supports_output_pixel_stride(static_cast<int>(i)));
+      }
+      memory.push_back({kernel.workspace_bytes(), kernel.owned_weight_bytes(), kernel.shared_weight_bytes(),
+                        kernel.in_place_input(), std::move(strided)});
     }
     WINFER_ASSIGN_OR_RETURN(SessionPlan plan,
                             plan_session_memory(*model, shapes, memory, kArenaAlignment, options.concat_alias));
@@ -203,7 +208,10 @@ class CpuSession : public SessionImpl {
     for (size_t t = 0; t < slice_of.size(); ++t) {
       if (slice_of[t] < 0) continue;
       slice_stride[t] = shapes[slice_of[t]].c();
-      kernels[graph.tensors[t].producer]->set_output_pixel_stride(slice_stride[t]);
+      const GraphNode& producer = graph.nodes[graph.tensors[t].producer];
+      const auto output = std::find(producer.outputs.begin(), producer.outputs.end(), static_cast<int>(t));
+      kernels[graph.tensors[t].producer]->set_output_pixel_stride(static_cast<int>(output - producer.outputs.begin()),
+                                                                  slice_stride[t]);
     }
   }
 

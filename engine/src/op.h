@@ -56,12 +56,13 @@ class Kernel {
   // whose algorithm adds a fused residual in its store (each output element reads its own
   // residual element just before writing it) may write over the residual.
   virtual int in_place_input() const { return -1; }
-  // Concat without copies (docs/MEMORY.md): whether run() can write its one output (rank 4,
+  // Concat without copies (docs/MEMORY.md): whether run() can write output `output` (rank 4,
   // NHWC) as a channel slice of a wider tensor, each pixel's channels `stride` floats after the
-  // previous pixel's, touching nothing in between. The session then places the output in its
-  // slice of a concat's output and calls set_output_pixel_stride(stride) once, before any run.
-  virtual bool supports_output_pixel_stride() const { return false; }
-  virtual void set_output_pixel_stride(int64_t /*floats*/) {}
+  // previous pixel's, touching nothing in between. The session then places that output in its
+  // slice of a concat's output and calls set_output_pixel_stride(output, stride) once, before
+  // any run.
+  virtual bool supports_output_pixel_stride(int /*output*/) const { return false; }
+  virtual void set_output_pixel_stride(int /*output*/, int64_t /*floats*/) {}
   // One line for `winfer info`/logs, e.g. "im2col" or "depthwise (fused relu)".
   virtual std::string describe() const { return std::string(); }
   // Shapes were checked at compile time; run() cannot fail on valid tensors.

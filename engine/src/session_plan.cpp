@@ -116,14 +116,21 @@ std::vector<size_t> live_per_step(const std::vector<PlanBuffer>& buffers, size_t
 // Concat without copies: an input of a concat may become a channel slice of the concat's
 // output, written there by its producer with the output's pixel stride, when
 //   * the concat is rank 4 (NHWC: a slice is every pixel's channels [c0, c0 + Ci)),
-//   * its producer has this one output and a kernel that writes with a pixel stride
-//     (KernelMemory::strided_output: a plain convolution of most algorithms),
+//   * its producer's kernel writes it with a pixel stride (KernelMemory::strided_outputs: a
+//     plain convolution of most algorithms, a split),
 //   * the concat is its only consumer and takes it once (not concat(x, x), not x read by
 //     another layer too, whose kernel would not know the stride),
 //   * it is neither the graph input nor a graph output, and shares no storage in place.
 // A slice gets no storage of its own (0 bytes for the planner), and the concat output's
 // lifetime starts at its earliest producer instead. The concat kernel sees the input in its
 // place and copies only the others.
+// Whether `node`'s kernel can write its output tensor t with a pixel stride.
+bool writes_strided(const GraphNode& node, const KernelMemory& kernel, int t) {
+  const auto at = std::find(node.outputs.begin(), node.outputs.end(), t);
+  const size_t output = static_cast<size_t>(at - node.outputs.begin());
+  return at != node.outputs.end() && output < kernel.strided_outputs.size() && kernel.strided_outputs[output];
+}
+
 struct ConcatSlice {
   int tensor = -1, output = -1, concat_step = 0;
   size_t byte_offset = 0;
@@ -148,8 +155,8 @@ std::vector<ConcatSlice> concat_slice_candidates(const Graph& graph, const std::
       channel += shapes[t].c();
       const GraphTensor& tensor = graph.tensors[t];
       const int producer = tensor.producer;
-      const bool qualifies = producer >= 0 && graph.nodes[producer].outputs.size() == 1 &&
-                             kernels[producer].strided_output && tensor.consumers.size() == 1 &&
+      const bool qualifies = producer >= 0 && writes_strided(graph.nodes[producer], kernels[producer], t) &&
+                             tensor.consumers.size() == 1 &&
                              std::count(node.inputs.begin(), node.inputs.end(), t) == 1 && t != graph.input &&
                              !contains(graph.outputs, t) && list.plan[t].alias_of < 0 && !taken_over[t];
       if (qualifies) {

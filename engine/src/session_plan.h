@@ -17,10 +17,10 @@ namespace winfer {
 // What the kernels of a session read and need, per node (execution order).
 struct KernelMemory {
   size_t workspace_bytes = 0;
-  size_t owned_weight_bytes = 0;   // allocated for this session's kernels (packed weights)
-  size_t shared_weight_bytes = 0;  // read from the model's own tensors
-  int in_place_input = -1;         // Kernel::in_place_input()
-  bool strided_output = false;     // Kernel::supports_output_pixel_stride()
+  size_t owned_weight_bytes = 0;           // allocated for this session's kernels (packed weights)
+  size_t shared_weight_bytes = 0;          // read from the model's own tensors
+  int in_place_input = -1;                 // Kernel::in_place_input()
+  std::vector<bool> strided_outputs = {};  // per output: Kernel::supports_output_pixel_stride(output)
 };
 
 struct SessionPlan {

@@ -33,13 +33,19 @@ void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* in
 
 void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs, const int64_t* channels,
                          float* const* outputs, int threads) {
+  split_channels_strided_nhwc(pixels, in, num_outputs, channels, outputs, channels, threads);
+}
+
+void split_channels_strided_nhwc(int64_t pixels, const float* in, int num_outputs, const int64_t* channels,
+                                 float* const* outputs, const int64_t* out_strides, int threads) {
   int64_t width = 0;
   for (int i = 0; i < num_outputs; ++i) width += channels[i];
   cpu::parallel_chunks(pixels, width, threads, [&](int64_t begin, int64_t end) {
     for (int64_t px = begin; px < end; ++px) {
       const float* src = in + px * width;
       for (int i = 0; i < num_outputs; ++i) {
-        std::memcpy(outputs[i] + px * channels[i], src, static_cast<size_t>(channels[i]) * sizeof(float));
+        const int64_t stride = out_strides[i] > 0 ? out_strides[i] : channels[i];
+        std::memcpy(outputs[i] + px * stride, src, static_cast<size_t>(channels[i]) * sizeof(float));
         src += channels[i];
       }
     }

@@ -13,6 +13,10 @@ void concat_channels_nhwc(int64_t pixels, int num_inputs, const float* const* in
 // outputs[i][p][c] = in[p][offset_i + c]; in row width = sum(channels).
 void split_channels_nhwc(int64_t pixels, const float* in, int num_outputs, const int64_t* channels,
                          float* const* outputs, int threads);
+// The same with output i's pixel rows out_strides[i] floats apart (0: channels[i], dense), a
+// channel slice of a wider tensor (a concat's output written in place).
+void split_channels_strided_nhwc(int64_t pixels, const float* in, int num_outputs, const int64_t* channels,
+                                 float* const* outputs, const int64_t* out_strides, int threads);
 // ShuffleNet channel shuffle (PyTorch: view(N,g,C/g,H,W).transpose(1,2).reshape):
 // out channel j*g + i  <-  in channel i*(C/g) + j. channels % groups == 0. May run in place
 // (out == in).

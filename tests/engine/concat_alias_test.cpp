@@ -198,6 +198,31 @@ TEST_CASE("concat alias: an unfused relu or a fused residual before the concat k
   }
 }
 
+TEST_CASE("concat alias: a split writes its piece into the concat too (ShuffleNet's basic unit)") {
+  // w is the busiest step (40 channels): cat may start at the split (a, cat and sp:1: 20).
+  auto model = load_ok(model_header(8, 8, 8) + "layers:\n" + conv("w", 8, 32, 1) + conv("a", 32, 8, 1) +
+                       "  - {name: sp, op: split, chunks: 2}\n" + conv("b", 4, 4, 3, "'sp:1'") +
+                       "  - {name: cat, op: concat, inputs: ['sp:0', b]}\n" +
+                       "  - {name: shuffle, op: channel_shuffle, groups: 2}\n" + conv("d", 8, 4, 1));
+  winfer::SessionOptions options;
+  options.conv_algorithm = "direct";
+  auto session = session_ok(model, options);
+  const winfer::MemoryReport& r = session->memory_report();
+  CHECK(find_buffer(r, "sp:0").slice_of == "cat");
+  CHECK(find_buffer(r, "sp:0").slice_offset == 0);
+  CHECK(find_buffer(r, "sp:1").slice_of.empty());  // read by b
+  CHECK(find_buffer(r, "b").slice_of == "cat");
+  CHECK(find_buffer(r, "b").slice_offset == 4 * sizeof(float));
+  CHECK(find_buffer(r, "cat").first_step == 2);  // from the split on
+  CHECK(r.concat_bytes_saved == r.concat_bytes);
+  for (const std::string& algorithm : winfer::conv_algorithm_names()) {
+    INFO(algorithm);
+    winfer::SessionOptions o;
+    o.conv_algorithm = algorithm;
+    check_alias_changes_nothing(model, random_tensor(winfer::Shape{2, 8, 8, 8}, 11, winfer::Layout::kNCHW), o);
+  }
+}
+
 // a -> b1 (an early slice); a -> t (`wide` channels) -> b2 (a late slice); cat [b1, b2] -> d.
 std::string early_and_late(int64_t wide) {
   return model_header(4, 8, 8) + "layers:\n" + conv("a", 4, 4, 1) + conv("b1", 4, 4, 1, "a") +
