@@ -964,6 +964,10 @@ winfer_status winfer_session_config_set_poison_unused_memory(winfer_session_conf
                                        &winfer::SessionOptions::poison_unused_memory);
 }
 
+winfer_status winfer_session_config_set_concat_alias(winfer_session_config* config, int alias) {
+  return set_flag<SessionConfigObject>(__func__, config, "alias", alias, &winfer::SessionOptions::concat_alias);
+}
+
 winfer_status winfer_session_config_set_allow_tf32(winfer_session_config* config, int allow) {
   return set_flag<SessionConfigObject>(__func__, config, "allow", allow, &winfer::SessionOptions::allow_tf32);
 }

@@ -207,6 +207,9 @@ winfer_status winfer_session_config_set_poison_unused_memory(winfer_session_conf
 winfer_status winfer_session_config_set_allow_tf32(winfer_session_config* config, int allow);
 /* Fail a run at the first NaN or Inf, naming the input or layer that holds it. */
 winfer_status winfer_session_config_set_check_numerics(winfer_session_config* config, int check);
+/* CPU: concat without copies (default 1): producers write straight into their channel slice of a
+ * concat's output; 0 copies every concat input (winfer::SessionOptions::concat_alias). */
+winfer_status winfer_session_config_set_concat_alias(winfer_session_config* config, int alias);
 /* CPU only: the session's activations and workspaces live in `arena` (`bytes` bytes, aligned to
  * WINFER_ARENA_ALIGNMENT) instead of memory it allocates. Ask winfer_session_plan for the
  * bytes needed first; the memory must outlive the session, which writes it only while it runs
