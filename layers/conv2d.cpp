@@ -6,6 +6,7 @@
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/conv_pool.h"
 #include "kernels/cpu/conv_then_conv.h"
+#include "kernels/cpu/pointwise.h"
 
 namespace winfer {
 namespace {
@@ -39,7 +40,12 @@ class ConvKernel : public Kernel {
         residual_(op.has_residual()),
         pool_(std::move(pool)),
         then_(std::move(then)),
-        description_(op.kernel_description(algorithm->name(), note)) {}
+        description_(op.kernel_description(algorithm->name(), note)) {
+    if (op.pointwise()) {
+      params_.has_pointwise = true;
+      params_.pointwise = *op.pointwise();
+    }
+  }
   size_t workspace_bytes() const override {
     if (then_) return then_->pair.workspace_bytes();
     return pool_ ? pool_->workspace_bytes() : algorithm_->workspace_bytes(params_);
@@ -76,10 +82,23 @@ class ConvKernel : public Kernel {
     } else {
       algorithm_->run(params_, in[0]->data(), packed_.data(), bias, residual_ ? in[1]->data() : nullptr, out[0]->data(),
                       workspace, activation_, threads);
+      if (params_.has_pointwise && !algorithm_->applies_pointwise()) apply_pointwise(out[0]->data(), threads);
     }
   }
 
  private:
+  // The absorbed pointwise activation over the whole output, for the algorithms that do not
+  // apply it tile by tile: the separate layer's pass (the same function, so the same bits),
+  // pixel by pixel when the output is a channel slice (out_pixel_stride).
+  void apply_pointwise(float* output, int threads) const {
+    const int64_t pixels = params_.batch * params_.out_h() * params_.out_w();
+    if (params_.out_stride() == params_.out_channels) {
+      pointwise_activation(output, output, pixels * params_.out_channels, params_.pointwise, threads);
+    } else {
+      pointwise_activation_rows(output, pixels, params_.out_channels, params_.out_stride(), params_.pointwise);
+    }
+  }
+
   const ConvAlgorithm* algorithm_;
   ConvParams params_;
   Tensor packed_;
@@ -119,6 +138,7 @@ std::string Conv2dOp::kernel_description(const char* algorithm, const std::strin
   if (has_residual_) {
     extra = activation_ == Activation::kNone ? "fused add" : std::string("fused add+") + activation_name(activation_);
   }
+  if (pointwise_) extra = std::string("fused ") + pointwise_fn_name(*pointwise_);
   if (pool_) extra = "fused maxpool";
   if (then_) extra = "then depthwise, fused";
   if (!note.empty()) extra += (extra.empty() ? "" : "; ") + note;
@@ -197,7 +217,7 @@ Shape Conv2dOp::conv_output_shape(const Shape& input) const {
 
 bool Conv2dOp::fold_batchnorm(const std::vector<float>& scale, const std::vector<float>& shift) {
   const size_t channels = static_cast<size_t>(attrs_.out_channels);
-  if (weight_.empty() || scale.size() != channels || shift.size() != channels) return false;
+  if (pointwise_ || weight_.empty() || scale.size() != channels || shift.size() != channels) return false;
   // w'[o] = w[o] * scale[o];  b'[o] = b[o] * scale[o] + shift[o].
   const int64_t per_output = weight_.numel() / attrs_.out_channels;
   if (bias_.empty()) bias_ = Tensor::allocate(Shape{attrs_.out_channels});
@@ -213,23 +233,30 @@ bool Conv2dOp::fold_batchnorm(const std::vector<float>& scale, const std::vector
 bool Conv2dOp::add_residual(Activation act) {
   // The epilogue computes act(conv(x) + bias + residual): an activation already there would
   // have to apply before the sum.
-  if (has_residual_ || pool_ || then_ || activation_ != Activation::kNone) return false;
+  if (has_residual_ || pool_ || then_ || pointwise_ || activation_ != Activation::kNone) return false;
   has_residual_ = true;
   activation_ = act;
   return true;
 }
 
 bool Conv2dOp::absorb_pool(const Pool2dAttrs& pool) {
-  if (pool_ || has_residual_ || then_) return false;
+  if (pool_ || has_residual_ || then_ || pointwise_) return false;
   pool_ = pool;
   return true;
 }
 
 bool Conv2dOp::absorb_depthwise(const Conv2dOp& depthwise) {
   const bool bare = !depthwise.has_residual_ && !depthwise.pool_ && !depthwise.then_ &&
-                    depthwise.packed_for_ == nullptr && depthwise.activation_ == Activation::kNone;
-  if (then_ || has_residual_ || pool_ || !bare) return false;
+                    depthwise.packed_for_ == nullptr && depthwise.activation_ == Activation::kNone &&
+                    !depthwise.pointwise_;
+  if (then_ || has_residual_ || pool_ || pointwise_ || !bare) return false;
   then_ = std::make_shared<Conv2dOp>(depthwise);
+  return true;
+}
+
+bool Conv2dOp::set_pointwise(PointwiseFn fn) {
+  if (pointwise_ || has_residual_ || pool_ || then_ || activation_ != Activation::kNone) return false;
+  pointwise_ = fn;
   return true;
 }
 

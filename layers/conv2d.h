@@ -3,7 +3,8 @@
 // may fold into it a following batchnorm2d (into weight and bias), relu/relu6 (fused epilogue),
 // an add of its output and a residual (a ResNet shortcut: the residual becomes a second input,
 // added in the epilogue before the activation, out = act(conv(x) + bias + residual)), a
-// maxpool2d after the activation (computed band by band, kernels/cpu/conv_pool.h: the
+// sigmoid/hardsigmoid/hardswish/silu (applied to each output tile after its store, or over the
+// output), a maxpool2d after the activation (computed band by band, kernels/cpu/conv_pool.h: the
 // convolution's full output is never stored), or a depthwise conv2d reading its output, with
 // that one's own batch norm and activation (ShuffleNet's and MobileNet's pointwise ->
 // depthwise pair, band by band too, kernels/cpu/conv_then_conv.h). The op only offers the
@@ -17,6 +18,7 @@
 
 #include "engine/src/conv_capability.h"
 #include "engine/src/op.h"
+#include "kernels/common/pointwise.h"
 #include "layers/layer_util.h"
 #include "layers/pool2d_common.h"
 
@@ -64,8 +66,16 @@ class Conv2dOp : public Op, public ConvCapability {
   // w'[o] = w[o] * scale[o], b'[o] = b[o] * scale[o] + shift[o] (a zero bias is created where
   // there is none). False once the weights are packed (no OIHW copy left) or on a size mismatch.
   bool fold_batchnorm(const std::vector<float>& scale, const std::vector<float>& shift);
-  // The epilogue's activation; false when there is one already.
-  bool set_activation(Activation act) { return set_fused_activation(&activation_, act); }
+  // The epilogue's activation; false when there is one already, or a pointwise function (it
+  // would have to apply after that one).
+  bool set_activation(Activation act) { return !pointwise_ && set_fused_activation(&activation_, act); }
+  // An element-wise activation (sigmoid, hardsigmoid, hardswish, silu) of the output, applied by
+  // the kernel after the store (ConvParams::has_pointwise): false with one already, an
+  // activation, a residual, a pooling or an absorbed convolution (whose band schedules do not
+  // apply it). Nothing else is fused after it: batch norm, activation, residual, pooling and
+  // depthwise absorption all refuse once it is set.
+  bool set_pointwise(PointwiseFn fn);
+  const std::optional<PointwiseFn>& pointwise() const { return pointwise_; }
   // A second input, the residual, added in the epilogue before `act` (the add's own activation,
   // which becomes this op's): act(conv(x) + bias + residual). False with an activation or a
   // residual already, or a pooling or depthwise convolution (their band schedules add none).
@@ -120,6 +130,7 @@ class Conv2dOp : public Op, public ConvCapability {
   const ConvAlgorithm* packed_for_ = nullptr;
   ConvParams packed_params_;
   Activation activation_ = Activation::kNone;
+  std::optional<PointwiseFn> pointwise_;
   std::optional<Pool2dAttrs> pool_;
   bool has_residual_ = false;
   std::shared_ptr<Conv2dOp> then_;  // a copy of the absorbed op, which the graph drops

@@ -7,12 +7,13 @@ namespace {
 
 // The order in which the pass tries the rules at a node; the first that applies wins. No two
 // patterns match the same nodes (each is told apart by its ops' types: conv2d <- batchnorm2d,
-// layer <- relu/relu6, conv2d <- maxpool2d, conv2d <- conv2d, and conv2d <- add, the only one
-// whose consumer has two inputs), so the order changes no result; it is the order in which
-// the layers come in a block (conv, bn, relu, then pooling, a depthwise convolution or an add).
+// layer <- relu/relu6, conv2d <- sigmoid/silu/..., conv2d <- maxpool2d, conv2d <- conv2d, and conv2d <- add, the only
+// one whose consumer has two inputs), so the order changes no result; it is the order in which the layers come in a
+// block (conv, bn, relu, then pooling, a depthwise convolution or an add).
 const std::vector<const AbsorbConsumerRule*>& consumer_rules() {
   static const std::vector<const AbsorbConsumerRule*> rules = {&conv_batchnorm_rule(), &activation_epilogue_rule(),
-                                                               &conv_maxpool_rule(), &pointwise_depthwise_rule()};
+                                                               &conv_pointwise_rule(), &conv_maxpool_rule(),
+                                                               &pointwise_depthwise_rule()};
   return rules;
 }
 

@@ -1,8 +1,9 @@
 // The element-wise activations that are not a clamp (sigmoid, hardsigmoid, hardswish, silu):
 // vocabulary shared by their layer (layers/pointwise_activation.h) and its CPU and CUDA kernels.
-// Unlike `Activation` (activation.h) they are not fused into other kernels' epilogues: those
-// apply an activation as a clamp [lo, hi] inside every convolution algorithm's store (the CPU
-// micro-kernels' registers, winograd's output transform, the CUDA kernels), which none of these is.
+// Unlike `Activation` (activation.h) they are not a clamp in the store's registers: a convolution
+// that absorbed one (rule conv_pointwise, ConvParams::has_pointwise) applies it to each output
+// tile right after storing it (CPU im2win and indirect) or in a pass over its output (the other
+// algorithms, CUDA).
 #pragma once
 
 namespace winfer {

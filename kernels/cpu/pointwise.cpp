@@ -118,6 +118,18 @@ void pointwise_activation(const float* in, float* out, int64_t count, PointwiseF
                        [&](int64_t begin, int64_t end) { range(in, out, begin, end, fn); });
 }
 
+void pointwise_activation_rows(float* data, int64_t rows, int64_t cols, int64_t stride, PointwiseFn fn) {
+  using RangeFn = void (*)(const float*, float*, int64_t, int64_t, PointwiseFn);
+  RangeFn range = pointwise_generic;
+  if (cpu::cpu_isa() == cpu::Isa::kAvx512) range = pointwise_avx512;
+  if (cpu::cpu_isa() == cpu::Isa::kAvx2) range = pointwise_avx2;
+  if (stride == cols) {
+    range(data, data, 0, rows * cols, fn);
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) range(data + r * stride, data + r * stride, 0, cols, fn);
+}
+
 void mul(const float* a, const float* b, float* out, int64_t count, int threads) {
   cpu::parallel_chunks(count, 1, threads, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = a[i] * b[i];

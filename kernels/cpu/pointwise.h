@@ -13,6 +13,12 @@ namespace winfer {
 // are within 1.3 ulp of the exact value over float's range (0 where 1 + exp(-x) overflows).
 void pointwise_activation(const float* in, float* out, int64_t count, PointwiseFn fn, int threads);
 
+// In place over a tile of `rows` rows of `cols` floats, `stride` floats apart (a convolution's
+// output tile, or its whole output with a pixel stride): data[r * stride + c] = fn(...), one
+// thread. The same code per element as pointwise_activation, so the same bits: what the
+// convolutions that absorbed the activation (ConvParams::pointwise) call after each tile's store.
+void pointwise_activation_rows(float* data, int64_t rows, int64_t cols, int64_t stride, PointwiseFn fn);
+
 // out[i] = a[i] * b[i].
 void mul(const float* a, const float* b, float* out, int64_t count, int threads);
 

@@ -10,6 +10,8 @@ namespace winfer {
 const AbsorbConsumerRule& conv_batchnorm_rule();
 // conv2d / add / linear / batchnorm2d <- relu / relu6: the layer's kernel applies it.
 const AbsorbConsumerRule& activation_epilogue_rule();
+// conv2d <- sigmoid / hardsigmoid / hardswish / silu: the conv's kernel applies it after its store.
+const AbsorbConsumerRule& conv_pointwise_rule();
 // conv2d <- maxpool2d: pooled band by band, the convolution's output never stored.
 const AbsorbConsumerRule& conv_maxpool_rule();
 // conv2d (not depthwise) <- depthwise conv2d: the pair run band by band.

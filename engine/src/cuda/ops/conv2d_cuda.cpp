@@ -4,13 +4,17 @@
 // is asked (cuDNN picks its fastest algorithm there). What the op absorbed runs as more
 // launches: a residual through cuda::add (with the activation) after the convolution without
 // activation, since the CUDA algorithms have no residual in their epilogues; a max pooling or a
-// depthwise convolution reading the convolution's output from the workspace.
+// depthwise convolution reading the convolution's output from the workspace; a pointwise
+// activation (sigmoid, hardswish, ...: rule conv_pointwise) as cuda::pointwise_activation over
+// the output in place, after the convolution (the op has then no activation, residual, pooling or
+// depthwise convolution).
 #include <algorithm>
 #include <optional>
 
 #include "engine/src/cuda/cuda_ops.h"
 #include "kernels/cuda/conv_algorithm.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/pointwise.h"
 #include "kernels/cuda/pooling.h"
 #include "layers/conv2d.h"
 
@@ -24,7 +28,7 @@ class ConvCudaKernel : public CudaKernel {
   // `then` (the fused depthwise convolution's kernel), that kernel reads it from there.
   ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed, const float* bias,
                  Activation activation, bool residual, size_t weight_bytes, std::optional<PoolParams> pool,
-                 std::unique_ptr<CudaKernel> then, std::string description)
+                 std::unique_ptr<CudaKernel> then, std::optional<PointwiseFn> pointwise, std::string description)
       : algorithm_(algorithm),
         params_(params),
         packed_(packed),
@@ -34,6 +38,7 @@ class ConvCudaKernel : public CudaKernel {
         weight_bytes_(weight_bytes),
         pool_(pool),
         then_(std::move(then)),
+        pointwise_(pointwise),
         description_(std::move(description)) {}
   size_t workspace_bytes() const override {
     const size_t scratch = algorithm_->workspace_bytes(params_);
@@ -59,6 +64,12 @@ class ConvCudaKernel : public CudaKernel {
           algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out, conv_workspace, activation_);
       if (!s.ok()) return s;
       return cuda::maxpool2d_nhwc(*pool_, conv_out, out[0], ctx.stream);
+    }
+    if (pointwise_) {  // never with a residual, pooling or depthwise convolution (Conv2dOp::set_pointwise)
+      const cuda::Status conv = algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
+      if (!conv.ok()) return conv;
+      const int64_t count = params_.batch * params_.out_h() * params_.out_w() * params_.out_channels;
+      return cuda::pointwise_activation(out[0], out[0], count, *pointwise_, ctx.stream);
     }
     if (!residual_) return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
     const cuda::Status conv =
@@ -87,6 +98,7 @@ class ConvCudaKernel : public CudaKernel {
   size_t weight_bytes_;
   std::optional<PoolParams> pool_;
   std::unique_ptr<CudaKernel> then_;
+  std::optional<PointwiseFn> pointwise_;
   std::string description_;
 };
 
@@ -120,10 +132,10 @@ Result<std::unique_ptr<CudaKernel>> compile_conv2d_cuda(const Op& op, const std:
     if (!compiled.ok()) return compiled.status();
     then = std::move(compiled.value());
   }
-  return std::unique_ptr<CudaKernel>(new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), conv.activation(),
-                                                        conv.has_residual(), packed_bytes + conv.bias().bytes(),
-                                                        conv.pool_params(p, outputs[0]), std::move(then),
-                                                        conv.kernel_description(algorithm->name(), note)));
+  return std::unique_ptr<CudaKernel>(
+      new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), conv.activation(), conv.has_residual(),
+                         packed_bytes + conv.bias().bytes(), conv.pool_params(p, outputs[0]), std::move(then),
+                         conv.pointwise(), conv.kernel_description(algorithm->name(), note)));
 }
 
 }  // namespace winfer

@@ -1,0 +1,48 @@
+// conv_pointwise: conv2d <- sigmoid / hardsigmoid / hardswish / silu, the element-wise
+// activation applied by the convolution's kernel (Conv2dOp::set_pointwise, ConvParams::
+// has_pointwise): im2win and indirect apply it to each output tile right after its store, while
+// the tile is in L1; the other CPU algorithms and CUDA in one pass over the output after the
+// convolution. The activation's own pass over memory (EfficientNet's SiLU, MobileNetV3's
+// hardswish: memory-bound, a fifth of EfficientNet-B0's time at batch 1) disappears or, for the
+// post-pass algorithms, merely moves into the layer. Same function, same bits as the layer.
+//
+// Pattern: a pointwise activation alone reads the conv's output, which is not a graph output
+// (AbsorbConsumerRule; the fused op takes the activation's output name).
+// Conditions (Conv2dOp::set_pointwise refuses the rest):
+// - the convolution has no activation, residual, pooling or absorbed depthwise convolution (their
+//   band schedules and epilogues do not apply it), and no pointwise function yet;
+// - nothing is fused after it: batch norm, relu, add, pooling and pointwise_depthwise all refuse
+//   a convolution that has one (they would have to apply after it).
+// WINFER_NO_CONV_POINTWISE=1 in the environment turns the rule off: the separate layers timed
+// against the fused ones with one binary (docs/PERFORMANCE.md).
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/src/rewrites/rules.h"
+#include "layers/conv2d.h"
+#include "layers/pointwise_activation.h"
+
+namespace winfer {
+namespace {
+
+class ConvPointwise : public AbsorbConsumerRule {
+ public:
+  const char* name() const override { return "conv_pointwise"; }
+  bool absorb(Op& producer, const Op& consumer) const override {
+    auto* conv = dynamic_cast<Conv2dOp*>(&producer);
+    const auto* pointwise = dynamic_cast<const PointwiseActivationOp*>(&consumer);
+    if (conv == nullptr || pointwise == nullptr) return false;
+    const char* off = std::getenv("WINFER_NO_CONV_POINTWISE");
+    if (off != nullptr && std::strcmp(off, "1") == 0) return false;
+    return conv->set_pointwise(pointwise->fn());
+  }
+};
+
+}  // namespace
+
+const AbsorbConsumerRule& conv_pointwise_rule() {
+  static const ConvPointwise rule;
+  return rule;
+}
+
+}  // namespace winfer
