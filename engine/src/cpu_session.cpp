@@ -138,7 +138,8 @@ class CpuSession : public SessionImpl {
                         kernel.in_place_input(), std::move(strided)});
     }
     WINFER_ASSIGN_OR_RETURN(SessionPlan plan,
-                            plan_session_memory(*model, shapes, memory, kArenaAlignment, options.concat_alias));
+                            plan_session_memory(*model, shapes, memory, kArenaAlignment,
+                                                /*concat_alias=*/options.concat_alias && options.plan_memory));
     report = plan.report;
     report.session_bytes = session_bytes_of(report, options.plan_memory);
     report.memory_budget = options.memory_budget;

@@ -88,7 +88,8 @@ struct SessionOptions {
   // of the concat's output, and the convolution writes it there directly (with the output's
   // pixel stride), so the concat copies only its other inputs. The results are bitwise the
   // same either way; false gives every concat input its own storage and copy (to compare the
-  // arenas: `winfer plan --no-concat-alias`). CUDA sessions always copy.
+  // arenas: `winfer plan --no-concat-alias`). CUDA sessions and unplanned ones (plan_memory
+  // false: every tensor in its own allocation, and the memory report says so) always copy.
   bool concat_alias = true;
 };
 
