@@ -88,6 +88,54 @@ bool pack_weights_panels_in_place(const ConvParams& p, float* weights) {
   return true;
 }
 
+int64_t merged_group_factor(const ConvParams& p) {
+  const int64_t cog = p.out_channels_per_group();
+  int64_t best = 1;
+  for (int64_t g = 2; g * cog <= 16 && g <= p.groups; ++g)
+    if (p.groups % g == 0) best = g;
+  return best;
+}
+
+ConvParams merge_small_groups(const ConvParams& p) {
+  ConvParams m = p;
+  m.groups = p.groups / merged_group_factor(p);
+  return m;
+}
+
+namespace {
+
+// f(oihw, merged) for every weight of p: its index in p's OIHW weights and in the OIHW weights
+// of merge_small_groups(p) (block-diagonal: group j of a merged group of G takes output rows
+// j*Cog.. and input columns j*Cg..).
+template <class F>
+void for_each_merged_weight(const ConvParams& p, F f) {
+  const int64_t factor = merged_group_factor(p);
+  const int64_t cg = p.in_channels_per_group(), taps = p.kernel_h * p.kernel_w;
+  for (int64_t o = 0; o < p.out_channels; ++o) {
+    const int64_t j = (o / p.out_channels_per_group()) % factor;  // the group's place in its merged group
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t t = 0; t < taps; ++t) f((o * cg + c) * taps + t, (o * factor * cg + j * cg + c) * taps + t);
+  }
+}
+
+}  // namespace
+
+void PanelWeightsAlgorithm::pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const {
+  if (merged_group_factor(p) == 1) return pack_weights_panels(p, weight_oihw, packed);
+  const ConvParams m = merge_small_groups(p);
+  std::vector<float> merged(static_cast<size_t>(panel_weight_floats(m)), 0.f);
+  for_each_merged_weight(p, [&](int64_t i, int64_t j) { merged[j] = weight_oihw[i]; });
+  pack_weights_panels(m, merged.data(), packed);
+}
+
+void PanelWeightsAlgorithm::unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const {
+  if (merged_group_factor(p) == 1) return unpack_weights_panels(p, packed, weight_oihw);
+  const ConvParams m = merge_small_groups(p);
+  std::vector<float> merged(static_cast<size_t>(panel_weight_floats(m)));
+  unpack_weights_panels(m, packed, merged.data());
+  for_each_merged_weight(p, [&](int64_t i, int64_t j) { weight_oihw[i] = merged[j]; });
+}
+
 void bias_residual_activation_rows(float* out, int64_t pixels, int64_t channels, const float* bias,
                                    const float* residual, Activation act, int threads) {
   bias_residual_activation_strided_rows(out, channels, pixels, channels, bias, residual, act, threads);

@@ -52,25 +52,38 @@ inline int64_t panel_width(int64_t cog, int64_t panel) { return std::min<int64_t
 // Where that panel of group g begins in the packed weights, in floats (K = Kw * Kh * Cg).
 inline int64_t panel_start(int64_t g, int64_t cog, int64_t panel, int64_t k) { return (g * cog + panel * kPanel) * k; }
 
+// Small groups merged (issue 23). A group of fewer than 16 output channels fills only part of an
+// AVX-512 vector, and its tiles are short (K = Kh*Kw*Cg: 72 for RegNet's 8 channels per group)
+// while each still pays a call, a window build or a pass over the indirection buffer, and a
+// masked store. So G consecutive groups (G * Cog <= 16, G divides the group count) run as one
+// group of G*Cg input and G*Cog output channels whose weights are block-diagonal (zeros
+// between one group's outputs and another's inputs): in NHWC those G groups' channels are
+// contiguous, so the merged group reads and writes exactly the same channels, bias and
+// residual as the G groups. The zeros are multiplied (G times the multiply-adds) but they sit
+// in lanes the narrow panel left empty anyway, and the tiles, windows and calls are G times
+// fewer: C208 14x14 g26 runs as g13, C128 g32 (4 per group) as g8.
+// The factor G (1: nothing merged) depends on the shape only, never on the ISA, so that the
+// packed layout is the same everywhere.
+int64_t merged_group_factor(const ConvParams& p);
+// p with groups / G groups; the packed weights and every run of im2win and indirect use it.
+ConvParams merge_small_groups(const ConvParams& p);
+
 // The weight handling of the micro-kernel algorithms (im2win, indirect): the panel layout above
-// (packed in place, unpacked bit for bit), and a fused residual added in
+// for the merged groups (packed in place when nothing is merged; G times larger with zero
+// blocks otherwise, unpacked bit for bit either way), and a fused residual added in
 // the tile's store, each element read just before the same element is written, so the output
 // may be the residual.
 class PanelWeightsAlgorithm : public ConvAlgorithm {
  public:
   size_t packed_weight_bytes(const ConvParams& p) const override {
-    return static_cast<size_t>(panel_weight_floats(p)) * sizeof(float);
+    return static_cast<size_t>(panel_weight_floats(merge_small_groups(p))) * sizeof(float);
   }
-  void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
-    pack_weights_panels(p, weight_oihw, packed);
-  }
+  void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override;
   bool pack_weights_in_place(const ConvParams& p, float* weights) const override {
-    return pack_weights_panels_in_place(p, weights);
+    return merged_group_factor(p) == 1 && pack_weights_panels_in_place(p, weights);
   }
   bool can_unpack_weights() const override { return true; }
-  void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
-    unpack_weights_panels(p, packed, weight_oihw);
-  }
+  void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override;
   bool residual_may_alias_output() const override { return true; }
   bool supports_output_stride() const override { return true; }  // im2win and indirect
 };

@@ -21,6 +21,8 @@
 // group's last panel as wide as its remaining channels), so that the K order matches the
 // window run and each K step reads one contiguous 128-byte panel row; the same layout for
 // every ISA, shared with the indirect convolution (conv_common.h), packed in place at load.
+// Groups of fewer than 16 output channels run G at a time as one group with block-diagonal
+// weights (conv_common.h, merge_small_groups): one window and one tile for G groups.
 //
 // Workspace: the window rows of R output rows ("slots", R * Wp * Kh * Cg floats), reused for
 // every row, group and image, never the whole window tensor (which would cost Kh/sh times
@@ -537,13 +539,14 @@ class Im2winConv final : public PanelWeightsAlgorithm {
   const char* name() const override { return "im2win"; }
   bool supports(const ConvParams& p) const override { return p.is_valid(); }
   size_t workspace_bytes(const ConvParams& p) const override {
-    return static_cast<size_t>(Geometry(p).workspace_floats()) * sizeof(float);
+    return static_cast<size_t>(Geometry(merge_small_groups(p)).workspace_floats()) * sizeof(float);
   }
   bool applies_pointwise() const override { return true; }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {
-    const Im2winRun job(p, input_nhwc, packed, bias, residual_nhwc, output_nhwc, static_cast<float*>(workspace), act);
+    const ConvParams m = merge_small_groups(p);  // as the weights were packed (conv_common.h)
+    const Im2winRun job(m, input_nhwc, packed, bias, residual_nhwc, output_nhwc, static_cast<float*>(workspace), act);
     const int nt = threads_for_work(threads, p.flops() / 2);
     // The team may be smaller than nt (a nested region gets one thread): split by its size.
 #pragma omp parallel num_threads(nt) if (nt > 1)

@@ -43,7 +43,9 @@
 //
 // Groups: per group the pointers are offset by the group's first channel and the weights are
 // the group's panels. Depthwise convolutions are correct here too (Cg = 1, one column of a
-// 32-wide panel) but wasteful; the engine routes them to the `depthwise` algorithm.
+// 32-wide panel) but wasteful; the engine routes them to the `depthwise` algorithm. Groups of
+// fewer than 16 output channels run G at a time as one block-diagonal group (conv_common.h,
+// merge_small_groups): run() hands the merged params to everything below.
 #include "kernels/cpu/conv_indirect.h"
 
 #include <omp.h>
@@ -250,7 +252,8 @@ class IndirectConv final : public PanelWeightsAlgorithm {
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {
-    const IndirectRun job(p, input_nhwc, packed, bias, residual_nhwc, output_nhwc, workspace, act);
+    const ConvParams m = merge_small_groups(p);  // as the weights were packed (conv_common.h)
+    const IndirectRun job(m, input_nhwc, packed, bias, residual_nhwc, output_nhwc, workspace, act);
     const int nt = threads_for_work(threads, p.flops() / 2);
     // The team may be smaller than nt (a nested region gets one thread): split by its size.
 #pragma omp parallel num_threads(nt) if (nt > 1)

@@ -179,6 +179,19 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       {Conv(1, 224, 5, 6, 200).k(3, 3).pad(1).p, true, kRelu},
       {Conv(2, 224, 5, 6, 200).k(3, 3).pad(1).p, true, kRelu},
       {Conv(1, 8, 7, 9, 8).k(3, 3).pad(1).g(8).p, true, kRelu},  // depthwise
+      // Grouped layers (RegNet, ResNeXt): groups of fewer than 16 output channels run G at a
+      // time as block-diagonal merged groups (conv_common.h); G = 2, 3, 4, 6 and 1 (a prime
+      // group count), channels per group 1-32, Cg != Cog, stride 2, dilation, batch 2 and 3.
+      {Conv(2, 48, 9, 11, 48).k(3, 3).s(2, 2).pad(1).g(6).p, true, kRelu},          // 8 per group, G = 2
+      {Conv(1, 40, 7, 9, 40).k(3, 3).pad(1).g(5).p, true, kRelu},                   // 8 per group, G = 1
+      {Conv(1, 30, 8, 9, 30).k(3, 3).pad(2).d(2, 2).g(6).p, false, kRelu6},         // 5 per group, G = 3
+      {Conv(1, 12, 7, 6, 24).k(3, 3).pad(1).g(12).p, true, kNone},                  // 1 -> 2, G = 6
+      {Conv(1, 28, 6, 9, 12).k(3, 3).s(2, 1).pad(1, 0, 1, 1).g(4).p, true, kRelu},  // 7 -> 3, G = 4
+      {Conv(3, 32, 7, 8, 32).k(3, 3).s(2, 2).pad(1).g(8).p, true, kRelu},           // 4 per group, G = 4
+      {Conv(1, 24, 5, 6, 24).k(1, 1).g(6).p, true, kRelu},                          // in place, G = 3
+      {Conv(1, 64, 6, 7, 64).k(3, 3).pad(1).g(4).p, true, kRelu},                   // 16 per group
+      {Conv(1, 48, 7, 7, 48).k(3, 3).s(2, 2).pad(1).g(2).p, true, kRelu},           // 24 per group
+      {Conv(2, 64, 5, 6, 64).k(3, 3).pad(1).g(2).p, false, kRelu},                  // 32 per group
   };
 }
 
