@@ -3,10 +3,9 @@
 // may fold into it a following batchnorm2d (into weight and bias), relu/relu6 (fused epilogue),
 // an add of its output and a residual (a ResNet shortcut: the residual becomes a second input,
 // added in the epilogue before the activation, out = act(conv(x) + bias + residual)), a
-// sigmoid/hardsigmoid/hardswish/silu (applied to each output tile after its store, or over the
-// output), a maxpool2d after the activation (computed band by band, kernels/cpu/conv_pool.h: the
-// convolution's full output is never stored), or a depthwise conv2d reading its output, with
-// that one's own batch norm and activation (ShuffleNet's and MobileNet's pointwise ->
+// sigmoid/hardsigmoid/hardswish/silu (applied over the output after the convolution), a maxpool2d after the activation
+// (computed band by band, kernels/cpu/conv_pool.h: the convolution's full output is never stored), or a depthwise
+// conv2d reading its output, with that one's own batch norm and activation (ShuffleNet's and MobileNet's pointwise ->
 // depthwise pair, band by band too, kernels/cpu/conv_then_conv.h). The op only offers the
 // mutators below and refuses what its kernel cannot compute; when a pattern may be fused is
 // the rules' business.
@@ -70,7 +69,7 @@ class Conv2dOp : public Op, public ConvCapability {
   // would have to apply after that one).
   bool set_activation(Activation act) { return !pointwise_ && set_fused_activation(&activation_, act); }
   // An element-wise activation (sigmoid, hardsigmoid, hardswish, silu) of the output, applied by
-  // the kernel after the store (ConvParams::has_pointwise): false with one already, an
+  // the kernel over the output after the convolution: false with one already, an
   // activation, a residual, a pooling or an absorbed convolution (whose band schedules do not
   // apply it). Nothing else is fused after it: batch norm, activation, residual, pooling and
   // depthwise absorption all refuse once it is set.

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "kernels/common/activation.h"
-#include "kernels/common/pointwise.h"
 
 namespace winfer {
 
@@ -27,13 +26,6 @@ struct ConvParams {
   // convolution's channels first). Honoured only by algorithms whose supports_output_stride()
   // is true, and only without a residual; no weight layout or workspace depends on it.
   int64_t out_pixel_stride = 0;
-  // With has_pointwise, an element-wise activation absorbed from the layer after the
-  // convolution (the rule conv_pointwise): fn(conv(x) + bias) replaces the stored output. Only
-  // algorithms whose applies_pointwise() is true apply it themselves (im2win and indirect, on each
-  // tile right after its store, while it is in L1); for the others the conv layer's kernel runs
-  // it over the output after them. Never with a residual or a clamp activation.
-  bool has_pointwise = false;
-  PointwiseFn pointwise = PointwiseFn::kSigmoid;
 
   int64_t out_stride() const { return out_pixel_stride > 0 ? out_pixel_stride : out_channels; }
   int64_t out_h() const { return (in_h + pad_top + pad_bottom - dilation_h * (kernel_h - 1) - 1) / stride_h + 1; }

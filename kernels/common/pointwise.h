@@ -1,9 +1,8 @@
 // The element-wise activations that are not a clamp (sigmoid, hardsigmoid, hardswish, silu):
 // vocabulary shared by their layer (layers/pointwise_activation.h) and its CPU and CUDA kernels.
 // Unlike `Activation` (activation.h) they are not a clamp in the store's registers: a convolution
-// that absorbed one (rule conv_pointwise, ConvParams::has_pointwise) applies it to each output
-// tile right after storing it (CPU im2win and indirect) or in a pass over its output (the other
-// algorithms, CUDA).
+// that absorbed one (rule conv_pointwise) applies it in a pass over its output after the
+// convolution, on the CPU and CUDA alike.
 #pragma once
 
 namespace winfer {

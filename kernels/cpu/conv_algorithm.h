@@ -65,9 +65,6 @@ class ConvAlgorithm {
   // nothing between them. Lets a concat's input be written straight into its channel slice
   // of the concat's output (docs/MEMORY.md, "Concat without copies").
   virtual bool supports_output_stride() const { return false; }
-  // True when run() applies ConvParams::pointwise (has_pointwise) itself, to each tile after
-  // its store; otherwise run() ignores it and the caller applies it to the output afterwards.
-  virtual bool applies_pointwise() const { return false; }
   // The same without a residual.
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias, float* output_nhwc,
            void* workspace, Activation act, int threads) const {

@@ -58,7 +58,6 @@
 
 #include "kernels/cpu/conv_common.h"
 #include "kernels/cpu/cpu_common.h"
-#include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/ukernel_conv.h"
 
 namespace winfer {
@@ -506,7 +505,6 @@ class Im2winRun {
       a.residual = residual_ != nullptr ? residual_ + out_offset + c : nullptr;
       const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
       uk_.pick(static_cast<int>(p1 - p0), vecs, width, /*indirect_rows=*/false)(a);
-      if (p_.has_pointwise) pointwise_activation_rows(a.out, p1 - p0, a.cols, p_.out_stride(), p_.pointwise);
       a.prefetch = nullptr;  // the first column block has fetched the share
     }
   }
@@ -541,7 +539,6 @@ class Im2winConv final : public PanelWeightsAlgorithm {
   size_t workspace_bytes(const ConvParams& p) const override {
     return static_cast<size_t>(Geometry(merge_small_groups(p)).workspace_floats()) * sizeof(float);
   }
-  bool applies_pointwise() const override { return true; }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {

@@ -55,7 +55,6 @@
 
 #include "kernels/cpu/conv_common.h"
 #include "kernels/cpu/cpu_common.h"
-#include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/ukernel_conv.h"
 
 namespace winfer {
@@ -221,7 +220,6 @@ class IndirectRun {
         a.out = output_ + out_offset + m0 * p_.out_stride() + c;
         a.residual = residual_ != nullptr ? residual_ + out_offset + m0 * p_.out_channels + c : nullptr;
         uk_.pick(static_cast<int>(m1 - m0), vecs, width, /*indirect_rows=*/true)(a);
-        if (p_.has_pointwise) pointwise_activation_rows(a.out, m1 - m0, a.cols, p_.out_stride(), p_.pointwise);
       }
     }
   }
@@ -248,7 +246,6 @@ class IndirectConv final : public PanelWeightsAlgorithm {
   size_t workspace_bytes(const ConvParams& p) const override {
     return static_cast<size_t>(IndirectionLayout(p).workspace_bytes(p));
   }
-  bool applies_pointwise() const override { return true; }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {

@@ -130,7 +130,7 @@ void pointwise_activation_rows(float* data, int64_t rows, int64_t cols, int64_t 
     range(data, data, 0, rows * cols, fn);
     return;
   }
-  if (cols >= kRowsBufferFloats / 4) {
+  if (cols >= kRowsBufferFloats / 4 || cols % 16 == 0) {
     for (int64_t r = 0; r < rows; ++r) range(data + r * stride, data + r * stride, 0, cols, fn);
     return;
   }

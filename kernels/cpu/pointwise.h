@@ -15,8 +15,9 @@ void pointwise_activation(const float* in, float* out, int64_t count, PointwiseF
 
 // In place over a tile of `rows` rows of `cols` floats, `stride` floats apart (a convolution's
 // output tile, or its whole output with a pixel stride): data[r * stride + c] = fn(...), one
-// thread. The same code per element as pointwise_activation, so the same bits: what the
-// convolutions that absorbed the activation (ConvParams::pointwise) call after each tile's store.
+// thread. The same code per element as pointwise_activation, so the same bits: what a
+// convolution that absorbed the activation and writes a channel slice of a wider tensor (a
+// concat's output) applies to its output.
 void pointwise_activation_rows(float* data, int64_t rows, int64_t cols, int64_t stride, PointwiseFn fn);
 
 // out[i] = a[i] * b[i].

@@ -1,6 +1,6 @@
 // The rule conv_pointwise (engine/src/rewrites/conv_pointwise.cpp): a sigmoid / hardsigmoid /
-// hardswish / silu alone reading a convolution is applied by the convolution's kernel (im2win
-// and indirect after each tile's store, the other algorithms over the output after run()). The
+// hardswish / silu alone reading a convolution is applied by the convolution's kernel (over its
+// output after run(), pixel by pixel into a concat's channel slice). The
 // fused model must give the unfused one's bits exactly: the same function on the same values.
 // Cases: the rewrite and its kernel description; the conditions that block it; every CPU
 // algorithm (and depthwise) x every function x 1 and 2 threads bit for bit, a 1x1 and a 3x3

@@ -1,10 +1,12 @@
 // conv_pointwise: conv2d <- sigmoid / hardsigmoid / hardswish / silu, the element-wise
-// activation applied by the convolution's kernel (Conv2dOp::set_pointwise, ConvParams::
-// has_pointwise): im2win and indirect apply it to each output tile right after its store, while
-// the tile is in L1; the other CPU algorithms and CUDA in one pass over the output after the
-// convolution. The activation's own pass over memory (EfficientNet's SiLU, MobileNetV3's
-// hardswish: memory-bound, a fifth of EfficientNet-B0's time at batch 1) disappears or, for the
-// post-pass algorithms, merely moves into the layer. Same function, same bits as the layer.
+// activation applied by the convolution's kernel (Conv2dOp::set_pointwise) in one pass over its
+// output right after the convolution, on the CPU (every algorithm; pixel by pixel into a concat's
+// channel slice) and on CUDA (cuda::pointwise_activation). Same function, same bits as the layer.
+// It saves a layer, not time: applying the function to each im2win/indirect tile while it is in
+// L1 was measured no faster (up to 15-28% slower on wide 1x1 layers), since the functions are
+// bound by their arithmetic (a division per element), not by memory (docs/PERFORMANCE.md,
+// "Pointwise activations fused into the convolution"). The rule is where a cheaper in-register
+// version would plug in.
 //
 // Pattern: a pointwise activation alone reads the conv's output, which is not a graph output
 // (AbsorbConsumerRule; the fused op takes the activation's output name).
