@@ -340,7 +340,10 @@ class Im2winRun {
     const int64_t units = p_.batch * p_.groups * geo_.ho;
     const int64_t u_end = units * (t + 1) / team;
     const int64_t slot0 = geo_.block_rows * t / team;
-    const int64_t step_rows = geo_.block_rows * (t + 1) / team - slot0;  // the thread's slots
+    // The thread's slots; reading the input in place needs none, and then a step is any number of
+    // rows (with fewer rows than threads, e.g. a squeeze-excite 1x1 convolution on a 1x1 map at
+    // batch 8 and 2 threads, the slot share of thread 0 is 0 rows: a step of 0 never ended).
+    const int64_t step_rows = geo_.in_place ? geo_.ho : geo_.block_rows * (t + 1) / team - slot0;
     for (int64_t u = units * t / team; u < u_end;) {
       const int64_t oh = u % geo_.ho, ng = u / geo_.ho;
       RowRun run{ng / p_.groups, ng % p_.groups, oh, slot0, std::min({step_rows, u_end - u, geo_.ho - oh})};

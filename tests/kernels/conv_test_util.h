@@ -156,8 +156,12 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       {Conv(1, 16, 9, 9, 17).k(1, 1).s(2, 2).p, false, kNone},               // in place, strided
       {Conv(1, 12, 6, 5, 6).k(1, 1).g(3).p, true, kRelu6},                   // in place, groups
       {Conv(1, 12, 5, 20, 8).k(1, 3).d(1, 2).g(4).p, true, kNone},           // in place, segments
-      {Conv(1, 6, 5, 7, 3).k(1, 1).pad(1, 0, 0, 1).p, true, kNone},          // 1x1 padded: window
-      {Conv(1, 4, 5, 6, 7).k(1, 3).pad(1, 0, 1, 0).p, true, kNone},          // Kh = 1 padded in H
+      // Squeeze-excite's 1x1 convolutions on a 1x1 map: fewer output rows than threads (im2win
+      // once looped forever here at batch 2-8 with 2 or 3 threads).
+      {Conv(8, 40, 1, 1, 10).k(1, 1).p, true, kRelu},
+      {Conv(3, 10, 1, 1, 40).k(1, 1).p, true, kNone},
+      {Conv(1, 6, 5, 7, 3).k(1, 1).pad(1, 0, 0, 1).p, true, kNone},  // 1x1 padded: window
+      {Conv(1, 4, 5, 6, 7).k(1, 3).pad(1, 0, 1, 0).p, true, kNone},  // Kh = 1 padded in H
       {Conv(1, 3, 29, 31, 64).k(7, 7).s(2, 2).pad(3).p, true, kRelu},
       {Conv(1, 3, 47, 43, 20).k(11, 11).s(4, 4).pad(2).p, false, kNone},
       {Conv(3, 9, 8, 6, 35).k(3, 3).pad(1).p, true, kNone},
