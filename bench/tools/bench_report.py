@@ -463,6 +463,7 @@ def plots(idx, peers, plot_dir):
 
 
 def main():
+    global ZOO, BEGIN, END, PLOT_PREFIX
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results")
     ap.add_argument("--docs", help="markdown file whose bench_report section is replaced")
@@ -472,7 +473,6 @@ def main():
                     + " ".join(ZOO) + ")")
     ap.add_argument("--tag", help="a group of its own: markers bench_report:TAG:begin/end, plots TAG_*.svg")
     args = ap.parse_args()
-    global ZOO, BEGIN, END, PLOT_PREFIX
     if args.models:
         ZOO = [m for m in re.split(r"[ ,]+", args.models) if m]
     if args.tag:
