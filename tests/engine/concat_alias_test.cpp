@@ -11,6 +11,7 @@
 #include "engine/cli_test_util.h"
 #include "winfer/winfer_c.h"
 #include "engine/model_test_util.h"
+#include "engine/plan_test_util.h"
 
 using namespace winfer_test;
 
@@ -24,27 +25,6 @@ std::shared_ptr<const winfer::Model> load_ok(const std::string& yaml, bool fuse 
   auto model = load_text(dir, yaml, options);
   REQUIRE_MESSAGE(model.ok(), model.status().message());
   return model.value();
-}
-
-std::unique_ptr<winfer::Session> session_ok(std::shared_ptr<const winfer::Model> model,
-                                            const winfer::SessionOptions& options) {
-  auto session = winfer::Session::create(std::move(model), options);
-  REQUIRE_MESSAGE(session.ok(), session.status().message());
-  return std::move(session).value();
-}
-
-const winfer::MemoryBuffer& find_buffer(const winfer::MemoryReport& report, const std::string& name) {
-  for (const winfer::MemoryBuffer& b : report.buffers) {
-    if (b.name == name) return b;
-  }
-  FAIL("no buffer '" << name << "' in the plan");
-  return report.buffers.front();
-}
-
-std::string conv(const std::string& name, int64_t in, int64_t out, int64_t kernel, const std::string& input = "") {
-  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) +
-         ", out_channels: " + std::to_string(out) + ", kernel_size: " + std::to_string(kernel) +
-         ", padding: " + std::to_string(kernel / 2) + (input.empty() ? "" : ", input: " + input) + "}\n";
 }
 
 std::vector<winfer::Tensor> run_ok(std::shared_ptr<const winfer::Model> model, const winfer::Tensor& input,
