@@ -33,8 +33,12 @@ MODEL is a zoo name (models/zoo/MODEL.yaml). What happens:
    output within --tolerance, max |y - y_torch| / max |y_torch| (default 1e-4); an engine that
    disagrees (or fails to load) is reported and not timed.
 4. Time: each round calls every engine once, in a freshly shuffled order (seeded), so that a burst
-   of the neighbours' load slows all alike; --gap-ms of sleep between calls lets the previous
-   engine's spinning workers go idle. Per engine: median and p10 of the timed rounds (ms). Ratios:
+   of the neighbours' load slows all alike. After each call the script waits until the process is
+   idle again (no CPU burnt in a 2 ms window; at most --settle-ms): ONNX Runtime's workers spin
+   about 50 ms after a multi-threaded call, PyTorch's about 100 ms, and on a small machine a
+   spinning worker of one engine would stall the next engine's OpenMP barriers (measured: 10-100x
+   slower calls at 2 threads on 2 cores). That wait is reported per engine ("spin after": wall ms
+   until idle, and the CPU ms burnt meanwhile; issue 25, target 5). Per engine: median and p10 of the timed rounds (ms). Ratios:
    winfer im2win (the default) and best winfer (the fastest of --winfer-conv) divided by the best
    peer (ONNX Runtime, OpenVINO, ncnn) and by the best of ONNX Runtime and OpenVINO (the peers with
    oneDNN-style blocked direct convolutions: OpenVINO's CPU plugin is oneDNN; ONNX Runtime's CPU
@@ -451,25 +455,41 @@ def engine_names(args):
     return names
 
 
-def interleave(calls, x, rounds, warmup, gap_s, seed):
-    """Each round calls every engine once, in a fresh random order; returns per engine the ms of
-    its timed calls and the 1-minute load averages sampled each round."""
+def settle(max_s, window_s=0.002, quiet_cpu_s=0.0003):
+    """Sleeps until the process burns less than quiet_cpu_s of CPU in a window_s window (the last
+    engine's workers have stopped spinning), at most max_s. Returns the wall ms until then and the
+    CPU ms the process burnt meanwhile (its spinning)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    while True:
+        w0, c = time.perf_counter(), time.process_time()
+        time.sleep(window_s)
+        if time.process_time() - c < quiet_cpu_s or time.perf_counter() - t0 > max_s:
+            return (w0 - t0) * 1e3, (c - c0) * 1e3
+
+
+def interleave(calls, x, rounds, warmup, settle_s, seed):
+    """Each round calls every engine once, in a fresh random order; before each call the previous
+    one's workers are let go idle (settle). Returns per engine the ms of its timed calls, per
+    engine the spin after its calls (wall ms until idle, CPU ms burnt meanwhile) and the 1-minute
+    load averages sampled each round."""
     rng = random.Random(seed)
     names = list(calls)
     times = {n: [] for n in names}
+    spin = {n: [] for n in names}
     loads = []
     for r in range(warmup + rounds):
         rng.shuffle(names)
         for n in names:
-            if gap_s:
-                time.sleep(gap_s)
             t0 = time.perf_counter()
             calls[n](x)
             t = (time.perf_counter() - t0) * 1e3
+            s = settle(settle_s) if settle_s > 0 else None
             if r >= warmup:
                 times[n].append(t)
+                if s is not None:
+                    spin[n].append(s)
         loads.append(os.getloadavg()[0])
-    return times, loads
+    return times, spin, loads
 
 
 def ratio(a, b):
@@ -499,8 +519,10 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
             log(f"{files.model} b{batch} t{threads}: {n} not timed: {errors[n]}")
             continue
         calls[n] = call
-    times, loads = interleave(calls, x, args.rounds, args.warmup, args.gap_ms / 1e3, args.seed)
+    times, spin, loads = interleave(calls, x, args.rounds, args.warmup, args.settle_ms / 1e3, args.seed)
     med = {n: statistics.median(t) for n, t in times.items()}
+    spin_ms = {n: statistics.median(v[0] for v in s) for n, s in spin.items() if s}
+    spin_cpu_ms = {n: statistics.median(v[1] for v in s) for n, s in spin.items() if s}
     p10 = {n: percentile(t, 0.1) for n, t in times.items()}
     peers = {n: med[n] for n in PEERS if n in med}
     blocked = {n: med[n] for n in BLOCKED_PEERS if n in med}
@@ -510,7 +532,8 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
     best_winfer = min(winfers, key=winfers.get) if winfers else None
     default = med.get("winfer-im2win")
     rec = {"kind": "latency", "model": files.model, "batch": batch, "threads": threads, "rounds": args.rounds,
-           "warmup": args.warmup, "gap_ms": args.gap_ms, "median_ms": med, "p10_ms": p10, "max_rel_error": check,
+           "warmup": args.warmup, "settle_ms": args.settle_ms, "median_ms": med, "p10_ms": p10,
+           "spin_after_ms": spin_ms, "spin_after_cpu_ms": spin_cpu_ms, "max_rel_error": check,
            "errors": errors, "best_peer": best_peer, "best_blocked_peer": best_blocked, "best_winfer": best_winfer,
            "load_average": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
            "ratio_im2win_best_peer": ratio(default, peers.get(best_peer)),
@@ -519,10 +542,11 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
            "ratio_best_winfer_best_blocked": ratio(winfers.get(best_winfer), blocked.get(best_blocked))}
     print(f"\n{files.model}, batch {batch}, {threads} thread(s): {args.rounds} rounds (+{args.warmup} warm-up), "
           f"shuffled each round; load average {rec['load_average']['min']:.2f}-{rec['load_average']['max']:.2f}")
-    print(f"  {'engine':18s} {'median ms':>10s} {'p10 ms':>9s} {'max rel err':>12s}")
+    print(f"  {'engine':18s} {'median ms':>10s} {'p10 ms':>9s} {'max rel err':>12s} {'spin after, ms':>15s}")
     for n in names:
         if n in med:
-            print(f"  {n:18s} {med[n]:10.2f} {p10[n]:9.2f} {check[n]:12.1e}")
+            spun = f"{spin_ms[n]:6.1f} ({spin_cpu_ms[n]:.1f} CPU)" if n in spin_ms else "–"
+            print(f"  {n:18s} {med[n]:10.2f} {p10[n]:9.2f} {check[n]:12.1e} {spun:>15s}")
         else:
             print(f"  {n:18s} {'not timed':>10s}  ({errors.get(n)})")
     print(f"  im2win / best peer ({best_peer}): {fmt(rec['ratio_im2win_best_peer'], 3)}   "
@@ -540,7 +564,9 @@ def main():
     ap.add_argument("--threads", default="1", help="thread counts, comma-separated (default 1)")
     ap.add_argument("--rounds", type=int, default=30, help="timed rounds (default 30)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed rounds first (default 3)")
-    ap.add_argument("--gap-ms", type=float, default=2.0, help="sleep before each call (default 2 ms)")
+    ap.add_argument("--settle-ms", type=float, default=500, help="after each call, wait (at most this long) "
+                    "until the process is idle, i.e. that engine's workers stopped spinning (default 500; 0: "
+                    "back to back)")
     ap.add_argument("--engines", default=",".join(ENGINES), help="of " + ",".join(ENGINES))
     ap.add_argument("--winfer-conv", default="im2win,winograd,auto", help="winfer algorithms (default "
                     "im2win,winograd,auto; im2win is the default, the fastest of them is 'best winfer')")
