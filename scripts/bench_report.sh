@@ -4,6 +4,7 @@
 #
 #   scripts/bench_report.sh [--build DIR] [--out DIR] [--threads "1 2"] [--quick] [--no-docs]
 #                           [--skip-peers] [--skip-batch8] [--skip-memory] [--group NAME]
+#   scripts/bench_report.sh --peers [--models "M ..."] [--rounds N] [--threads "1 2"] [--skip-batch8] ...
 #
 #   --build DIR   the winfer build (default build/; configured with the peers for the per-layer part)
 #   --out DIR     raw results (default BUILD/bench-report[-GROUP]): JSON lines, logs, uptime
@@ -13,6 +14,15 @@
 #                 classic  resnet18 resnet50 vgg16 shufflenet_v2_x1_0
 #                 mobile   mobilenet_v2 mobilenet_v3_large efficientnet_b0 regnet_y_400mf resnext50_32x4d
 #                 Default: both, one after the other.
+#                 peers    (= --peers) the four-peer comparison of issue 25: winfer against ONNX Runtime,
+#                          OpenVINO and ncnn (and PyTorch), resnet18 resnet50 vgg16 shufflenet_v2_x1_0
+#                          mobilenet_v2 efficientnet_b0 regnet_y_400mf, batch 1 and 8, interleaved call by
+#                          call in one process (bench/tools/peer_bench.py; it makes BUILD/peer-venv with
+#                          the pinned peers of bench/tools/peer_requirements.txt on its first run, from
+#                          PyPI), plus memory and start-up per engine in processes of their own; tables
+#                          between the markers bench_report:peers:begin/end of docs/PERFORMANCE.md.
+#                          Never part of the default run. --models replaces its networks, --rounds its
+#                          interleaved rounds (default 30; --quick 3).
 #
 # Run it on an otherwise idle machine: check `uptime` first (it is recorded before and after).
 # PyTorch runs through /usr/bin/python3 (Debian's python3-torch, python3-torchvision); without
@@ -31,6 +41,8 @@ peers=1
 batch8=1
 memory=1
 group=
+models=
+rounds=
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -42,7 +54,10 @@ while (($#)); do
     --skip-batch8) batch8=0; shift ;;
     --skip-memory) memory=0; shift ;;
     --group) group=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --peers) group=peers; shift ;;
+    --models) models=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "bench_report: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +67,7 @@ done
 declare -A group_models=(
   [classic]="resnet18 resnet50 vgg16 shufflenet_v2_x1_0"
   [mobile]="mobilenet_v2 mobilenet_v3_large efficientnet_b0 regnet_y_400mf resnext50_32x4d"
+  [peers]="resnet18 resnet50 vgg16 shufflenet_v2_x1_0 mobilenet_v2 efficientnet_b0 regnet_y_400mf"
 )
 if [[ -z $group ]]; then  # every group, each by a run of this script of its own
   for g in classic mobile; do
@@ -61,12 +77,36 @@ if [[ -z $group ]]; then  # every group, each by a run of this script of its own
   done
   exit 0
 fi
-[[ -n ${group_models[$group]:-} ]] || { echo "bench_report: unknown group '$group' (classic, mobile)" >&2; exit 2; }
-read -r -a zoo <<< "${group_models[$group]}"
+[[ -n ${group_models[$group]:-} ]] || { echo "bench_report: unknown group '$group' (classic, mobile, peers)" >&2; exit 2; }
+read -r -a zoo <<< "${models:-${group_models[$group]}}"
 tag_args=(--models "${zoo[*]}")
 [[ $group == classic ]] || tag_args+=(--tag "$group")
 
 out=${out:-$build/bench-report-$group}
+
+if [[ $group == peers ]]; then  # bench/tools/peer_bench.py does it all, in one process per step
+  [[ -f $build/lib/libwinfer.so ]] ||
+    { echo "bench_report: $build/lib/libwinfer.so not found (build first: scripts/build.sh)" >&2; exit 1; }
+  mkdir -p "$out"
+  rm -f "$out"/peer-engines.jsonl
+  echo "$command_line" > "$out/command.txt"
+  uptime | tee "$out/uptime-before.txt"
+  peer_args=(--batch "$( ((batch8)) && echo 1,8 || echo 1)" --threads "${threads_list// /,}"
+             --rounds "${rounds:-$( ((quick)) && echo 3 || echo 30)}" --build "$build" --json "$out/peer-engines.jsonl")
+  ((quick)) && peer_args+=(--warmup 1)
+  ((memory)) || peer_args+=(--no-memory)
+  /usr/bin/python3 "$here/bench/tools/peer_bench.py" "${zoo[@]}" "${peer_args[@]}" 2> >(tee "$out/progress.log" >&2) |
+    tee "$out/peer_bench.txt"
+  uptime | tee "$out/uptime-after.txt"
+  if ((docs)); then
+    /usr/bin/python3 "$here/bench/tools/bench_report.py" "$out" --models "${zoo[*]}" --tag peers \
+      --docs "$here/docs/PERFORMANCE.md"
+  else
+    /usr/bin/python3 "$here/bench/tools/bench_report.py" "$out" --models "${zoo[*]}" --tag peers > "$out/report.md"
+    echo "bench_report: wrote $out/report.md" >&2
+  fi
+  exit 0
+fi
 winfer=$build/bin/winfer
 [[ -x $winfer ]] || { echo "bench_report: $winfer not found (build first: scripts/build.sh)" >&2; exit 1; }
 python=/usr/bin/python3

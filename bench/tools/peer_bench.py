@@ -622,6 +622,8 @@ def main():
         winfer = winfer_lib(args.build)
         winfer.lib.winfer_version.restype = ctypes.c_char_p
         vers["winfer"] = winfer.lib.winfer_version().decode()
+    git = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    vers["winfer_commit"] = git.stdout.strip() if git.returncode == 0 else ""
     vers["openblas_coretype"] = os.environ.get("OPENBLAS_CORETYPE", "")
     vers["cpus"] = len(os.sched_getaffinity(0))
     print("versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
