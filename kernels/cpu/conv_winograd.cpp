@@ -1,29 +1,55 @@
-// "winograd": Winograd's minimal filtering F(2x2, 3x3) for 3x3 stride-1 convolutions (Lavin and
-// Gray, 2016). Each 2x2 block of output pixels ("tile") is computed from a 4x4 input patch with
-// 16 multiplications per (input channel, output channel) instead of 36: 2.25x fewer
-// multiply-adds than every other algorithm here, which all run at 80-90% of the FMA peak on
-// these layers and so cannot get faster any other way.
+// "winograd": Winograd's minimal filtering F(4x4, 3x3) and F(2x2, 3x3) for 3x3 stride-1
+// convolutions (Lavin and Gray, 2016). Each m x m block of output pixels ("tile") is computed
+// from an n x n input patch (n = m + 2) with n^2 multiplications per (input channel, output
+// channel) instead of 9 m^2: F(2x2) 16 for 4 pixels (2.25x fewer multiply-adds than every other
+// algorithm here, which run at 80-90% of the FMA peak on these layers and so cannot get faster
+// any other way), F(4x4) 36 for 16 pixels (4x fewer).
 //
-//   V = B^T d B    (input patch d, 4x4, per channel)       the input transform
+//   V = B^T d B    (input patch d, n x n, per channel)     the input transform
 //   U = G g G^T    (kernel g, 3x3, per output x input)     the weight transform (at packing)
-//   M = sum_c U (.) V    for each of the 16 positions xi:  16 GEMMs  [tiles x C] x [C x Co]
-//   Y = A^T M A    (2x2 outputs)                           the output transform, + bias,
+//   M = sum_c U (.) V    for each of the n^2 positions xi: n^2 GEMMs  [tiles x C] x [C x Co]
+//   Y = A^T M A    (m x m outputs)                         the output transform, + bias,
 //                                                          residual, activation
 //
-// The 16 GEMMs are the convolution micro-kernel's (ukernel_conv.h) over a block of T tiles:
-// A rows are V[xi][tile] (C contiguous floats), the weights U[xi] packed in panels of 32 output
+// Interpolation points. F(4x4) evaluates at 0, 1, -1, 1/2, -2 and infinity: against the
+// symmetric 0, +-1, +-2 (Lavin and Gray) or 0, +-1, +-1/2, the mixed pair 1/2, -2 halves the
+// rounding error (measured in float32 over 2000 random tiles of 256 channels: max error / sum of
+// |terms| 2.6e-7 against 5.9e-7, inputs in [0, 1] as after a ReLU; Barabasz et al., "Error
+// analysis and improving the accuracy of Winograd convolution", 2020, reach the same choice).
+// F(2x2) evaluates at 0, 1, -1, infinity: a subset, and G's rows for those four points are the
+// same in both (scaled so that they are F(2x2)'s usual [1 0 0], [1 1 1]/2, [1 -1 1]/2, [0 0 1]),
+// so one packed U serves both tile sizes: F(2x2) reads 16 of its 36 positions. The other rows
+// are scaled so that B^T has small integer entries where it can (exact products); the 1/3 of the
+// points +-1 that F(4x4)'s Lagrange denominators bring stays in B^T's rows 1 and 2.
+//
+//        [1 -3/2  -2  3/2    1 0]         [1     0    0]        [1 1  1   1  1 0]
+//        [0 -2/3 1/3  5/3  2/3 0]         [1/2 1/2  1/2]  A^T = [0 1 -1 1/2 -2 0]
+//  B^T = [0 -2/3 5/3 -1/3 -2/3 0]    G =  [1/2 -1/2 1/2]        [0 1  1 1/4  4 0]
+//        [0    2   1   -2   -1 0]         [16/15 8/15 4/15]     [0 1 -1 1/8 -8 1]
+//        [0    1  -2   -1    2 0]         [1/30 -1/15 2/15]
+//        [0    1 -3/2  -2  3/2 1]         [0     0    1]
+//
+// Tile size per layer (winograd_tile): F(4x4) unless the output is small or its U streams from
+// memory for few tiles (see kMinF4Output), where F(2x2) is faster. The packed weights do not
+// depend on the choice (packing never depends on the batch or the spatial size), so a session at
+// another batch or input size may pick the other tile with the same U.
+//
+// The GEMMs are the convolution micro-kernel's (ukernel_conv.h) over a block of T tiles: A rows
+// are V[xi][tile] (C contiguous floats), the weights U[xi] packed in panels of 32 output
 // channels [xi][panel][C][32], exactly the layout the micro-kernel streams. Tiles are taken in
-// blocks of T (4 x the kernel's rows) so that V and M of a block stay in L2; the threads
-// transform disjoint tiles, compute disjoint (xi, panel) pairs, and meet at a barrier in
+// blocks (4 micro-kernel calls: V and M of a block in L2 for F(2x2)'s usual shapes); the
+// threads transform disjoint tiles, compute disjoint (xi, panel) pairs, and meet at a barrier in
 // between. Each output element is computed the same way whatever the thread count (bitwise).
 //
-// Precision: the transforms add and subtract up to 4 inputs, so the error bound is a few times
-// that of a direct sum (measured: max relative error ~1e-6 on the tests' shapes); F(4x4, 3x3)
-// would save more multiplications at a larger error, and is not done.
+// Precision: the transforms add up to 4 (F(2x2)) or 6 (F(4x4)) inputs with coefficients up to
+// 8, so the error bound is a few (F(2x2)) to some tens (F(4x4)) of times a direct sum's
+// (winograd_test.cpp measures both against float64; docs/PERFORMANCE.md has the zoo's parity).
 //
-// Weights: 16/9 of the OIHW size (U has 16 values per 3x3 kernel), not unpackable (the
+// Weights: 36/9 of the OIHW size (U has 36 values per 3x3 kernel), not unpackable (the
 // transform is not a permutation): a model packed for another algorithm keeps serving this one
 // through unpack + pack. Workspace: one block's V and M, plus a zero row for the padding.
+#include "kernels/cpu/conv_winograd.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -38,7 +64,70 @@ namespace winfer {
 namespace cpu {
 namespace {
 
-constexpr int64_t kPositions = 16;  // 4x4 transformed values per tile
+// Packed positions: 6x6, the points in the order 0, 1, -1, 1/2, -2, infinity.
+constexpr int kPackedPoints = 6;
+constexpr int64_t kPackedPositions = kPackedPoints * kPackedPoints;
+
+// The transforms of F(m x m, 3x3), one dimension at a time (the 2D transforms apply them to the
+// columns, then to the rows). V is a Vec or a float (the channel tail).
+template <int kM>
+struct Wino;
+
+template <>
+struct Wino<2> {
+  static constexpr int kN = 4;
+  // The packed point of each of F(2x2)'s points 0, 1, -1, infinity.
+  static constexpr int kPoint[kN] = {0, 1, 2, 5};
+  template <class V>
+  static WINFER_ALWAYS_INLINE void input(const V (&d)[kN], V (&r)[kN]) {
+    r[0] = d[0] - d[2];
+    r[1] = d[1] + d[2];
+    r[2] = d[2] - d[1];
+    r[3] = d[1] - d[3];
+  }
+  template <class V>
+  static WINFER_ALWAYS_INLINE void output(const V (&m)[kN], V (&y)[2]) {
+    y[0] = m[0] + m[1] + m[2];
+    y[1] = m[1] - m[2] - m[3];
+  }
+};
+
+template <>
+struct Wino<4> {
+  static constexpr int kN = 6;
+  static constexpr int kPoint[kN] = {0, 1, 2, 3, 4, 5};
+  template <class V>
+  static WINFER_ALWAYS_INLINE void input(const V (&d)[kN], V (&r)[kN]) {
+    const V p = d[1] - d[3], q = d[2] - d[4];
+    r[0] = (d[0] + d[4]) - 2.f * d[2] - 1.5f * p;
+    r[1] = (1.f / 3.f) * d[2] + (5.f / 3.f) * d[3] - (2.f / 3.f) * (d[1] - d[4]);
+    r[2] = (5.f / 3.f) * d[2] - (1.f / 3.f) * d[3] - (2.f / 3.f) * (d[1] + d[4]);
+    r[3] = 2.f * p + q;
+    r[4] = p - 2.f * q;
+    r[5] = (d[1] + d[5]) - 2.f * d[3] - 1.5f * q;
+  }
+  template <class V>
+  static WINFER_ALWAYS_INLINE void output(const V (&m)[kN], V (&y)[4]) {
+    const V a = m[1] + m[2], b = m[1] - m[2];
+    y[0] = (m[0] + a) + (m[3] + m[4]);
+    y[1] = b + 0.5f * m[3] - 2.f * m[4];
+    y[2] = a + 0.25f * m[3] + 4.f * m[4];
+    y[3] = (b + 0.125f * m[3] - 8.f * m[4]) + m[5];
+  }
+};
+
+// G's rows, one per packed point (the kernel's 3 taps -> the point's value).
+constexpr double kG[kPackedPoints][3] = {
+    {1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {16.0 / 15, 8.0 / 15, 4.0 / 15}, {1.0 / 30, -1.0 / 15, 2.0 / 15},
+    {0, 0, 1}};
+
+// winograd_tile's rule, measured per layer (docs/PERFORMANCE.md, "Winograd F(4x4)"): F(4x4) where
+// both output edges are at least kMinF4Output (below, its 6x6 patches cover 1.3-1.8x the output)
+// and its U (2.25x F(2x2)'s share) either stays in L2 or feeds at least kMinF4StreamedTiles tiles
+// when it streams from memory: ResNet's 14x14 256 -> 256 and VGG's 14x14 512 -> 512 at batch 1
+// (16 tiles, 9.4 and 37.7 MB) ran 0.6-0.9x F(2x2)'s speed, the 28x28 layers (49 tiles) 1.2-1.5x.
+constexpr int64_t kMinF4Output = 8;
+constexpr int64_t kMinF4StreamedTiles = 3 * kMaxTileRows;
 
 // A vector of W floats, or one float (the channel tail), with the same spelling.
 template <int W>
@@ -57,65 +146,81 @@ struct Lane<1> {
 };
 
 struct Geometry {
-  explicit Geometry(const ConvParams& p)
-      : ho(p.out_h()),
+  Geometry(const ConvParams& p, int tile)
+      : m(tile),
+        n(tile + 2),
+        positions(int64_t{n} * n),
+        ho(p.out_h()),
         wo(p.out_w()),
-        tiles_h(ceil_div(ho, 2)),
-        tiles_w(ceil_div(wo, 2)),
+        tiles_h(ceil_div(ho, int64_t{m})),
+        tiles_w(ceil_div(wo, int64_t{m})),
         tiles(p.batch * tiles_h * tiles_w),
         panels(ceil_div(p.out_channels, kPanel)) {}
-  int64_t ho, wo, tiles_h, tiles_w, tiles, panels;
+  int m, n;
+  int64_t positions, ho, wo, tiles_h, tiles_w, tiles, panels;
 };
 
-// Tiles per block: a whole number of micro-kernel calls (the kernel's MR rows).
-int64_t block_tiles(const TileKernels& uk) { return 4 * uk.max_rows; }
+// Tiles per block: a whole number of micro-kernel calls (the kernel's MR rows), 4 of them. With
+// weights that stream, U is read from memory once per block: ResNet's and VGG's 28x28 layers
+// (49 tiles of F(4x4) at batch 1) read it once. V and M of a block are 36 x 56 x (C + Co) floats
+// for F(4x4) (8.3 MB for 512 -> 512, mostly in L3: a GEMM touches one position's 115 KB of V).
+constexpr int64_t kBlockCalls = 4;
+int64_t block_tiles(const TileKernels& uk) { return kBlockCalls * uk.max_rows; }
 // The most tiles of any ISA's block, which sizes the workspace (it cannot depend on the ISA
 // picked at run time, which tests may lower).
-constexpr int64_t kMaxBlockTiles = 4 * kMaxTileRows;
+constexpr int64_t kMaxBlockTiles = kBlockCalls * kMaxTileRows;
+
+// The packed position of position xi of a tile x tile transform.
+int64_t packed_position(int tile, int64_t xi) {
+  if (tile == 4) return xi;
+  return kPackedPoints * Wino<2>::kPoint[xi / 4] + Wino<2>::kPoint[xi % 4];
+}
 
 // V = B^T d B for channels [c, c + W) of one tile: d[i][j] read through row pointers (the zero
 // row where the patch lies in the padding), V[xi] written xi_stride floats apart.
-template <int W>
-WINFER_ALWAYS_INLINE inline void input_transform_lanes(const float* const (&d)[4][4], int64_t c, float* v,
-                                                       int64_t xi_stride) {
+template <int kM, int W>
+WINFER_ALWAYS_INLINE inline void input_transform_lanes(const float* const (&d)[Wino<kM>::kN][Wino<kM>::kN], int64_t c,
+                                                       float* v, int64_t xi_stride) {
+  constexpr int n = Wino<kM>::kN;
   using L = Lane<W>;
-  typename L::V t[4][4];
-  for (int j = 0; j < 4; ++j) {
-    const auto d0 = L::ld(d[0][j] + c), d1 = L::ld(d[1][j] + c), d2 = L::ld(d[2][j] + c), d3 = L::ld(d[3][j] + c);
-    t[0][j] = d0 - d2;
-    t[1][j] = d1 + d2;
-    t[2][j] = d2 - d1;
-    t[3][j] = d1 - d3;
+  using V = typename L::V;
+  V t[n][n];
+  for (int j = 0; j < n; ++j) {
+    V col[n], r[n];
+    for (int i = 0; i < n; ++i) col[i] = L::ld(d[i][j] + c);
+    Wino<kM>::input(col, r);
+    for (int i = 0; i < n; ++i) t[i][j] = r[i];
   }
-  for (int i = 0; i < 4; ++i) {
-    float* row = v + 4 * i * xi_stride + c;
-    L::st(row, t[i][0] - t[i][2]);
-    L::st(row + xi_stride, t[i][1] + t[i][2]);
-    L::st(row + 2 * xi_stride, t[i][2] - t[i][1]);
-    L::st(row + 3 * xi_stride, t[i][1] - t[i][3]);
+  for (int i = 0; i < n; ++i) {
+    V r[n];
+    Wino<kM>::input(t[i], r);
+    float* row = v + n * i * xi_stride + c;
+    for (int k = 0; k < n; ++k) L::st(row + k * xi_stride, r[k]);
   }
 }
 
 // Y = A^T M A (+ bias, residual, clamp) for output channels [o, o + W) of one tile; out[i][j] is
 // null for output pixels past the edge.
-template <int W>
+template <int kM, int W>
 WINFER_ALWAYS_INLINE inline void output_transform_lanes(const float* m, int64_t xi_stride, int64_t o,
-                                                        float* const (&out)[2][2], const float* const (&res)[2][2],
+                                                        float* const (&out)[kM][kM], const float* const (&res)[kM][kM],
                                                         const float* bias, Clamp clip) {
+  constexpr int n = Wino<kM>::kN;
   using L = Lane<W>;
   using V = typename L::V;
-  V s[2][4];
-  for (int j = 0; j < 4; ++j) {
-    const V m0 = L::ld(m + j * xi_stride + o), m1 = L::ld(m + (4 + j) * xi_stride + o);
-    const V m2 = L::ld(m + (8 + j) * xi_stride + o), m3 = L::ld(m + (12 + j) * xi_stride + o);
-    s[0][j] = m0 + m1 + m2;
-    s[1][j] = m1 - m2 - m3;
+  V s[kM][n];
+  for (int j = 0; j < n; ++j) {
+    V col[n], y[kM];
+    for (int i = 0; i < n; ++i) col[i] = L::ld(m + (n * i + j) * xi_stride + o);
+    Wino<kM>::output(col, y);
+    for (int i = 0; i < kM; ++i) s[i][j] = y[i];
   }
   const V b = bias != nullptr ? L::ld(bias + o) : L::splat(0.f);
   const V lo = L::splat(clip.lo), hi = L::splat(clip.hi);
-  for (int i = 0; i < 2; ++i) {
-    const V y[2] = {s[i][0] + s[i][1] + s[i][2], s[i][1] - s[i][2] - s[i][3]};
-    for (int j = 0; j < 2; ++j) {
+  for (int i = 0; i < kM; ++i) {
+    V y[kM];
+    Wino<kM>::output(s[i], y);
+    for (int j = 0; j < kM; ++j) {
       if (out[i][j] == nullptr) continue;
       V r = y[j] + b;
       if (res[i][j] != nullptr) r += L::ld(res[i][j] + o);
@@ -136,8 +241,8 @@ struct Job {
   const float* bias;
   const float* residual;
   float* output;
-  float* v;            // [16][T][C]
-  float* m;            // [16][T][Co]
+  float* v;            // [positions][T][C]
+  float* m;            // [positions][T][Co]
   const float* zeros;  // C zero floats
   Clamp clip;
   int64_t block;  // T
@@ -151,37 +256,38 @@ inline TilePos tile_pos(const Geometry& geo, int64_t g) {
   return {g / (geo.tiles_h * geo.tiles_w), (g / geo.tiles_w) % geo.tiles_h, g % geo.tiles_w};
 }
 
-template <int kLanes>
+template <int kM, int kLanes>
 WINFER_ALWAYS_INLINE inline void input_tiles_body(const Job& j, int64_t g0, int64_t first, int64_t last) {
+  constexpr int n = Wino<kM>::kN;
   const ConvParams& p = *j.p;
   const int64_t c_count = p.in_channels, xi_stride = j.block * c_count;
   for (int64_t t = first; t < last; ++t) {
     const TilePos at = tile_pos(*j.geo, g0 + t);
     const float* image = j.input + at.n * p.in_h * p.in_w * c_count;
-    const float* d[4][4];
-    for (int i = 0; i < 4; ++i)
-      for (int k = 0; k < 4; ++k) {
-        const int64_t ih = 2 * at.th - p.pad_top + i, iw = 2 * at.tw - p.pad_left + k;
+    const float* d[n][n];
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < n; ++k) {
+        const int64_t ih = kM * at.th - p.pad_top + i, iw = kM * at.tw - p.pad_left + k;
         d[i][k] = ih >= 0 && ih < p.in_h && iw >= 0 && iw < p.in_w ? image + (ih * p.in_w + iw) * c_count : j.zeros;
       }
     float* v = j.v + t * c_count;
     int64_t c = 0;
-    for (; c + kLanes <= c_count; c += kLanes) input_transform_lanes<kLanes>(d, c, v, xi_stride);
-    for (; c < c_count; ++c) input_transform_lanes<1>(d, c, v, xi_stride);
+    for (; c + kLanes <= c_count; c += kLanes) input_transform_lanes<kM, kLanes>(d, c, v, xi_stride);
+    for (; c < c_count; ++c) input_transform_lanes<kM, 1>(d, c, v, xi_stride);
   }
 }
 
-template <int kLanes>
+template <int kM, int kLanes>
 WINFER_ALWAYS_INLINE inline void output_tiles_body(const Job& j, int64_t g0, int64_t first, int64_t last) {
   const ConvParams& p = *j.p;
   const int64_t co = p.out_channels, xi_stride = j.block * co;
   for (int64_t t = first; t < last; ++t) {
     const TilePos at = tile_pos(*j.geo, g0 + t);
-    float* out[2][2];
-    const float* res[2][2];
-    for (int i = 0; i < 2; ++i)
-      for (int k = 0; k < 2; ++k) {
-        const int64_t oh = 2 * at.th + i, ow = 2 * at.tw + k;
+    float* out[kM][kM];
+    const float* res[kM][kM];
+    for (int i = 0; i < kM; ++i)
+      for (int k = 0; k < kM; ++k) {
+        const int64_t oh = kM * at.th + i, ow = kM * at.tw + k;
         const bool inside = oh < j.geo->ho && ow < j.geo->wo;
         const int64_t pixel = (at.n * j.geo->ho + oh) * j.geo->wo + ow;
         out[i][k] = inside ? j.output + pixel * p.out_stride() : nullptr;
@@ -189,49 +295,66 @@ WINFER_ALWAYS_INLINE inline void output_tiles_body(const Job& j, int64_t g0, int
       }
     const float* m = j.m + t * co;
     int64_t o = 0;
-    for (; o + kLanes <= co; o += kLanes) output_transform_lanes<kLanes>(m, xi_stride, o, out, res, j.bias, j.clip);
-    for (; o < co; ++o) output_transform_lanes<1>(m, xi_stride, o, out, res, j.bias, j.clip);
+    for (; o + kLanes <= co; o += kLanes) output_transform_lanes<kM, kLanes>(m, xi_stride, o, out, res, j.bias, j.clip);
+    for (; o < co; ++o) output_transform_lanes<kM, 1>(m, xi_stride, o, out, res, j.bias, j.clip);
   }
 }
 
+template <int kM>
 WINFER_TARGET_AVX512 void input_tiles_avx512(const Job& j, int64_t g0, int64_t a, int64_t b) {
-  input_tiles_body<16>(j, g0, a, b);
+  input_tiles_body<kM, 16>(j, g0, a, b);
 }
+template <int kM>
 WINFER_TARGET_AVX2 void input_tiles_avx2(const Job& j, int64_t g0, int64_t a, int64_t b) {
-  input_tiles_body<8>(j, g0, a, b);
+  input_tiles_body<kM, 8>(j, g0, a, b);
 }
-void input_tiles_generic(const Job& j, int64_t g0, int64_t a, int64_t b) { input_tiles_body<4>(j, g0, a, b); }
+template <int kM>
+void input_tiles_generic(const Job& j, int64_t g0, int64_t a, int64_t b) {
+  input_tiles_body<kM, 4>(j, g0, a, b);
+}
+template <int kM>
 WINFER_TARGET_AVX512 void output_tiles_avx512(const Job& j, int64_t g0, int64_t a, int64_t b) {
-  output_tiles_body<16>(j, g0, a, b);
+  output_tiles_body<kM, 16>(j, g0, a, b);
 }
+template <int kM>
 WINFER_TARGET_AVX2 void output_tiles_avx2(const Job& j, int64_t g0, int64_t a, int64_t b) {
-  output_tiles_body<8>(j, g0, a, b);
+  output_tiles_body<kM, 8>(j, g0, a, b);
 }
-void output_tiles_generic(const Job& j, int64_t g0, int64_t a, int64_t b) { output_tiles_body<4>(j, g0, a, b); }
+template <int kM>
+void output_tiles_generic(const Job& j, int64_t g0, int64_t a, int64_t b) {
+  output_tiles_body<kM, 4>(j, g0, a, b);
+}
 
 using TilesFn = void (*)(const Job&, int64_t, int64_t, int64_t);
 struct Transforms {
   TilesFn input, output;
 };
+template <int kM>
 Transforms pick_transforms(Isa isa) {
   switch (isa) {
-    case Isa::kAvx512: return {input_tiles_avx512, output_tiles_avx512};
-    case Isa::kAvx2: return {input_tiles_avx2, output_tiles_avx2};
-    default: return {input_tiles_generic, output_tiles_generic};
+    case Isa::kAvx512: return {input_tiles_avx512<kM>, output_tiles_avx512<kM>};
+    case Isa::kAvx2: return {input_tiles_avx2<kM>, output_tiles_avx2<kM>};
+    default: return {input_tiles_generic<kM>, output_tiles_generic<kM>};
   }
+}
+Transforms pick_transforms(Isa isa, int tile) { return tile == 4 ? pick_transforms<4>(isa) : pick_transforms<2>(isa); }
+
+// The U panel of (position xi, panel): [C][kPanel].
+const float* u_panel(const Job& j, int64_t xi, int64_t panel) {
+  return j.packed + (packed_position(j.geo->m, xi) * j.geo->panels + panel) * j.p->in_channels * kPanel;
 }
 
 // M[xi][tiles][panel's columns] = V[xi][tiles] x U[xi][panel], for `rows` tiles of the block.
-// With prefetch_next, the U panel after this one (the next pair's, contiguous) is brought into
-// L2 meanwhile, a share per micro-tile: transformed weights beyond L2 (ResNet's 7x7 stage,
-// 16.8 MB for 512 -> 512) then stream from memory while the arithmetic runs.
-void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, bool prefetch_next) {
+// With `next` (the U panel of the thread's next pair), that panel is brought into L2
+// meanwhile, a share per micro-tile: transformed weights beyond L2 (ResNet's 7x7 stage, 37.7 MB
+// for 512 -> 512) then stream from memory while the arithmetic runs.
+void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, const float* next) {
   const ConvParams& p = *j.p;
   const TileKernels& uk = *j.uk;
   const int64_t c_count = p.in_channels, co = p.out_channels;
   const int nr = uk.max_vecs * uk.lanes;
   const int64_t panel_cols = std::min<int64_t>(kPanel, co - panel * kPanel);
-  const float* u = j.packed + (xi * j.geo->panels + panel) * c_count * kPanel;
+  const float* u = u_panel(j, xi, panel);
   const float* pixels[kMaxTileRows];
   TileArgs a;
   a.pixels = pixels;
@@ -246,9 +369,8 @@ void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, bool prefetch_n
   for (int64_t m0 = 0; m0 < rows; m0 += uk.max_rows) {
     const int mr = static_cast<int>(std::min<int64_t>(uk.max_rows, rows - m0));
     for (int m = 0; m < mr; ++m) pixels[m] = j.v + (xi * j.block + m0 + m) * c_count;
-    if (prefetch_next)
-      set_prefetch_share(a, u + c_count * kPanel, c_count * kPanel * int64_t{sizeof(float)}, m0 / uk.max_rows,
-                         micro_tiles, c_count);
+    if (next != nullptr)
+      set_prefetch_share(a, next, c_count * kPanel * int64_t{sizeof(float)}, m0 / uk.max_rows, micro_tiles, c_count);
     for (int64_t c = 0; c < panel_cols; c += nr) {
       a.cols = static_cast<int>(std::min<int64_t>(nr, panel_cols - c));
       a.weights = u + c;
@@ -261,63 +383,66 @@ void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, bool prefetch_n
 
 class WinogradConv final : public ConvAlgorithm {
  public:
+  // forced_tile: 2 or 4 for every layer, 0 for winograd_tile()'s choice.
+  explicit WinogradConv(int forced_tile) : forced_tile_(forced_tile) {}
   const char* name() const override { return "winograd"; }
-  // 3x3 stride-1 dense layers with at least kMinChannels inputs: with fewer, the 16 GEMMs are too
+  int tile(const ConvParams& p) const { return forced_tile_ != 0 ? forced_tile_ : winograd_tile(p); }
+  // 3x3 stride-1 dense layers with at least kMinChannels inputs: with fewer, the GEMMs are too
   // short (K = C) to pay for the transforms (VGG16's first layer, C = 3: 3.6 ms against
-  // im2win's 1.7), and the layer is better left to the fallback.
+  // im2win's 1.7 with F(2x2)), and the layer is better left to the fallback.
   static constexpr int64_t kMinChannels = 16;
   bool supports(const ConvParams& p) const override {
     return p.is_valid() && p.groups == 1 && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 &&
            p.dilation_h == 1 && p.dilation_w == 1 && p.in_channels >= kMinChannels;
   }
+  // The transformed weights a run reads: its tile's positions of U (F(2x2): 16 of the 36).
+  static int64_t read_weight_bytes(const ConvParams& p, int tile) {
+    return Geometry(p, tile).positions * ceil_div(p.out_channels, kPanel) * p.in_channels * kPanel *
+           int64_t{sizeof(float)};
+  }
   // Transformed weights beyond L2 come from memory on every run (a network's do not stay in
   // the caches): run() then prefetches the next U panel during each GEMM.
-  bool weights_stream(const ConvParams& p) const {
-    return static_cast<int64_t>(packed_weight_bytes(p)) > kL2WeightBytes;
-  }
-  // Transformed weights are 16/9 of the layer's, and each of their values feeds one multiply
-  // per tile. With weights that stream and few tiles (ResNet's 7x7 stage at batch 1: 16 tiles,
-  // 16.8 MB for 512 -> 512) the GEMMs wait on the stream: measured 2.8-2.9 ms against im2win's
-  // 1.8-2.5 ms (9.4 MB, each value feeding 49 pixels) with weights cold, as they are in a
-  // network (medians of alternating runs, docs/PERFORMANCE.md). Below kMinStreamedTiles, leave
-  // the layer to im2win.
+  static bool weights_stream(const ConvParams& p, int tile) { return read_weight_bytes(p, tile) > kL2WeightBytes; }
+  // Each value of U feeds one multiply per tile. With weights that stream and few tiles
+  // (ResNet's 7x7 stage at batch 1: 16 tiles of F(2x2), 16.8 MB for 512 -> 512) the GEMMs wait
+  // on the stream: measured 2.8-2.9 ms against im2win's 1.8-2.5 ms (9.4 MB, each value feeding
+  // 49 pixels) with weights cold, as they are in a network (medians of alternating runs,
+  // docs/PERFORMANCE.md). Below kMinStreamedTiles, leave the layer to im2win.
   static constexpr int64_t kMinStreamedTiles = 2 * kMaxTileRows;
   std::string declines(const ConvParams& p) const override {
-    const int64_t tiles = Geometry(p).tiles;
-    if (!weights_stream(p) || tiles >= kMinStreamedTiles) return {};
-    return "winograd leaves " + p.to_string() + " to im2win: its " + std::to_string(packed_weight_bytes(p) >> 10) +
+    const int t = tile(p);
+    const int64_t tiles = Geometry(p, t).tiles;
+    if (!weights_stream(p, t) || tiles >= kMinStreamedTiles) return {};
+    return "winograd leaves " + p.to_string() + " to im2win: its " + std::to_string(read_weight_bytes(p, t) >> 10) +
            " KiB of transformed weights would stream from memory for only " + std::to_string(tiles) + " tiles";
   }
   size_t workspace_bytes(const ConvParams& p) const override {
-    const int64_t floats = kPositions * kMaxBlockTiles * (p.in_channels + p.out_channels) + p.in_channels;
+    const int t = tile(p);
+    const int64_t floats = Geometry(p, t).positions * kMaxBlockTiles * (p.in_channels + p.out_channels) + p.in_channels;
     return static_cast<size_t>(floats) * sizeof(float);
   }
   size_t packed_weight_bytes(const ConvParams& p) const override {
-    return static_cast<size_t>(kPositions * ceil_div(p.out_channels, kPanel) * p.in_channels * kPanel) * sizeof(float);
+    return static_cast<size_t>(kPackedPositions * ceil_div(p.out_channels, kPanel) * p.in_channels * kPanel) *
+           sizeof(float);
   }
   // U = G g G^T per (output, input) channel, in double, into [xi][panel][C][32] (zeros past the
-  // last output channel).
+  // last output channel), all 36 positions whatever the tile (the tile may depend on the spatial
+  // size, packing may not).
   void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
     std::memset(packed, 0, packed_weight_bytes(p));
     const int64_t c_count = p.in_channels, panels = ceil_div(p.out_channels, kPanel);
     for (int64_t o = 0; o < p.out_channels; ++o)
       for (int64_t c = 0; c < c_count; ++c) {
         const float* g = weight_oihw + (o * c_count + c) * 9;
-        double a[4][3];  // G g
-        for (int k = 0; k < 3; ++k) {
-          a[0][k] = g[k];
-          a[1][k] = 0.5 * (double(g[k]) + g[3 + k] + g[6 + k]);
-          a[2][k] = 0.5 * (double(g[k]) - g[3 + k] + g[6 + k]);
-          a[3][k] = g[6 + k];
-        }
-        for (int i = 0; i < 4; ++i) {
-          const double u[4] = {a[i][0], 0.5 * (a[i][0] + a[i][1] + a[i][2]), 0.5 * (a[i][0] - a[i][1] + a[i][2]),
-                               a[i][2]};
-          for (int k = 0; k < 4; ++k) {
-            const int64_t xi = 4 * i + k;
-            packed[((xi * panels + o / kPanel) * c_count + c) * kPanel + o % kPanel] = static_cast<float>(u[k]);
+        double a[kPackedPoints][3];  // G g
+        for (int i = 0; i < kPackedPoints; ++i)
+          for (int k = 0; k < 3; ++k) a[i][k] = kG[i][0] * g[k] + kG[i][1] * g[3 + k] + kG[i][2] * g[6 + k];
+        for (int i = 0; i < kPackedPoints; ++i)
+          for (int k = 0; k < kPackedPoints; ++k) {
+            const double u = kG[k][0] * a[i][0] + kG[k][1] * a[i][1] + kG[k][2] * a[i][2];
+            const int64_t xi = kPackedPoints * i + k;
+            packed[((xi * panels + o / kPanel) * c_count + c) * kPanel + o % kPanel] = static_cast<float>(u);
           }
-        }
       }
   }
 
@@ -325,9 +450,10 @@ class WinogradConv final : public ConvAlgorithm {
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {
-    const Geometry geo(p);
+    const int t_edge = tile(p);
+    const Geometry geo(p, t_edge);
     const TileKernels& uk = tile_kernels(cpu_isa());
-    const Transforms transforms = pick_transforms(cpu_isa());
+    const Transforms transforms = pick_transforms(cpu_isa(), t_edge);
     Job j;
     j.p = &p;
     j.geo = &geo;
@@ -338,15 +464,16 @@ class WinogradConv final : public ConvAlgorithm {
     j.residual = residual_nhwc;
     j.output = output_nhwc;
     j.block = block_tiles(uk);
+    const int64_t max_block = kMaxBlockTiles;
     float* ws = static_cast<float*>(workspace);
     j.v = ws;
-    j.m = ws + kPositions * kMaxBlockTiles * p.in_channels;
-    float* zeros = j.m + kPositions * kMaxBlockTiles * p.out_channels;
+    j.m = ws + geo.positions * max_block * p.in_channels;
+    float* zeros = j.m + geo.positions * max_block * p.out_channels;
     std::memset(zeros, 0, static_cast<size_t>(p.in_channels) * sizeof(float));
     j.zeros = zeros;
     j.clip = activation_clamp(act);
-    const int64_t pairs = kPositions * geo.panels;
-    const bool stream_weights = weights_stream(p);
+    const int64_t pairs = geo.positions * geo.panels;
+    const bool stream_weights = weights_stream(p, t_edge);
     const int nt = threads_for_work(threads, p.flops() / 2);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -356,8 +483,12 @@ class WinogradConv final : public ConvAlgorithm {
         transforms.input(j, g0, rows * t / team, rows * (t + 1) / team);
 #pragma omp barrier
         const int64_t pair_end = pairs * (t + 1) / team;
-        for (int64_t pair = pairs * t / team; pair < pair_end; ++pair)
-          gemm(j, pair / geo.panels, pair % geo.panels, rows, stream_weights && pair + 1 < pair_end);
+        for (int64_t pair = pairs * t / team; pair < pair_end; ++pair) {
+          const int64_t next = pair + 1;
+          const float* next_u =
+              stream_weights && next < pair_end ? u_panel(j, next / geo.panels, next % geo.panels) : nullptr;
+          gemm(j, pair / geo.panels, pair % geo.panels, rows, next_u);
+        }
 #pragma omp barrier
         transforms.output(j, g0, rows * t / team, rows * (t + 1) / team);
         // The next block's input transform writes V only; its GEMM, which overwrites M, starts
@@ -365,12 +496,25 @@ class WinogradConv final : public ConvAlgorithm {
       }
     }
   }
+
+ private:
+  int forced_tile_;
 };
 
 }  // namespace
 
+int winograd_tile(const ConvParams& p) {
+  if (std::min(p.out_h(), p.out_w()) < kMinF4Output) return 2;
+  return !WinogradConv::weights_stream(p, 4) || Geometry(p, 4).tiles >= kMinF4StreamedTiles ? 4 : 2;
+}
+
+const ConvAlgorithm& winograd_conv_algorithm_with_tile(int tile) {
+  static const WinogradConv f2(2), f4(4);
+  return tile == 4 ? f4 : f2;
+}
+
 const ConvAlgorithm& winograd_conv_algorithm() {
-  static const WinogradConv algorithm;
+  static const WinogradConv algorithm(0);
   return algorithm;
 }
 

@@ -1,15 +1,19 @@
-// winograd F(2x2, 3x3): against the float64 reference on edge shapes (odd output sizes that
-// leave partial tiles, every padding 0-2 and asymmetric, channel counts off the vector width
-// and off the 32-wide panels, batch 2, bias or none, every activation, a fused residual), under
-// every ISA this machine runs, bitwise equal for 1-3 threads; what it supports; and a layer
-// bigger than one block of tiles.
+// winograd F(2x2, 3x3) and F(4x4, 3x3), each tile size forced on every shape: against the
+// float64 reference on edge shapes (odd output sizes that leave partial tiles, outputs smaller
+// than a tile, every padding 0-2 and asymmetric, channel counts off the vector width and off the
+// 32-wide panels, batch 2 and 3, bias or none, every activation, a fused residual), under every
+// ISA this machine runs, bitwise equal for 1-3 threads; what it supports; which tile the
+// registered algorithm picks; and layers bigger than one block of tiles.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "conv_test_util.h"
 #include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/conv_winograd.h"
 #include "reference.h"
 #include "test_util.h"
 
@@ -28,10 +32,12 @@ const ConvAlgorithm& winograd() {
   return *a;
 }
 
-// The transforms add up to 4 values at each of their three stages, so rounding errors grow a
-// few times faster than in a direct sum: the tolerance allows 8x a direct sum's (a missing or
-// doubled term of average size still exceeds it for every shape here).
-constexpr double kTransformGrowth = 8.0;
+// F(2x2)'s transforms add up to 4 values at each of their three stages, so rounding errors grow
+// a few times faster than in a direct sum: the tolerance allows 8x a direct sum's. F(4x4)'s add
+// 6 values with coefficients up to 8 (B^T's rows sum to 6.7 in absolute value, A^T's to 18.6):
+// 32x (the test prints the largest errors of both). A missing or
+// doubled term of average size still exceeds either for every shape here.
+double transform_growth(int tile) { return tile == 4 ? 32.0 : 8.0; }
 
 std::vector<ConvCase> winograd_cases() {
   return {
@@ -41,7 +47,9 @@ std::vector<ConvCase> winograd_cases() {
       {Conv(1, 24, 9, 6, 70).k(3, 3).pad(0, 1, 2, 0).p, true, kRelu},  // asymmetric padding
       {Conv(2, 64, 14, 14, 64).k(3, 3).pad(1).p, true, kRelu},         // 2 x 49 tiles: more than one block
       {Conv(1, 17, 3, 3, 4).k(3, 3).p, true, kNone},                   // one output pixel
-      {Conv(1, 256, 6, 6, 112).k(3, 3).pad(1).p, true, kRelu},         // 2.1 MB of U: streamed, next panel prefetched
+      {Conv(1, 256, 6, 6, 112).k(3, 3).pad(1).p, true, kRelu},         // U streamed, next panel prefetched
+      {Conv(3, 32, 11, 13, 40).k(3, 3).pad(1).p, true, kRelu6},        // 11x13: 4+4+3, 4+4+4+1; 3 blocks of F(4x4)
+      {Conv(1, 20, 7, 8, 9).k(3, 3).p, false, kNone},                  // 5x6 output: one full F(4x4) tile + edges
   };
 }
 
@@ -71,32 +79,66 @@ TEST_CASE("winograd: declines few tiles of weights beyond L2, which a session le
   CHECK(w.declines(Conv(1, 64, 4, 4, 64).k(3, 3).pad(1).p).empty());      // weights in L2
 }
 
-TEST_CASE("winograd: matches the float64 reference on edge shapes, every ISA, any thread count bitwise") {
-  uint32_t seed = 900;
-  for (const ConvCase& c : winograd_cases()) {
-    INFO(test::describe(c));
-    REQUIRE(winograd().supports(c.p));
-    const test::ConvData d = test::make_data(c.p, seed += 10);
-    const size_t out_count = static_cast<size_t>(c.p.batch * c.p.out_h() * c.p.out_w() * c.p.out_channels);
-    const std::vector<float> residual = test::random_floats(out_count, seed + 5, -2.f, 2.f);
-    for (const float* r : {static_cast<const float*>(nullptr), residual.data()}) {
-      INFO(std::string(r != nullptr ? "with residual" : "no residual"));
-      const ref::Result want = ref::conv2d(c.p, d.input, d.weight, c.bias ? d.bias.data() : nullptr, c.act, r);
-      std::vector<double> abs_sum = want.abs_sum;
-      for (double& v : abs_sum) v *= kTransformGrowth;
-      for (cpu::Isa isa : test::runnable_isas()) {
-        test::IsaCap cap(isa);
-        INFO("isa ", test::isa_name(isa));
-        const std::vector<float> one = test::run_conv(winograd(), c.p, d, c.bias, c.act, 1, r);
-        test::check_close(one.data(), want.value, abs_sum, want.terms, "winograd vs reference");
-        for (int threads : {2, 3}) {
-          INFO("threads ", threads);
-          const std::vector<float> many = test::run_conv(winograd(), c.p, d, c.bias, c.act, threads, r);
-          CHECK(test::bitwise_equal(one.data(), many.data(), one.size()));
+TEST_CASE("winograd: F(4x4) where both output edges are 8 or more and its U stays in L2 or feeds 42 tiles or more") {
+  CHECK(cpu::winograd_tile(Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p) == 4);
+  CHECK(cpu::winograd_tile(Conv(1, 64, 8, 30, 64).k(3, 3).pad(1).p) == 4);
+  CHECK(cpu::winograd_tile(Conv(1, 64, 7, 30, 64).k(3, 3).pad(1).p) == 2);
+  CHECK(cpu::winograd_tile(Conv(1, 512, 7, 7, 512).k(3, 3).pad(1).p) == 2);
+  CHECK(cpu::winograd_tile(Conv(8, 512, 9, 9, 512).k(3, 3).p) == 2);  // 7x7 output
+  // 9.4 MB of U: streamed, for 16 tiles at batch 1 (F(2x2)), 48 at batch 3 (F(4x4)).
+  CHECK(cpu::winograd_tile(Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p) == 2);
+  CHECK(cpu::winograd_tile(Conv(3, 256, 14, 14, 256).k(3, 3).pad(1).p) == 4);
+  CHECK(cpu::winograd_tile(Conv(1, 512, 28, 28, 512).k(3, 3).pad(1).p) == 4);  // 49 tiles
+  // The packed weights serve both tiles: 36 positions per kernel, whatever the spatial size.
+  const ConvParams small = Conv(1, 40, 5, 5, 33).k(3, 3).pad(1).p, big = Conv(2, 40, 20, 20, 33).k(3, 3).pad(1).p;
+  CHECK(winograd().packed_weight_bytes(small) == winograd().packed_weight_bytes(big));
+  CHECK(winograd().packed_weight_bytes(small) == 36 * 2 * 40 * 32 * sizeof(float));
+  uint32_t seed = 700;
+  for (const ConvParams& p : {small, big}) {
+    INFO(p.to_string());
+    const test::ConvData d = test::make_data(p, seed += 10);
+    const std::vector<float> got = test::run_conv(winograd(), p, d, true, kRelu, 2);
+    const std::vector<float> want =
+        test::run_conv(cpu::winograd_conv_algorithm_with_tile(cpu::winograd_tile(p)), p, d, true, kRelu, 2);
+    CHECK(test::bitwise_equal(got.data(), want.data(), got.size()));
+  }
+}
+
+TEST_CASE(
+    "winograd: F(2x2) and F(4x4) match the float64 reference on edge shapes, every ISA, any thread count bitwise") {
+  double worst[5] = {};  // per tile: the largest error / (2^-24 x the sum of |terms|)
+  for (int tile : {2, 4}) {
+    const ConvAlgorithm& algorithm = cpu::winograd_conv_algorithm_with_tile(tile);
+    CAPTURE(tile);
+    uint32_t seed = 900;
+    for (const ConvCase& c : winograd_cases()) {
+      INFO(test::describe(c));
+      REQUIRE(algorithm.supports(c.p));
+      const test::ConvData d = test::make_data(c.p, seed += 10);
+      const size_t out_count = static_cast<size_t>(c.p.batch * c.p.out_h() * c.p.out_w() * c.p.out_channels);
+      const std::vector<float> residual = test::random_floats(out_count, seed + 5, -2.f, 2.f);
+      for (const float* r : {static_cast<const float*>(nullptr), residual.data()}) {
+        INFO(std::string(r != nullptr ? "with residual" : "no residual"));
+        const ref::Result want = ref::conv2d(c.p, d.input, d.weight, c.bias ? d.bias.data() : nullptr, c.act, r);
+        std::vector<double> abs_sum = want.abs_sum;
+        for (double& v : abs_sum) v *= transform_growth(tile);
+        for (cpu::Isa isa : test::runnable_isas()) {
+          test::IsaCap cap(isa);
+          INFO("isa ", test::isa_name(isa));
+          const std::vector<float> one = test::run_conv(algorithm, c.p, d, c.bias, c.act, 1, r);
+          test::check_close(one.data(), want.value, abs_sum, want.terms, "winograd vs reference");
+          for (size_t i = 0; i < one.size(); ++i)
+            worst[tile] = std::max(worst[tile], std::abs(one[i] - want.value[i]) * 16777216.0 / want.abs_sum[i]);
+          for (int threads : {2, 3}) {
+            INFO("threads ", threads);
+            const std::vector<float> many = test::run_conv(algorithm, c.p, d, c.bias, c.act, threads, r);
+            CHECK(test::bitwise_equal(one.data(), many.data(), one.size()));
+          }
         }
       }
     }
   }
+  MESSAGE("largest error in units of 2^-24 x sum |terms|: F(2x2) ", worst[2], ", F(4x4) ", worst[4]);
 }
 
 }  // namespace
