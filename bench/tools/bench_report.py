@@ -500,8 +500,8 @@ def peer_engines_section(recs, meta):
     for line in meta:
         w(line)
     if vers:
-        w(f"- Versions: winfer {vers.get('winfer', '?')} (commit {vers.get('winfer_commit') or '?'}), ONNX Runtime {vers.get('onnxruntime', '–')}, OpenVINO "
-          f"{vers.get('openvino', '–')}, ncnn {vers.get('ncnn', '–')} (converted by pnnx {vers.get('pnnx', '–')}), "
+        w(f"- Versions: winfer {vers.get('winfer', '?')} (commit {vers.get('winfer_commit') or '?'}), "
+          f"ONNX Runtime {vers.get('onnxruntime', '–')}, OpenVINO {vers.get('openvino', '–')}, ncnn {vers.get('ncnn', '–')} (converted by pnnx {vers.get('pnnx', '–')}), "
           f"PyTorch {vers.get('torch', '–')}, numpy {vers.get('numpy', '?')}, Python {vers.get('python', '?')}; "
           f"OPENBLAS_CORETYPE={vers.get('openblas_coretype') or '(unset)'}; {vers.get('cpus', '?')} CPUs")
     loads = [v for r in lat for v in (r["load_average"]["min"], r["load_average"]["max"])]
@@ -530,9 +530,10 @@ def peer_engines_section(recs, meta):
                 else:
                     cells.append("–")
             la = r["load_average"]
+            best = (r.get("best_winfer") or "winfer-–")[len("winfer-"):]
             w(f"| {r['model']} | {r['threads']} | {r['rounds']} | " + " | ".join(cells) +
               f" | {verdict(r.get('ratio_im2win_best_blocked'), 0.9)} | "
-              f"{verdict(r.get('ratio_best_winfer_best_peer'), 0.8)} (best: {(r.get('best_winfer') or '-------–')[7:]}) | "
+              f"{verdict(r.get('ratio_best_winfer_best_peer'), 0.8)} (best: {best}) | "
               f"{fmt_ratio(r.get('ratio_im2win_best_peer'))} | {la['min']:.2f}–{la['max']:.2f} |")
         w("")
     if notes:
@@ -594,7 +595,8 @@ def peer_engines_section(recs, meta):
             w("")
         w("Memory: VmHWM (/proc/self/status) of a fresh process after load, first inference and 3 more calls, "
           "minus VmHWM once the engine's library was loaded (for OpenVINO its CPU plugin too), minus the weights "
-          "file's size (the .onnx; ncnn's .bin; PyTorch's TorchScript file). Start-up: load (file to runnable "
+          "file's size (the .onnx; ncnn's .bin; PyTorch's TorchScript file); ncnn runs one image at a time, so its "
+          "batch-8 figure holds one image's activations. Start-up: load (file to runnable "
           "session: parsing, packing, compiling; winfer auto times its layers here) + first inference (in "
           "parentheses), same processes, 1 thread.")
         w("")

@@ -5,7 +5,8 @@ fresh process of its own (issue 25).
 
     /usr/bin/python3 bench/tools/peer_bench.py MODEL [MODEL ...] [--batch 1,8] [--threads 1,2]
         [--rounds 30] [--warmup 3] [--engines winfer,onnxruntime,openvino,ncnn,torch]
-        [--winfer-conv im2win,winograd,auto] [--tolerance 1e-4] [--no-memory] [--no-startup]
+        [--winfer-conv im2win,winograd,auto] [--tolerance 1e-4] [--no-memory] [--memory-threads 1]
+        [--settle-ms 500] [--seed 1]
         [--build build] [--json FILE] [--setup-only]
 
 Examples (the smoke test of docs/PERFORMANCE.md, then the full grid of issue 25):
@@ -14,7 +15,9 @@ Examples (the smoke test of docs/PERFORMANCE.md, then the full grid of issue 25)
         --rounds 10 --json build/peers/smoke.jsonl
     /usr/bin/python3 bench/tools/peer_bench.py resnet18 resnet50 vgg16 shufflenet_v2_x1_0 \\
         mobilenet_v2 efficientnet_b0 regnet_y_400mf --batch 1,8 --threads 1,2 --rounds 30
-    scripts/bench_report.sh --peers-only          # the same grid, tables into docs/PERFORMANCE.md
+    scripts/bench_report.sh --peers               # that grid, its tables into docs/PERFORMANCE.md
+    scripts/bench_report.sh --peers --models "resnet18 shufflenet_v2_x1_0" --threads 1 --skip-batch8 \\
+        --rounds 10                               # the smoke test, tables into docs/PERFORMANCE.md
 
 MODEL is a zoo name (models/zoo/MODEL.yaml). What happens:
 
@@ -109,16 +112,20 @@ def ensure_venv(build):
         return python
     print(f"{TOOL}: making {os.path.dirname(os.path.dirname(python))} (pip install of "
           f"{REQUIREMENTS}; a few minutes, once)", file=sys.stderr)
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages",
-                    os.path.join(build, "peer-venv")], check=True)
+    try:
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages",
+                        os.path.join(build, "peer-venv")], check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        fail(f"cannot make the venv ({e}; Debian: apt-get install python3-venv)")
     # numpy stays at Debian's version: torch 1.13 (Debian) is built against numpy 1.x, and pip
     # would otherwise pull a numpy 2 into the venv for a peer that accepts it.
     import numpy
     constraints = os.path.join(build, "peer-venv", "constraints.txt")
     with open(constraints, "w") as f:
         f.write(f"numpy=={numpy.__version__}\n")
-    subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", REQUIREMENTS,
-                    "-c", constraints], check=True)
+    if subprocess.run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", REQUIREMENTS,
+                       "-c", constraints]).returncode != 0:
+        fail(f"pip could not install {REQUIREMENTS} into the venv (PyPI reachable? see pip's message above)")
     with open(stamp, "w") as f:
         f.write(wanted)
     return python
@@ -129,9 +136,8 @@ def versions(engines):
     import numpy
     out["numpy"] = numpy.__version__
     out["python"] = sys.version.split()[0]
-    if "torch" in engines or True:  # torch exports every model
-        import torch
-        out["torch"] = torch.__version__
+    import torch  # it exports every model, whether or not it is timed
+    out["torch"] = torch.__version__
     if "onnxruntime" in engines:
         import onnxruntime
         out["onnxruntime"] = onnxruntime.__version__
