@@ -54,7 +54,8 @@ MODEL is a zoo name (models/zoo/MODEL.yaml). What happens:
 
 Threads, per engine: ONNX Runtime intra_op_num_threads=N, inter_op_num_threads=1, sequential
 execution, all graph optimisations; OpenVINO INFERENCE_NUM_THREADS=N, INFERENCE_PRECISION_HINT=f32,
-PERFORMANCE_HINT=LATENCY, NUM_STREAMS=1; ncnn num_threads=N, Winograd and sgemm convolutions and
+PERFORMANCE_HINT=LATENCY, NUM_STREAMS=1 (its own defaults otherwise: on Linux it pins its
+threads, ENABLE_CPU_PINNING True; the record's "settings" has what the plugin reports); ncnn num_threads=N, Winograd and sgemm convolutions and
 packing on, fp16/bf16 storage and arithmetic off; winfer threads=N, each --winfer-conv algorithm
 (`auto` times every layer's candidates at session creation); PyTorch torch.set_num_threads(N),
 torch.jit.freeze(torch.jit.script(module)) as pair_bench.py. ncnn runs one image per call, so its
@@ -307,6 +308,13 @@ def load_openvino(onnx_path, threads, core=None):
             request.set_input_tensor(ov.Tensor(x, shared_memory=True))
         request.infer()
         return request.get_output_tensor().data
+    call.properties = {}  # what the plugin made of the configuration, for the record
+    for key in ("INFERENCE_NUM_THREADS", "INFERENCE_PRECISION_HINT", "PERFORMANCE_HINT", "NUM_STREAMS",
+                "ENABLE_CPU_PINNING", "ENABLE_HYPER_THREADING", "SCHEDULING_CORE_TYPE"):
+        try:
+            call.properties[key] = str(compiled.get_property(key))
+        except Exception:  # a property this OpenVINO does not have
+            pass
     return call
 
 
@@ -510,7 +518,7 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
     import numpy as np
     x = np.load(files.input(batch))
     ref = np.load(files.reference(batch)).astype(np.float64)
-    calls, check, errors = {}, {}, {}
+    calls, check, errors, settings = {}, {}, {}, {}
     for n in names:
         try:
             call = load_engine(n, files, batch, threads, args.build, winfer)
@@ -520,6 +528,8 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
             log(f"{files.model} b{batch} t{threads}: {n} failed: {errors[n]}")
             continue
         check[n] = err
+        if hasattr(call, "properties"):
+            settings[n] = call.properties
         if err > args.tolerance:
             errors[n] = f"output differs from PyTorch's: max relative error {err:.2e} > {args.tolerance:g}"
             log(f"{files.model} b{batch} t{threads}: {n} not timed: {errors[n]}")
@@ -540,7 +550,7 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
     rec = {"kind": "latency", "model": files.model, "batch": batch, "threads": threads, "rounds": args.rounds,
            "warmup": args.warmup, "settle_ms": args.settle_ms, "median_ms": med, "p10_ms": p10,
            "spin_after_ms": spin_ms, "spin_after_cpu_ms": spin_cpu_ms, "max_rel_error": check,
-           "errors": errors, "best_peer": best_peer, "best_blocked_peer": best_blocked, "best_winfer": best_winfer,
+           "errors": errors, "settings": settings, "best_peer": best_peer, "best_blocked_peer": best_blocked, "best_winfer": best_winfer,
            "load_average": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
            "ratio_im2win_best_peer": ratio(default, peers.get(best_peer)),
            "ratio_im2win_best_blocked": ratio(default, blocked.get(best_blocked)),
