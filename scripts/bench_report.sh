@@ -22,7 +22,8 @@
 #                          PyPI), plus memory and start-up per engine in processes of their own; tables
 #                          between the markers bench_report:peers:begin/end of docs/PERFORMANCE.md.
 #                          Never part of the default run. --models replaces its networks, --rounds its
-#                          interleaved rounds (default 30; --quick 3).
+#                          interleaved rounds (default 30 at batch 1, 10 at batch 8; --quick 3). The
+#                          whole grid takes about an hour on 2 cores (VGG-16 at batch 8 a third of it).
 #
 # Run it on an otherwise idle machine: check `uptime` first (it is recorded before and after).
 # PyTorch runs through /usr/bin/python3 (Debian's python3-torch, python3-torchvision); without
@@ -91,12 +92,16 @@ if [[ $group == peers ]]; then  # bench/tools/peer_bench.py does it all, in one 
   rm -f "$out"/peer-engines.jsonl
   echo "$command_line" > "$out/command.txt"
   uptime | tee "$out/uptime-before.txt"
-  peer_args=(--batch "$( ((batch8)) && echo 1,8 || echo 1)" --threads "${threads_list// /,}"
-             --rounds "${rounds:-$( ((quick)) && echo 3 || echo 30)}" --build "$build" --json "$out/peer-engines.jsonl")
+  peer_args=(--threads "${threads_list// /,}" --build "$build" --json "$out/peer-engines.jsonl")
   ((quick)) && peer_args+=(--warmup 1)
   ((memory)) || peer_args+=(--no-memory)
-  /usr/bin/python3 "$here/bench/tools/peer_bench.py" "${zoo[@]}" "${peer_args[@]}" 2> >(tee "$out/progress.log" >&2) |
-    tee "$out/peer_bench.txt"
+  : > "$out/peer_bench.txt"
+  # Batch 1 with 30 rounds, batch 8 with 10 (VGG-16 at batch 8 takes seconds a call, per engine).
+  for b in 1 $( ((batch8)) && echo 8); do
+    r=${rounds:-$( ((quick)) && echo 3 || { ((b == 1)) && echo 30 || echo 10; })}
+    /usr/bin/python3 "$here/bench/tools/peer_bench.py" "${zoo[@]}" --batch $b --rounds "$r" "${peer_args[@]}" \
+      2> >(tee -a "$out/progress.log" >&2) | tee -a "$out/peer_bench.txt"
+  done
   uptime | tee "$out/uptime-after.txt"
   if ((docs)); then
     /usr/bin/python3 "$here/bench/tools/bench_report.py" "$out" --models "${zoo[*]}" --tag peers \
