@@ -29,8 +29,8 @@
 //        [0    1  -2   -1    2 0]         [1/30 -1/15 2/15]
 //        [0    1 -3/2  -2  3/2 1]         [0     0    1]
 //
-// Tile size per layer (winograd_tile): F(4x4) unless the output is small or its U streams from
-// memory for few tiles (see kMinF4Output), where F(2x2) is faster. The packed weights do not
+// Tile size per layer (winograd_tile): F(4x4) unless its tiles waste much on the edges, are few,
+// or its U streams from memory for few of them (see kMinF4Tiles), where F(2x2) is faster. The packed weights do not
 // depend on the choice (packing never depends on the batch or the spatial size), so a session at
 // another batch or input size may pick the other tile with the same U.
 //
@@ -121,12 +121,17 @@ constexpr double kG[kPackedPoints][3] = {
     {1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {16.0 / 15, 8.0 / 15, 4.0 / 15}, {1.0 / 30, -1.0 / 15, 2.0 / 15},
     {0, 0, 1}};
 
-// winograd_tile's rule, measured per layer (docs/PERFORMANCE.md, "Winograd F(4x4)"): F(4x4) where
-// both output edges are at least kMinF4Output (below, its 6x6 patches cover 1.3-1.8x the output)
-// and its U (2.25x F(2x2)'s share) either stays in L2 or feeds at least kMinF4StreamedTiles tiles
-// when it streams from memory: ResNet's 14x14 256 -> 256 and VGG's 14x14 512 -> 512 at batch 1
-// (16 tiles, 9.4 and 37.7 MB) ran 0.6-0.9x F(2x2)'s speed, the 28x28 layers (49 tiles) 1.2-1.5x.
-constexpr int64_t kMinF4Output = 8;
+// winograd_tile's rule, measured per layer (1 thread, docs/PERFORMANCE.md, "Winograd F(4x4)"):
+// F(4x4) where
+// - its multiplies, the edges' included, are at most 3/4 of F(2x2)'s (36 x its tiles against 16 x
+//   F(2x2)'s): outputs of 9x9 and 10x10 (F(4x4) computes 12x12) ran at 0.8-0.9x F(2x2)'s speed
+//   at batch 1 and 8, 11x11 and more at 1.0-1.4x;
+// - it has kMinF4Tiles tiles or more (7x7 and 8x8 at batch 1, 4 tiles, ran at 0.8-0.87x: GEMMs of
+//   4 rows; at batch 8, 32 tiles, at 1.1-1.4x);
+// - its U (2.25x F(2x2)'s share) stays in L2, or feeds kMinF4StreamedTiles tiles or more when it
+//   streams from memory: ResNet's 14x14 256 -> 256 and VGG's 14x14 512 -> 512 at batch 1 (16
+//   tiles, 9.4 and 37.7 MB) ran at 0.7-0.9x, the 28x28 layers (49 tiles) at 1.2-1.8x.
+constexpr int64_t kMinF4Tiles = 8;
 constexpr int64_t kMinF4StreamedTiles = 3 * kMaxTileRows;
 
 // A vector of W floats, or one float (the channel tail), with the same spelling.
@@ -504,8 +509,9 @@ class WinogradConv final : public ConvAlgorithm {
 }  // namespace
 
 int winograd_tile(const ConvParams& p) {
-  if (std::min(p.out_h(), p.out_w()) < kMinF4Output) return 2;
-  return !WinogradConv::weights_stream(p, 4) || Geometry(p, 4).tiles >= kMinF4StreamedTiles ? 4 : 2;
+  const int64_t tiles = Geometry(p, 4).tiles;
+  if (3 * tiles > Geometry(p, 2).tiles || tiles < kMinF4Tiles) return 2;
+  return !WinogradConv::weights_stream(p, 4) || tiles >= kMinF4StreamedTiles ? 4 : 2;
 }
 
 const ConvAlgorithm& winograd_conv_algorithm_with_tile(int tile) {

@@ -79,13 +79,18 @@ TEST_CASE("winograd: declines few tiles of weights beyond L2, which a session le
   CHECK(w.declines(Conv(1, 64, 4, 4, 64).k(3, 3).pad(1).p).empty());      // weights in L2
 }
 
-TEST_CASE("winograd: F(4x4) where both output edges are 8 or more and its U stays in L2 or feeds 42 tiles or more") {
+TEST_CASE("winograd: F(4x4) where it saves a quarter of the multiplies, has 8 tiles, and its U fits L2 or feeds 42") {
   CHECK(cpu::winograd_tile(Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p) == 4);
-  CHECK(cpu::winograd_tile(Conv(1, 64, 8, 30, 64).k(3, 3).pad(1).p) == 4);
-  CHECK(cpu::winograd_tile(Conv(1, 64, 7, 30, 64).k(3, 3).pad(1).p) == 2);
+  CHECK(cpu::winograd_tile(Conv(1, 64, 7, 30, 64).k(3, 3).pad(1).p) == 4);   // 2 x 8 tiles, 4 x 15 of F(2x2)
+  CHECK(cpu::winograd_tile(Conv(1, 64, 10, 10, 64).k(3, 3).pad(1).p) == 2);  // 9 tiles: 27 > 25 of F(2x2)
+  CHECK(cpu::winograd_tile(Conv(1, 64, 11, 11, 64).k(3, 3).pad(1).p) == 4);  // 9 tiles: 27 <= 36
+  CHECK(cpu::winograd_tile(Conv(1, 64, 8, 8, 64).k(3, 3).pad(1).p) == 2);    // 4 tiles
+  CHECK(cpu::winograd_tile(Conv(2, 64, 8, 8, 64).k(3, 3).pad(1).p) == 4);    // 8 tiles
+  CHECK(cpu::winograd_tile(Conv(1, 17, 3, 3, 4).k(3, 3).p) == 2);            // one pixel
+  // 37.7 MB of U, streamed: 4 tiles at batch 1, 32 at batch 8.
   CHECK(cpu::winograd_tile(Conv(1, 512, 7, 7, 512).k(3, 3).pad(1).p) == 2);
-  CHECK(cpu::winograd_tile(Conv(8, 512, 9, 9, 512).k(3, 3).p) == 2);  // 7x7 output
-  // 9.4 MB of U: streamed, for 16 tiles at batch 1 (F(2x2)), 48 at batch 3 (F(4x4)).
+  CHECK(cpu::winograd_tile(Conv(8, 512, 7, 7, 512).k(3, 3).pad(1).p) == 2);
+  // 9.4 MB of U: 16 tiles at batch 1 (F(2x2)), 48 at batch 3 (F(4x4)).
   CHECK(cpu::winograd_tile(Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p) == 2);
   CHECK(cpu::winograd_tile(Conv(3, 256, 14, 14, 256).k(3, 3).pad(1).p) == 4);
   CHECK(cpu::winograd_tile(Conv(1, 512, 28, 28, 512).k(3, 3).pad(1).p) == 4);  // 49 tiles
