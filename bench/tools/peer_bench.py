@@ -35,32 +35,35 @@ MODEL is a zoo name (models/zoo/MODEL.yaml). What happens:
 3. Check: every engine's output for one seeded N(0,1) input must equal PyTorch's eager float32
    output within --tolerance, max |y - y_torch| / max |y_torch| (default 1e-4); an engine that
    disagrees (or fails to load) is reported and not timed.
-4. Time: each round calls every engine once, in a freshly shuffled order (seeded), so that a burst
-   of the neighbours' load slows all alike. After each call the script waits until the process is
-   idle again (no CPU burnt in a 2 ms window; at most --settle-ms): ONNX Runtime's workers spin
-   about 50 ms after a multi-threaded call, PyTorch's about 100 ms, and on a small machine a
-   spinning worker of one engine would stall the next engine's OpenMP barriers (measured: 10-100x
-   slower calls at 2 threads on 2 cores). That wait is reported per engine ("spin after": wall ms
-   until idle, and the CPU ms burnt meanwhile; issue 25, target 5). Per engine: median and p10 of the timed rounds (ms). Ratios:
-   winfer im2win (the default) and best winfer (the fastest of --winfer-conv) divided by the best
-   peer (ONNX Runtime, OpenVINO, ncnn) and by the best of ONNX Runtime and OpenVINO (the peers with
-   oneDNN-style blocked direct convolutions: OpenVINO's CPU plugin is oneDNN; ONNX Runtime's CPU
-   provider is MLAS with NCHWc kernels). The 1-minute load average is sampled every round.
+4. Time: each round calls every engine once, in a freshly shuffled order (seeded), so that a
+   burst of the neighbours' load slows all alike. After each call the script waits until the
+   process is idle again (no CPU burnt in a 2 ms window; at most --settle-ms): ONNX Runtime's
+   workers spin about 50 ms after a multi-threaded call, PyTorch's about 100 ms, and on a small
+   machine a spinning worker of one engine would stall the next engine's OpenMP barriers
+   (measured: 10-100x slower calls at 2 threads on 2 cores). That wait is reported per engine
+   ("spin after": wall ms until idle, and the CPU ms burnt meanwhile; issue 25, target 5). Per
+   engine: median and p10 of the timed rounds (ms). Ratios: winfer im2win (the default) and best
+   winfer (the fastest of --winfer-conv) divided by the best peer (ONNX Runtime, OpenVINO, ncnn)
+   and by the best of ONNX Runtime and OpenVINO (the peers with oneDNN-style blocked direct
+   convolutions: OpenVINO's CPU plugin is oneDNN; ONNX Runtime's CPU provider is MLAS with NCHWc
+   kernels). The 1-minute load average is sampled every round.
 5. Memory and start-up, per engine and batch, each in a fresh subprocess (one process holding all
-   engines cannot attribute its peak): VmHWM from /proc/self/status after the engine's library is
-   loaded (baseline) and after load + first inference + 3 more calls; beyond the weights = peak -
-   baseline - the weights file's size (the .onnx; ncnn's .bin; the TorchScript file). Start-up =
-   load (file to runnable: session creation, compilation, packing) + first inference, ms.
+   engines cannot attribute its peak): VmHWM from /proc/self/status once the engine's library is
+   loaded (the peak first reset to the resident set, /proc/self/clear_refs 5: the baseline) and
+   after load + first inference + 3 more calls; beyond the weights = peak - baseline - the
+   weights file's size (the .onnx; ncnn's .bin; the TorchScript file). Start-up = load (file to
+   runnable: session creation, compilation, packing) + first inference, ms.
 
 Threads, per engine: ONNX Runtime intra_op_num_threads=N, inter_op_num_threads=1, sequential
 execution, all graph optimisations; OpenVINO INFERENCE_NUM_THREADS=N, INFERENCE_PRECISION_HINT=f32,
-PERFORMANCE_HINT=LATENCY, NUM_STREAMS=1 (its own defaults otherwise: on Linux it pins its
-threads, ENABLE_CPU_PINNING True; the record's "settings" has what the plugin reports); ncnn num_threads=N, Winograd and sgemm convolutions and
-packing on, fp16/bf16 storage and arithmetic off; winfer threads=N, each --winfer-conv algorithm
-(`auto` times every layer's candidates at session creation); PyTorch torch.set_num_threads(N),
-torch.jit.freeze(torch.jit.script(module)) as pair_bench.py. ncnn runs one image per call, so its
-batch-8 figure is 8 extractions in turn (how ncnn is used). OPENBLAS_CORETYPE is set as winfer
-sets it (SkylakeX with AVX-512, Haswell with AVX2) before any library loads.
+PERFORMANCE_HINT=LATENCY, NUM_STREAMS=1 (its own defaults otherwise: on Linux it pins its threads,
+ENABLE_CPU_PINNING True; the record's "settings" has what the plugin reports); ncnn num_threads=N,
+Winograd and sgemm convolutions and packing on, fp16/bf16 storage and arithmetic off; winfer
+threads=N, each --winfer-conv algorithm (`auto` times every layer's candidates at session
+creation); PyTorch torch.set_num_threads(N), torch.jit.freeze(torch.jit.script(module)) as
+pair_bench.py. ncnn runs one image per call, so its batch-8 figure is 8 extractions in turn (how
+ncnn is used). OPENBLAS_CORETYPE is set as winfer sets it (SkylakeX with AVX-512, Haswell with
+AVX2) before any library loads.
 
 Output: a table per (model, batch, threads) on stdout; with --json FILE one JSON object per line
 appended to FILE ("kind": "latency" per cell, "kind": "memory" per engine and batch, "kind":
@@ -417,6 +420,11 @@ def worker(args):
         import torch  # noqa: F401
     import_ms = (time.perf_counter() - t0) * 1e3
     x = np.load(files.input(batch))
+    try:  # the peak restarted at the resident set (Linux >= 4.0): an import's transient peak hides nothing
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
     baseline = vm_hwm()
     t0 = time.perf_counter()
     call = load_engine(name, files, batch, threads, args.build, winfer)
@@ -550,7 +558,8 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
     rec = {"kind": "latency", "model": files.model, "batch": batch, "threads": threads, "rounds": args.rounds,
            "warmup": args.warmup, "settle_ms": args.settle_ms, "median_ms": med, "p10_ms": p10,
            "spin_after_ms": spin_ms, "spin_after_cpu_ms": spin_cpu_ms, "max_rel_error": check,
-           "errors": errors, "settings": settings, "best_peer": best_peer, "best_blocked_peer": best_blocked, "best_winfer": best_winfer,
+           "errors": errors, "settings": settings, "best_peer": best_peer, "best_blocked_peer": best_blocked,
+           "best_winfer": best_winfer,
            "load_average": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
            "ratio_im2win_best_peer": ratio(default, peers.get(best_peer)),
            "ratio_im2win_best_blocked": ratio(default, blocked.get(best_blocked)),
