@@ -1,0 +1,129 @@
+// winograd's two tiles, F(2x2, 3x3) and F(4x4, 3x3) (both forced: winograd_conv_algorithm_with_tile),
+// against im2win on 3x3 stride-1 layers, called in turn round by round in one process (this
+// machine's neighbours slow whatever runs during their bursts; calling the three in turn slows
+// them alike), 16 MiB written between calls so that every call finds its weights outside L2 as in
+// a network. Built and run by bench/tools/winograd_tiles.sh; the measurements behind
+// winograd_tile()'s rule (docs/PERFORMANCE.md, "Winograd F(4x4, 3x3)").
+//
+//   winograd_tiles [THREADS=1] [BATCH=1] [ROUNDS=15] [FILTER]
+//
+// Layers: paper12's 3x3 stride-1 ones (p12.*), ResNet's (r.*) and VGG16's (v.*) at 224x224, and
+// small ones that decide the rule (x.*, y.*). Per layer: median ms of each, F(2x2)/F(4x4) and
+// im2win/F(4x4) (> 1: F(4x4) faster), the same for the minimum, and each one's max |error| /
+// max |y| against float64 on 4000 sampled outputs (inputs in [0, 1) as after a ReLU).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+#include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/conv_winograd.h"
+using namespace winfer;
+struct L {
+  const char* name;
+  int64_t c, h, w, co, pad;
+};
+static float* alloc(size_t bytes) { return static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64)); }
+int main(int argc, char** argv) {
+  int threads = argc > 1 ? atoi(argv[1]) : 1;
+  int64_t batch = argc > 2 ? atoll(argv[2]) : 1;
+  int rounds = argc > 3 ? atoi(argv[3]) : 15;
+  const char* filter = argc > 4 ? argv[4] : "";
+  std::vector<L> layers = {
+      {"p12.conv6", 256, 12, 12, 512, 0},    {"p12.conv8", 64, 112, 112, 128, 0},
+      {"p12.conv9", 64, 56, 56, 64, 0},      {"p12.conv10", 128, 28, 28, 128, 0},
+      {"p12.conv11", 256, 14, 14, 256, 0},   {"p12.conv12", 512, 7, 7, 512, 0},
+      {"r.56x64", 64, 56, 56, 64, 1},        {"r.28x128", 128, 28, 28, 128, 1},
+      {"r.14x256", 256, 14, 14, 256, 1},     {"r.7x512", 512, 7, 7, 512, 1},
+      {"v.224x64", 64, 224, 224, 64, 1},     {"v.112x128", 128, 112, 112, 128, 1},
+      {"v.56x256", 256, 56, 56, 256, 1},     {"x.14x64", 64, 14, 14, 64, 1},
+      {"x.d14x128to32", 128, 14, 14, 32, 1}, {"x.d28x128to32", 128, 28, 28, 32, 1},
+      {"x.g28x96to128", 96, 28, 28, 128, 1}, {"x.g14x112to224", 112, 14, 14, 224, 1},
+      {"x.10x96", 96, 10, 10, 96, 1},        {"y.7x64", 64, 7, 7, 64, 1},
+      {"y.7x128to32", 128, 7, 7, 32, 1},     {"y.8x64", 64, 8, 8, 64, 1},
+      {"y.9x64", 64, 9, 9, 64, 1},           {"y.10x64", 64, 10, 10, 64, 1},
+      {"y.11x64", 64, 11, 11, 64, 1},        {"y.12x64", 64, 12, 12, 64, 1},
+      {"y.14x64", 64, 14, 14, 64, 1},        {"y.20x64", 64, 20, 20, 64, 1},
+      {"v.28x512", 512, 28, 28, 512, 1},     {"v.14x512", 512, 14, 14, 512, 1},
+  };
+  const ConvAlgorithm* algos[3] = {find_conv_algorithm("im2win"), &cpu::winograd_conv_algorithm_with_tile(2),
+                                   &cpu::winograd_conv_algorithm_with_tile(4)};
+  std::vector<char> flush(16 << 20);
+  std::printf(
+      "threads %d batch %lld (medians; then minima; then max |error| / max |y| vs float64)\n%-14s %9s %9s %9s  %6s %6s "
+      " %12s %8s %8s %6s %6s\n",
+      threads, (long long)batch, "layer", "im2win", "F2", "F4", "F2/F4", "iw/F4", "min: im2win", "F2", "F4", "F2/F4",
+      "iw/F4");
+  std::fflush(stdout);
+  for (const L& l : layers) {
+    if (!strstr(l.name, filter)) continue;
+    ConvParams p;
+    p.batch = batch;
+    p.in_channels = l.c;
+    p.in_h = l.h;
+    p.in_w = l.w;
+    p.out_channels = l.co;
+    p.kernel_h = p.kernel_w = 3;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = l.pad;
+    std::mt19937 gen(1);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::vector<float> in(p.batch * l.h * l.w * l.c), wt(l.co * l.c * 9), bias(l.co);
+    for (auto& x : in) x = std::max(0.f, u(gen));  // post-ReLU activations
+    for (auto& x : wt) x = u(gen) * 0.1f;
+    for (auto& x : bias) x = u(gen);
+    const size_t out_n = p.batch * p.out_h() * p.out_w() * l.co;
+    float* packed[3];
+    float* ws[3];
+    std::vector<float> out[3];
+    for (int a = 0; a < 3; ++a) {
+      packed[a] = alloc(algos[a]->packed_weight_bytes(p));
+      algos[a]->pack_weights(p, wt.data(), packed[a]);
+      ws[a] = alloc(algos[a]->workspace_bytes(p));
+      out[a].resize(out_n);
+    }
+    std::vector<double> t[3];
+    for (int r = 0; r < rounds + 1; ++r)
+      for (int a = 0; a < 3; ++a) {
+        std::memset(flush.data(), r, flush.size());
+        auto t0 = std::chrono::steady_clock::now();
+        algos[a]->run(p, in.data(), packed[a], bias.data(), nullptr, out[a].data(), ws[a], Activation::kNone, threads);
+        auto t1 = std::chrono::steady_clock::now();
+        if (r > 0) t[a].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
+    double med[3], mn[3];
+    for (int a = 0; a < 3; ++a) {
+      std::sort(t[a].begin(), t[a].end());
+      med[a] = t[a][t[a].size() / 2];
+      mn[a] = t[a][0];
+    }
+    // error vs float64 direct on a sample of outputs, relative to max |y| (as parity)
+    double maxy = 0, err[3] = {};
+    std::mt19937 g2(3);
+    const int64_t ho = p.out_h(), wo = p.out_w();
+    for (int s = 0; s < 4000; ++s) {
+      int64_t n = g2() % p.batch, oh = g2() % ho, ow = g2() % wo, o = g2() % l.co;
+      double ref = bias[o];
+      for (int kh = 0; kh < 3; ++kh)
+        for (int kw = 0; kw < 3; ++kw) {
+          int64_t ih = oh - l.pad + kh, iw = ow - l.pad + kw;
+          if (ih < 0 || iw < 0 || ih >= l.h || iw >= l.w) continue;
+          for (int64_t c = 0; c < l.c; ++c)
+            ref += double(in[((n * l.h + ih) * l.w + iw) * l.c + c]) * wt[((o * l.c + c) * 3 + kh) * 3 + kw];
+        }
+      maxy = std::max(maxy, std::abs(ref));
+      size_t idx = ((n * ho + oh) * wo + ow) * l.co + o;
+      for (int a = 0; a < 3; ++a) err[a] = std::max(err[a], std::abs(out[a][idx] - ref));
+    }
+    std::printf("%-14s %9.3f %9.3f %9.3f  %6.2f %6.2f  min %8.3f %8.3f %8.3f %6.2f %6.2f  %.2e %.2e (im2win %.2e)\n",
+                l.name, med[0], med[1], med[2], med[1] / med[2], med[0] / med[2], mn[0], mn[1], mn[2], mn[1] / mn[2],
+                mn[0] / mn[2], err[1] / maxy, err[2] / maxy, err[0] / maxy);
+    std::fflush(stdout);
+    for (int a = 0; a < 3; ++a) {
+      std::free(packed[a]);
+      std::free(ws[a]);
+    }
+  }
+}

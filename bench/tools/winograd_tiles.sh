@@ -1,0 +1,16 @@
+#!/bin/sh
+# Builds and runs bench/tools/winograd_tiles.cpp: winograd F(2x2) and F(4x4) (forced) against
+# im2win per layer, called in turn in one process.
+#
+#   bench/tools/winograd_tiles.sh [THREADS] [BATCH] [ROUNDS] [FILTER]
+#
+# Needs the kernels built (cmake --build build --target winfer_kernels); writes only into
+# build/winograd_tiles/.
+set -e
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+OUT=$BUILD/winograd_tiles
+mkdir -p "$OUT"
+${CXX:-g++} -O3 -DNDEBUG -fopenmp -std=c++17 -I"$ROOT" "$ROOT/bench/tools/winograd_tiles.cpp" \
+  "$BUILD/libwinfer_kernels.a" -o "$OUT/winograd_tiles"
+exec "$OUT/winograd_tiles" "$@"
