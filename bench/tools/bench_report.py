@@ -190,7 +190,8 @@ def section(idx, peers, meta):
     w("")
     w("Best PyTorch = the faster of frozen (`torch.jit.freeze`) and optimized (`torch.jit.optimize_for_inference`) "
       "in this run; both with OPENBLAS_CORETYPE set as winfer sets it. Best winfer = the faster of im2win (the "
-      "default) and winograd (`--conv winograd`: F(2x2,3x3) on the 3x3 stride-1 layers, im2win on the others); "
+      "default) and winograd (`--conv winograd`: F(4x4,3x3) or F(2x2,3x3) on the 3x3 stride-1 layers, im2win on "
+      "the others); "
       "the verdict is on it. Each figure here is a process of its own, minutes from the others: a burst of the "
       "machine's load during one of them moves its ratio by 30-60%. The next table measures the same "
       "configurations in one process, called in turn, which such bursts slow alike.")
