@@ -94,8 +94,7 @@ struct Wino<2> {
 
 template <>
 struct Wino<4> {
-  static constexpr int kN = 6;
-  static constexpr int kPoint[kN] = {0, 1, 2, 3, 4, 5};
+  static constexpr int kN = 6;  // the packed points themselves, in their order
   template <class V>
   static WINFER_ALWAYS_INLINE void input(const V (&d)[kN], V (&r)[kN]) {
     const V p = d[1] - d[3], q = d[2] - d[4];
