@@ -9,6 +9,9 @@ packages+=(libprotobuf-dev protobuf-compiler libonnx-dev)
 # The PyTorch parity tests (tests/parity/, ctest -L parity) and models/tools run on Debian's
 # /usr/bin/python3 with these; without them those tests are skipped, not failed.
 packages+=(python3-torch python3-torchvision python3-numpy python3-yaml)
+# The Python package (scripts/python_test.sh: a venv of Debian's python, the extension built
+# against its headers).
+packages+=(python3-venv python3-dev)
 # Fashion-MNIST (/usr/share/datasets/fashion-mnist): `winfer eval` and the test that checks the
 # shipped models against PyTorch's predictions. python3-pil: models/fashion/train.py --examples
 # and the image fixtures' torchvision references (tests/fixtures/images/make_fixtures.py).

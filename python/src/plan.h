@@ -1,0 +1,14 @@
+// Model.plan(): `winfer plan --json --no-measure`'s dict, from the same engine calls.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "objects.h"
+
+namespace winfer::python {
+
+nb::dict plan(const PyModel& model, nb::handle conv, std::optional<int64_t> batch, int threads,
+              std::optional<std::vector<int64_t>> input_shape);
+
+}  // namespace winfer::python

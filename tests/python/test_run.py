@@ -1,0 +1,129 @@
+"""Session.run / run_all: the CLI's outputs bit for bit, out=, copy=, run_all."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import winfer
+from conftest import FASHION, TINY, ZOO_RESNET18, random_input, run_cli
+
+
+def cli_output(cli, tmp_path, model, x, *flags):
+    """`winfer run MODEL --input x.npy --output y.npy FLAGS` -> y."""
+    np.save(tmp_path / "x.npy", x)
+    run_cli(cli, "run", model, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy", "--top", "0", *flags)
+    return np.load(tmp_path / "y.npy")
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_zoo_model_equals_cli_bitwise(cli, tmp_path):
+    x = random_input((2, 3, 96, 128), seed=1)
+    want = cli_output(cli, tmp_path, ZOO_RESNET18, x, "--random-weights", "7", "--threads", "1")
+    m = winfer.Model(ZOO_RESNET18, random_weights=7)
+    s = m.session(input_shape=x.shape, threads=1)
+    got = s.run(x)
+    assert got.shape == (2, 1000)
+    assert same_bits(got, want)
+
+
+@pytest.mark.parametrize("conv", ["im2win", "im2col"])
+def test_fashion_model_equals_cli_bitwise(cli, tmp_path, conv):
+    x = random_input((4, 1, 28, 28), seed=2)
+    want = cli_output(cli, tmp_path, FASHION, x, "--threads", "1", "--conv", conv)
+    m = winfer.Model(str(FASHION))
+    s = m.session(batch=4, threads=1, conv=conv)
+    assert s.input_shape == (4, 1, 28, 28)
+    assert same_bits(s.run(x), want)
+
+
+def test_threads_default_to_affinity():
+    import os
+
+    s = winfer.Model(TINY).session()
+    assert s.threads == len(os.sched_getaffinity(0)) == winfer.default_threads()
+
+
+def test_out_is_written_and_returned():
+    s = winfer.Model(TINY).session(threads=1)
+    x = random_input(s.input_shape)
+    want = s.run(x)
+    out = np.full(s.output_shapes[0], np.nan, np.float32)
+    view = out.reshape(-1)  # another view of the same buffer
+    got = s.run(x, out=out)
+    assert got is out
+    assert same_bits(view.reshape(out.shape), want)
+
+
+def test_copy_converts_only_when_asked():
+    s = winfer.Model(TINY).session(threads=1)
+    x = random_input(s.input_shape)
+    want = s.run(x)
+    assert same_bits(s.run(x.astype(np.float64), copy=True), want)
+    assert same_bits(s.run(np.asfortranarray(x), copy=True), want)
+    assert same_bits(s.run(x.tolist(), copy=True), want)
+
+
+def test_unaligned_input_and_output():
+    s = winfer.Model(TINY).session(threads=1)
+    x = random_input(s.input_shape)
+    want = s.run(x)
+    n = x.size
+    buffer = np.empty(n + 1, np.float32)
+    unaligned = buffer[1:].reshape(x.shape)  # 4 bytes past an aligned start: C-contiguous all the same
+    unaligned[...] = x
+    out_buffer = np.empty(want.size + 1, np.float32)
+    out = out_buffer[1:].reshape(want.shape)
+    assert same_bits(s.run(unaligned, out=out), want)
+
+
+def test_session_properties():
+    m = winfer.Model(TINY)
+    s = m.session(batch=3, conv="im2col", threads=1)
+    assert s.input_shape == (3, 3, 32, 32)
+    assert s.input_name == "input"
+    assert s.output_names == list(m.outputs)
+    assert s.output_shapes == [(3, 10)]
+    assert s.device == "cpu" and s.conv == "im2col" and s.threads == 1
+    report = s.memory_report()
+    assert report["arena_bytes"] > 0 and report["buffers"] and report["steps"]
+    s.run(random_input(s.input_shape))
+    assert [t["name"] for t in s.timings()] == report["steps"]
+    assert "winfer.Session" in repr(s)
+
+
+MULTI_OUTPUT = """format: winfer/1
+name: two_outputs
+input: {name: input, shape: [1, 1, 6, 6]}
+outputs: [pool, fc]
+layers:
+  - {name: conv, op: conv2d, in_channels: 1, out_channels: 2, kernel_size: 3}
+  - {name: relu, op: relu}
+  - {name: pool, op: adaptive_avgpool2d, output_size: 1}
+  - {name: flatten, op: flatten}
+  - {name: fc, op: linear, in_features: 2, out_features: 3}
+"""
+
+
+def test_run_all_multi_output(tmp_path):
+    path = tmp_path / "two_outputs.yaml"
+    path.write_text(MULTI_OUTPUT)
+    m = winfer.Model(path, random_weights=3)
+    assert list(m.outputs) == ["pool", "fc"]
+    s = m.session(batch=2, threads=1)
+    x = random_input(s.input_shape)
+    outs = s.run_all(x)
+    assert list(outs) == ["pool", "fc"]
+    assert outs["pool"].shape == (2, 2, 1, 1) and outs["fc"].shape == (2, 3)
+    assert same_bits(s.run(x), outs["pool"])
+    # out= by name: the given array is filled, the other one new
+    fc = np.empty((2, 3), np.float32)
+    again = s.run_all(x, out={"fc": fc})
+    assert again["fc"] is fc and same_bits(fc, outs["fc"]) and same_bits(again["pool"], outs["pool"])
+    # and as a sequence
+    pool = np.empty((2, 2, 1, 1), np.float32)
+    third = s.run_all(x, out=[pool, fc])
+    assert third["pool"] is pool and same_bits(pool, outs["pool"])
