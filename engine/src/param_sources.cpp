@@ -5,6 +5,8 @@
 #include <cstring>
 #include <random>
 
+#include "engine/src/core/file_io.h"
+
 namespace winfer {
 namespace {
 
@@ -33,8 +35,13 @@ Status SafeTensorsParamSource::get(const std::string& name, const Shape& expecte
   if (t->dtype != "F32") return invalid_argument(what + " has dtype " + t->dtype + ", expected F32");
   WINFER_RETURN_IF_ERROR(check_shape(what, t->shape, expected));
   *out = Tensor::allocate(expected);
-  // memcpy: safetensors data offsets need not be 4-byte aligned.
-  std::memcpy(out->data(), t->data, out->bytes());
+  // memcpy: safetensors data offsets need not be 4-byte aligned. From a mapped file the pages
+  // leave the resident set as they are copied, so the weights are not held twice while loading.
+  if (file_->is_mapped()) {
+    detail::copy_from_mapping_and_drop(out->data(), static_cast<const unsigned char*>(t->data), out->bytes());
+  } else {
+    std::memcpy(out->data(), t->data, out->bytes());
+  }
   return Status::Ok();
 }
 

@@ -50,6 +50,10 @@ class SafeTensorsFile {
   const std::vector<SafeTensor>& tensors() const { return tensors_; }
   const SafeTensor* find(const std::string& name) const;  // nullptr if absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // True when the tensors' data lies in a read-only mapping of the file (open()), false for
+  // from_memory()'s copy. Pages of a mapping can be given back once read (the loader does so as
+  // it copies each tensor out; the file's bytes stay readable, faulted in again on access).
+  bool is_mapped() const { return map_ != nullptr; }
 
   ~SafeTensorsFile();
   SafeTensorsFile(const SafeTensorsFile&) = delete;

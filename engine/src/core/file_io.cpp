@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -178,6 +179,25 @@ Result<MappedFile> MappedFile::map(const std::string& path, const InputKind& kin
   mapped.data_ = static_cast<const unsigned char*>(p);
   mapped.size_ = size;
   return mapped;
+}
+
+void copy_from_mapping_and_drop(void* out, const unsigned char* mapped, size_t size) {
+  constexpr size_t kChunk = size_t(4) << 20;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE) > 0 ? ::sysconf(_SC_PAGESIZE) : 4096);
+  unsigned char* dst = static_cast<unsigned char*>(out);
+  // Only whole pages inside [mapped, mapped + size): a page shared with bytes before or after
+  // (another tensor's) stays mapped.
+  uintptr_t dropped = (reinterpret_cast<uintptr_t>(mapped) + page - 1) / page * page;
+  for (size_t done = 0; done < size;) {
+    const size_t n = std::min(kChunk, size - done);
+    std::memcpy(dst + done, mapped + done, n);
+    done += n;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(mapped + done) / page * page;
+    if (end > dropped) {
+      ::madvise(reinterpret_cast<void*>(dropped), end - dropped, MADV_DONTNEED);  // advice: may fail, harmless
+      dropped = end;
+    }
+  }
 }
 
 namespace {

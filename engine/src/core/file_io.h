@@ -104,6 +104,14 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Copies `size` bytes out of a read-only file mapping into `out` and gives the mapped pages
+// back as it goes (madvise MADV_DONTNEED on every whole page of the source, 4 MiB at a time):
+// the file's pages stay in the page cache but leave the process's resident set, so that loading
+// weights from a mapped file never holds them twice (docs/MEMORY.md, "Loading"). Reading the
+// bytes again later faults them back in from the file. Only for memory mapped from a file with
+// MappedFile (or another read-only file mapping): on anonymous memory it would zero the pages.
+void copy_from_mapping_and_drop(void* out, const unsigned char* mapped, size_t size);
+
 // What a file that winfer writes is, so that it replaces only a file of its own kind: an
 // output path never destroys what it names. `looks_like` sees the first bytes (up to 4 KiB) of
 // an existing non-empty regular file and its size; false refuses the write.

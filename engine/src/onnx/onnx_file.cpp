@@ -24,6 +24,134 @@ uint64_t element_size(int32_t type) {
   }
 }
 
+// ---- the initializers' raw_data, located without copying -----------------------------------
+// A plain walk over protobuf's wire format (tag varint, then a varint, 8 or 4 bytes, or a
+// length-prefixed payload). It copies the model without the raw_data of the graph's initializers
+// (ModelProto.graph = 7, GraphProto.initializer = 5, TensorProto.raw_data = 9) and notes where
+// each one's bytes lie in the file, so that protobuf parses kilobytes instead of the weights and
+// the weights are read straight from the mapped file, one tensor at a time. Anything the walk
+// does not understand (groups, a truncated field) makes it give up: protobuf then parses the
+// whole file as before and says what is wrong with it.
+
+bool read_varint(const unsigned char*& p, const unsigned char* end, uint64_t* value) {
+  *value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p >= end) return false;
+    const unsigned char b = *p++;
+    *value |= uint64_t(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+void write_varint(std::string* out, uint64_t value) {
+  while (value >= 0x80) {
+    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out->push_back(static_cast<char>(value));
+}
+
+struct WireField {
+  uint64_t number = 0;
+  int type = 0;
+  const unsigned char* start = nullptr;    // the tag's first byte
+  const unsigned char* payload = nullptr;  // length-delimited fields: the bytes after the length
+  const unsigned char* end = nullptr;      // one past the field
+};
+
+bool next_field(const unsigned char*& p, const unsigned char* end, WireField* f) {
+  f->start = p;
+  uint64_t tag = 0;
+  if (!read_varint(p, end, &tag)) return false;
+  f->number = tag >> 3;
+  f->type = static_cast<int>(tag & 7);
+  if (f->number == 0) return false;
+  uint64_t n = 0;
+  switch (f->type) {
+    case 0:
+      if (!read_varint(p, end, &n)) return false;
+      break;
+    case 1:
+      if (end - p < 8) return false;
+      p += 8;
+      break;
+    case 5:
+      if (end - p < 4) return false;
+      p += 4;
+      break;
+    case 2:
+      if (!read_varint(p, end, &n) || n > uint64_t(end - p)) return false;
+      f->payload = p;
+      p += n;
+      break;
+    default: return false;  // groups (deprecated): left to protobuf
+  }
+  f->end = p;
+  return true;
+}
+
+void append_field(std::string* out, uint64_t number, const std::string& payload) {
+  write_varint(out, (number << 3) | 2);
+  write_varint(out, payload.size());
+  out->append(payload);
+}
+
+struct RawSpan {
+  bool present = false;
+  const unsigned char* data = nullptr;
+  uint64_t size = 0;
+};
+
+bool strip_tensor(const unsigned char* p, const unsigned char* end, std::string* out, RawSpan* raw) {
+  while (p < end) {
+    WireField f;
+    if (!next_field(p, end, &f)) return false;
+    if (f.number == 9 && f.type == 2) {  // raw_data: the last one wins, as when protobuf parses
+      *raw = RawSpan{true, f.payload, uint64_t(f.end - f.payload)};
+    } else {
+      out->append(reinterpret_cast<const char*>(f.start), size_t(f.end - f.start));
+    }
+  }
+  return true;
+}
+
+bool strip_graph(const unsigned char* p, const unsigned char* end, std::string* out, std::vector<RawSpan>* spans) {
+  std::string tensor;
+  while (p < end) {
+    WireField f;
+    if (!next_field(p, end, &f)) return false;
+    if (f.number == 5 && f.type == 2) {
+      tensor.clear();
+      RawSpan raw;
+      if (!strip_tensor(f.payload, f.end, &tensor, &raw)) return false;
+      append_field(out, 5, tensor);
+      spans->push_back(raw);
+    } else {
+      out->append(reinterpret_cast<const char*>(f.start), size_t(f.end - f.start));
+    }
+  }
+  return true;
+}
+
+// The model without its initializers' raw_data, and where each initializer's lies (in the order
+// protobuf will list them: several `graph` fields merge, their initializers concatenated).
+bool strip_model(const unsigned char* p, const unsigned char* end, std::string* out, std::vector<RawSpan>* spans) {
+  std::string graph;
+  while (p < end) {
+    WireField f;
+    if (!next_field(p, end, &f)) return false;
+    if (f.number == 7 && f.type == 2) {
+      graph.clear();
+      if (!strip_graph(f.payload, f.end, &graph, spans)) return false;
+      append_field(out, 7, graph);
+    } else {
+      out->append(reinterpret_cast<const char*>(f.start), size_t(f.end - f.start));
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string data_type_name(int32_t type) {
@@ -37,16 +165,33 @@ Result<std::unique_ptr<OnnxFile>> OnnxFile::open(const std::string& path, const 
   std::unique_ptr<OnnxFile> file(new OnnxFile());
   file->path_ = path;
   file->confine_to_ = confine_to;
-  {
-    // Mapped for the parse only: protobuf copies what it keeps, so the mapping (page cache, not
-    // the process's own memory) goes away before the weights are loaded.
-    WINFER_ASSIGN_OR_RETURN(detail::MappedFile mapped, detail::MappedFile::map(path, kOnnxFile));
-    if (mapped.size() == 0) return parse_error(path + ": the file is empty; expected an ONNX model (protobuf)");
+  // The file stays mapped while the model is imported: protobuf parses a copy without the
+  // initializers' raw_data (strip_model), whose bytes are read from the mapping when a layer
+  // asks for them, and given back to the page cache as they are copied (read_floats).
+  WINFER_ASSIGN_OR_RETURN(file->mapped_, detail::MappedFile::map(path, kOnnxFile));
+  const detail::MappedFile& mapped = file->mapped_;
+  if (mapped.size() == 0) return parse_error(path + ": the file is empty; expected an ONNX model (protobuf)");
+  std::string stripped;
+  std::vector<RawSpan> spans;
+  const bool walked = strip_model(mapped.data(), mapped.data() + mapped.size(), &stripped, &spans);
+  bool parsed = walked && file->model_.ParseFromString(stripped) &&
+                file->model_.graph().initializer_size() == static_cast<int>(spans.size());
+  if (parsed) {
+    for (size_t i = 0; i < spans.size(); ++i) {  // (mutable_graph() only where there is one: it would add it)
+      onnx::TensorProto* tensor = file->model_.mutable_graph()->mutable_initializer(int(i));
+      if (spans[i].present) file->raw_in_file_[tensor] = {spans[i].data, spans[i].size};
+    }
+  } else {
+    // Not what the walk expects: protobuf parses the whole file (copying the weights) and
+    // judges it.
+    file->model_.Clear();
+    file->raw_in_file_.clear();
     if (!file->model_.ParseFromArray(mapped.data(), static_cast<int>(mapped.size()))) {
       return parse_error(path + ": not an ONNX model: protobuf cannot parse its " + std::to_string(mapped.size()) +
                          " bytes as an onnx.ModelProto (a truncated file, or another format)");
     }
   }
+  std::string().swap(stripped);
   WINFER_RETURN_IF_ERROR(file->check_header());
   return file;
 }
@@ -152,6 +297,14 @@ Result<const unsigned char*> OnnxFile::raw_bytes(const onnx::TensorProto& tensor
                                                  uint64_t expected_bytes, bool* has_raw) {
   *has_raw = true;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) return external_bytes(tensor, what, expected_bytes);
+  auto in_file = raw_in_file_.find(&tensor);
+  if (in_file != raw_in_file_.end()) {
+    if (in_file->second.second != expected_bytes) {
+      return invalid_argument(path_ + ": " + what + " has " + std::to_string(in_file->second.second) +
+                              " bytes of raw_data, but its dims and type need " + std::to_string(expected_bytes));
+    }
+    return in_file->second.first;
+  }
   if (tensor.has_raw_data()) {
     if (tensor.raw_data().size() != expected_bytes) {
       return invalid_argument(path_ + ": " + what + " has " + std::to_string(tensor.raw_data().size()) +
@@ -182,7 +335,14 @@ Status OnnxFile::read_floats(const onnx::TensorProto& tensor, const std::string&
   bool has_raw = false;
   WINFER_ASSIGN_OR_RETURN(const unsigned char* bytes, raw_bytes(tensor, what, uint64_t(count) * 4, &has_raw));
   if (has_raw) {
-    if (count > 0) std::memcpy(out, bytes, size_t(count) * 4);  // little-endian, as ONNX stores it
+    // Little-endian, as ONNX stores it. Bytes in a mapped file (the model's own raw_data, an
+    // external data file) leave the resident set as they are copied.
+    const bool mapped = tensor.data_location() == onnx::TensorProto::EXTERNAL || raw_in_file_.count(&tensor) != 0;
+    if (count > 0 && mapped) {
+      detail::copy_from_mapping_and_drop(out, bytes, size_t(count) * 4);
+    } else if (count > 0) {
+      std::memcpy(out, bytes, size_t(count) * 4);
+    }
     return Status::Ok();
   }
   std::copy(tensor.float_data().begin(), tensor.float_data().end(), out);

@@ -1,8 +1,10 @@
 // OnnxFile: an ONNX model file opened for import. The file is memory-mapped and parsed once by
-// protobuf (the lite runtime, from Debian's onnx.proto), then unmapped; the parsed ModelProto
-// holds the inline weights, which the importer hands to the layers one tensor at a time and
-// frees as it goes, so that a model's weights are never held twice. Tensors whose data lies in
-// external files (`data_location: EXTERNAL`) are read from those files, memory-mapped.
+// protobuf (the lite runtime, from Debian's onnx.proto), all but the raw_data of the graph's
+// initializers: a walk over the wire format notes where those bytes lie in the file and hands
+// protobuf a copy without them, so the parse is quick and the weights are read from the mapping
+// one tensor at a time when a layer asks, each page given back as it is copied (the process
+// never holds a model's weights twice). Tensors whose data lies in external files
+// (`data_location: EXTERNAL`) are read from those files, memory-mapped, the same way.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +69,9 @@ class OnnxFile {
 
   std::string path_;
   std::string confine_to_;
+  detail::MappedFile mapped_;  // the file itself, for the initializers' raw_data
+  // Initializers whose raw_data was left in the file (not parsed): where it lies and its bytes.
+  std::map<const onnx::TensorProto*, std::pair<const unsigned char*, uint64_t>> raw_in_file_;
   onnx::ModelProto model_;
   int64_t opset_ = 0;
   std::map<std::string, detail::MappedFile> external_files_;  // by resolved path

@@ -1,0 +1,125 @@
+// Loading without holding the weights twice (issue 25, target 3; docs/MEMORY.md, "Loading"):
+// weights copied out of a mapped file leave the process's resident set page by page
+// (detail::copy_from_mapping_and_drop, measured on the mapping itself in /proc/self/smaps, which
+// other threads' allocations cannot disturb), and an ONNX file's initializers are not parsed into
+// protobuf strings but read from the mapping: the parsed model holds no raw_data, and the values
+// read are the file's, bit for bit.
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "core/test_files.h"
+#include "engine/onnx_test_builder.h"
+#include "engine/src/core/file_io.h"
+#include "engine/src/onnx/onnx_file.h"
+
+using namespace winfer_test;
+
+namespace {
+
+// The resident bytes of the mapping that holds `address` (its VMA in /proc/self/smaps), or -1.
+int64_t mapping_rss_bytes(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    unsigned long long begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (line.find(':') > line.find(' ') && (head >> std::hex >> begin >> dash >> end) && dash == '-') {
+      inside = begin <= a && a < end;
+      continue;
+    }
+    if (inside && line.rfind("Rss:", 0) == 0) return std::stoll(line.substr(4)) * 1024;
+  }
+  return -1;
+}
+
+std::string pattern_bytes(size_t size) {
+  std::string bytes(size, '\0');
+  uint32_t state = 12345;
+  for (size_t i = 0; i < size; ++i) {
+    state = state * 1664525u + 1013904223u;
+    bytes[i] = static_cast<char>(state >> 24);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("load memory: copying out of a mapped file gives its pages back, and the bytes stay readable") {
+  TempDir dir;
+  const size_t size = (size_t(6) << 20) + 1000;
+  const std::string bytes = pattern_bytes(size);
+  write_bytes(dir.file("weights.bin"), bytes);
+  constexpr winfer::detail::InputKind kKind{"test file", uint64_t(1) << 30};
+  auto mapped = winfer::detail::MappedFile::map(dir.file("weights.bin"), kKind);
+  REQUIRE(mapped.ok());
+  const unsigned char* data = mapped.value().data();
+  unsigned sum = 0;
+  for (size_t i = 0; i < size; i += 4096) sum += data[i];  // every page resident
+  CHECK(sum > 0);
+  const int64_t before = mapping_rss_bytes(data);
+  if (before < 0) return;  // no /proc/self/smaps (not Linux): nothing to measure
+  CHECK(before >= int64_t(size) - 8192);
+
+  // From an odd offset to an odd end: the pages holding bytes outside the range stay.
+  const size_t offset = 123, count = size - 300;
+  std::vector<unsigned char> out(count);
+  winfer::detail::copy_from_mapping_and_drop(out.data(), data + offset, count);
+  CHECK(std::memcmp(out.data(), bytes.data() + offset, count) == 0);
+  const int64_t after = mapping_rss_bytes(data);
+  INFO("resident before " << before << " bytes, after " << after);
+  CHECK(after <= 2 * 4096 + 2 * 65536);  // the two edge pages (64 KiB pages on some machines)
+  // The mapping still reads the file.
+  CHECK(std::memcmp(data, bytes.data(), size) == 0);
+}
+
+TEST_CASE("load memory: an ONNX file's initializers are read from the file, not parsed into the model") {
+  TempDir dir;
+  OnnxBuilder b;
+  b.input("x", {1, 3, 8, 8});
+  const std::vector<float> w = onnx_random_values(4 * 3 * 3 * 3, 5);
+  const std::vector<float> big = onnx_random_values(300000, 6);  // 1.2 MB: spans many pages
+  b.initializer("w", {4, 3, 3, 3}, w);
+  b.initializer("big", {300000}, big);
+  b.int_initializer("shape", {2}, {1, -1});
+  b.float_data_initializer("typed", {3}, {1.5f, -2.0f, 0.25f});
+  b.node("Conv", {"x", "w"}, {"y"});
+  b.output("y");
+  const std::string path = b.write(dir.file("net.onnx"));
+
+  auto opened = winfer::onnx_import::OnnxFile::open(path);
+  REQUIRE(opened.ok());
+  winfer::onnx_import::OnnxFile& file = *opened.value();
+  REQUIRE(file.graph().initializer_size() == 4);
+  for (const onnx::TensorProto& t : file.graph().initializer()) {
+    CAPTURE(t.name());
+    CHECK(t.raw_data().empty());  // left in the file
+  }
+  std::vector<float> got_w(w.size()), got_big(big.size()), got_typed(3);
+  CHECK(file.read_floats(file.graph().initializer(0), "w", got_w.data(), int64_t(w.size())).ok());
+  CHECK(file.read_floats(file.graph().initializer(1), "big", got_big.data(), int64_t(big.size())).ok());
+  CHECK(std::memcmp(got_w.data(), w.data(), w.size() * 4) == 0);
+  CHECK(std::memcmp(got_big.data(), big.data(), big.size() * 4) == 0);
+  // Read twice (an initializer with two users): the same values again from the given-back pages.
+  std::vector<float> again(big.size());
+  CHECK(file.read_floats(file.graph().initializer(1), "big", again.data(), int64_t(big.size())).ok());
+  CHECK(std::memcmp(again.data(), big.data(), big.size() * 4) == 0);
+  auto shape = file.read_ints(file.graph().initializer(2), "shape");
+  REQUIRE(shape.ok());
+  CHECK(shape.value() == std::vector<int64_t>{1, -1});
+  CHECK(file.read_floats(file.graph().initializer(3), "typed", got_typed.data(), 3).ok());
+  CHECK(got_typed == std::vector<float>{1.5f, -2.0f, 0.25f});
+  // A size that disagrees is still refused with the words of a parsed raw_data.
+  std::vector<float> wrong(10);
+  const winfer::Status short_read = file.read_floats(file.graph().initializer(0), "w", wrong.data(), 10);
+  CHECK(!short_read.ok());
+  CHECK(short_read.message().find("432 bytes of raw_data") != std::string::npos);
+}
