@@ -167,7 +167,8 @@ class ModelLoader {
         options_(options),
         yaml_(path, false),
         model_(new Model()),
-        yaml_text_(&imported->yaml),
+        yaml_text_(imported->tree ? nullptr : &imported->yaml),
+        imported_tree_(std::move(imported->tree)),
         imported_params_(std::move(imported->params)),
         imported_(true) {
     model_->input_dim_fixed_ = imported->input_dim_fixed;
@@ -222,6 +223,13 @@ class ModelLoader {
   }
 
   Status read_file(YAML::Node* root) {
+    if (imported_tree_ != nullptr) {
+      // The importer's tree, as parsing its text would give it (onnx_import::ImportedModel::tree).
+      // (No Node assignment here: yaml-cpp's operator= rewrites the node shared with the copy.)
+      const Status s = parse_yaml_tree([&] { return *imported_tree_; }, root);
+      imported_tree_.reset();
+      return s;
+    }
     if (yaml_text_ != nullptr) return parse_yaml(*yaml_text_, root);
     WINFER_ASSIGN_OR_RETURN(std::string text, detail::read_input_file(path_, kModelFile));
     return parse_yaml(text, root);
@@ -620,7 +628,8 @@ class ModelLoader {
   YamlReader yaml_;
   std::unique_ptr<Model> model_;
   std::vector<std::vector<std::string>> pending_inputs_;   // per node, in file order
-  const std::string* yaml_text_ = nullptr;                 // load_from_memory, imported models
+  const std::string* yaml_text_ = nullptr;                 // load_from_memory, imported models as text
+  std::unique_ptr<YAML::Node> imported_tree_;              // imported models (import_onnx as_tree)
   std::shared_ptr<const SafeTensorsFile> memory_weights_;  // load_from_memory
   std::unique_ptr<NamedParamSource> imported_params_;      // imported models
   bool imported_ = false;
@@ -630,7 +639,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& yaml_path, c
   try {
     if (onnx_import::is_onnx_path(yaml_path)) {
       WINFER_ASSIGN_OR_RETURN(onnx_import::ImportedModel imported,
-                              onnx_import::import_onnx(yaml_path, options.confine_to));
+                              onnx_import::import_onnx(yaml_path, options.confine_to, /*as_tree=*/true));
       return ModelLoader(yaml_path, &imported, options).load();
     }
     return ModelLoader(yaml_path, options).load();

@@ -3,20 +3,25 @@
 // (detail::copy_from_mapping_and_drop, measured on the mapping itself in /proc/self/smaps, which
 // other threads' allocations cannot disturb), and an ONNX file's initializers are not parsed into
 // protobuf strings but read from the mapping: the parsed model holds no raw_data, and the values
-// read are the file's, bit for bit.
+// read are the file's, bit for bit. Model::load takes an imported model as the YAML tree the
+// importer builds, not as text to parse: that tree is the one parsing the text gives.
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
 
 #include "core/test_files.h"
+#include "engine/model_test_util.h"
 #include "engine/onnx_test_builder.h"
 #include "engine/src/core/file_io.h"
 #include "engine/src/onnx/onnx_file.h"
+#include "engine/src/onnx/onnx_import.h"
 
 using namespace winfer_test;
 
@@ -49,6 +54,36 @@ std::string pattern_bytes(size_t size) {
     bytes[i] = static_cast<char>(state >> 24);
   }
   return bytes;
+}
+
+// Same node types, scalars, sequence items and map entries in the same order (what the loader
+// reads); styles and marks aside. *where: the first difference.
+bool same_tree(const YAML::Node& a, const YAML::Node& b, const std::string& at, std::string* where) {
+  if (a.Type() != b.Type()) {
+    *where = at + ": node types differ";
+    return false;
+  }
+  if (a.IsScalar() && a.Scalar() != b.Scalar()) {
+    *where = at + ": '" + a.Scalar() + "' vs '" + b.Scalar() + "'";
+    return false;
+  }
+  if (a.IsSequence() || a.IsMap()) {
+    if (a.size() != b.size()) {
+      *where = at + ": sizes differ";
+      return false;
+    }
+    auto i = a.begin();
+    auto j = b.begin();
+    for (size_t k = 0; i != a.end(); ++i, ++j, ++k) {
+      if (a.IsSequence()) {
+        if (!same_tree(*i, *j, at + "[" + std::to_string(k) + "]", where)) return false;
+      } else {
+        if (!same_tree(i->first, j->first, at + ".key" + std::to_string(k), where)) return false;
+        if (!same_tree(i->second, j->second, at + "." + i->first.Scalar(), where)) return false;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -122,4 +157,24 @@ TEST_CASE("load memory: an ONNX file's initializers are read from the file, not 
   const winfer::Status short_read = file.read_floats(file.graph().initializer(0), "w", wrong.data(), 10);
   CHECK(!short_read.ok());
   CHECK(short_read.message().find("432 bytes of raw_data") != std::string::npos);
+}
+
+TEST_CASE("load start-up: an imported model's tree is what parsing its YAML text gives (every ONNX seed model)") {
+  int models = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(repo_path("tests/fuzz/corpus/onnx"))) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".onnx") continue;
+    CAPTURE(path);
+    auto text = winfer::onnx_import::import_onnx(path, "", /*as_tree=*/false);
+    auto tree = winfer::onnx_import::import_onnx(path, "", /*as_tree=*/true);
+    REQUIRE(text.ok() == tree.ok());
+    if (!text.ok()) continue;  // a seed the importer refuses: refused the same way both times
+    CHECK(text.value().tree == nullptr);
+    REQUIRE(tree.value().tree != nullptr);
+    CHECK(tree.value().yaml.empty());
+    std::string where;
+    CHECK_MESSAGE(same_tree(YAML::Load(text.value().yaml), *tree.value().tree, "", &where), where);
+    ++models;
+  }
+  CHECK(models >= 4);
 }

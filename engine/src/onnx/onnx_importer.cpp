@@ -550,7 +550,57 @@ std::string Importer::write_yaml() const {
   return std::string(out.c_str()) + "\n";
 }
 
-Result<ImportedModel> Importer::run() {
+YAML::Node Importer::build_tree() const {
+  // Every scalar as the text write_yaml() gives it, in the same order (the loader reads
+  // scalars as text and iterates maps in order).
+  auto seq = [](const std::vector<std::string>& items) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const std::string& item : items) list.push_back(item);
+    return list;
+  };
+  YAML::Node root(YAML::NodeType::Map);
+  root["format"] = "winfer/1";
+  const std::string path = file().path();
+  root["name"] = std::filesystem::path(path).stem().string();
+  const onnx::ModelProto& m = params_->file().model();
+  std::string producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
+  root["description"] = "imported from " + std::filesystem::path(path).filename().string() + " (ONNX IR " +
+                        std::to_string(m.ir_version()) + ", opset " + std::to_string(opset()) +
+                        (producer.empty() ? std::string() : ", written by " + producer) + ")";
+  YAML::Node input(YAML::NodeType::Map);
+  input["name"] = input_name_;
+  std::vector<std::string> dims;
+  for (int64_t d : input_shape_.dims()) dims.push_back(std::to_string(d));
+  input["shape"] = seq(dims);
+  root["input"] = input;
+  std::vector<std::string> outputs;
+  for (const std::string& name : output_names_) outputs.push_back(values_.at(name).tensor);
+  root["outputs"] = seq(outputs);
+  YAML::Node layers(YAML::NodeType::Sequence);
+  for (const Layer& layer : layers_) {
+    YAML::Node l(YAML::NodeType::Map);
+    l["name"] = layer.name;
+    l["op"] = layer.op;
+    if (layer.inputs.size() == 1) {
+      l["input"] = layer.inputs[0];
+    } else {
+      l["inputs"] = seq(layer.inputs);
+    }
+    if (!layer.params.empty() && layer.params != layer.name) l["params"] = layer.params;
+    for (const auto& kv : layer.attrs) {
+      if (kv.second.kind == AttrValue::Kind::kScalar) {
+        l[kv.first] = kv.second.items[0];
+      } else {
+        l[kv.first] = seq(kv.second.items);
+      }
+    }
+    layers.push_back(l);
+  }
+  root["layers"] = layers;
+  return root;
+}
+
+Result<ImportedModel> Importer::run(bool as_tree) {
   WINFER_RETURN_IF_ERROR(read_inputs_and_outputs());
   std::vector<const onnx::NodeProto*> order;
   WINFER_RETURN_IF_ERROR(order_nodes(&order));
@@ -570,7 +620,11 @@ Result<ImportedModel> Importer::run() {
   }
   if (layers_.empty()) return unsupported(file().path() + ": the graph computes nothing (no layers after import)");
   ImportedModel model;
-  model.yaml = write_yaml();
+  if (as_tree) {
+    model.tree.reset(new YAML::Node(build_tree()));
+  } else {
+    model.yaml = write_yaml();
+  }
   model.input_dim_fixed = input_fixed_;
   model.params = std::move(params_);
   return model;
@@ -582,9 +636,9 @@ bool is_onnx_path(const std::string& path) {
   return ext == ".onnx";
 }
 
-Result<ImportedModel> import_onnx(const std::string& path, const std::string& confine_to) {
+Result<ImportedModel> import_onnx(const std::string& path, const std::string& confine_to, bool as_tree) {
   WINFER_ASSIGN_OR_RETURN(std::unique_ptr<OnnxFile> file, OnnxFile::open(path, confine_to));
-  return Importer(std::move(file)).run();
+  return Importer(std::move(file)).run(as_tree);
 }
 
 }  // namespace winfer::onnx_import
