@@ -51,14 +51,21 @@ DYNAMIC_SECOND_SIZE = (160, 224)
 
 
 def missing_python_packages():
-    """Names of the packages these tests need that cannot be imported."""
-    missing = []
-    for package in ("numpy", "torch", "torchvision", "yaml"):
-        try:
-            __import__(package)
-        except ImportError:
-            missing.append(package)
-    return missing
+    """Names of the packages these tests need that are not installed. Found, not imported:
+    importing torch and torchvision takes 1.5 s, which a test whose references and ONNX files
+    are cached (made by parity.prepare, prepare.py) never needs."""
+    import importlib.util
+    return [package for package in ("numpy", "torch", "torchvision", "yaml")
+            if importlib.util.find_spec(package) is None]
+
+
+def yaml_input_shape(yaml_path):
+    """The `input:` shape of a model YAML (NCHW), read without yaml_reference.py, which imports
+    torch (see missing_python_packages)."""
+    import yaml
+    with open(yaml_path) as f:
+        doc = yaml.safe_load(f)
+    return [int(d) for d in doc["input"]["shape"]]
 
 
 def parse_args(argv):
@@ -113,8 +120,7 @@ def parse_args(argv):
 def input_shapes(yaml_path, args):
     """NCHW input shapes to test: the YAML's C (and H, W unless --size), each batch; for a
     dynamic ONNX export --inputs, or also batch 1 at DYNAMIC_SECOND_SIZE (see the doc)."""
-    from yaml_reference import parse_only
-    shape, _, _ = parse_only(yaml_path)
+    shape = yaml_input_shape(yaml_path)
     height, width = (args.height, args.width) if args.size else (shape[2], shape[3])
     if args.inputs:
         return [(n, shape[1], h, w) for n, h, w in args.inputs]
@@ -129,8 +135,7 @@ def traced_shape(yaml_path, args, shape):
     the first batch at --size (or the YAML's size) for a dynamic one, whatever SHAPE is."""
     if not args.dynamic:
         return shape
-    from yaml_reference import parse_only
-    yaml_shape, _, _ = parse_only(yaml_path)
+    yaml_shape = yaml_input_shape(yaml_path)
     height, width = (args.height, args.width) if args.size else (yaml_shape[2], yaml_shape[3])
     return (args.batches[0], yaml_shape[1], height, width)
 

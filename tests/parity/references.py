@@ -48,6 +48,7 @@ instead of racing, and an interrupted run never leaves a half-written file behin
 """
 
 import fcntl
+import functools
 import glob
 import hashlib
 import json
@@ -81,12 +82,23 @@ def shape_text(shape):
     return "x".join(str(d) for d in shape)
 
 
+def package_version(name):
+    """NAME's installed version, from its metadata: importing torch and torchvision for their
+    __version__ took 1.5 s of every parity test, most of which need neither when parity.prepare
+    (prepare.py) has made their references and ONNX files."""
+    import importlib.metadata
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:  # no metadata: ask the module itself
+        return __import__(name).__version__
+
+
+@functools.lru_cache(maxsize=None)
 def recipe_digest():
     """Short hash of everything that decides the generated numbers."""
-    import torch
-    import torchvision
     h = hashlib.sha256()
-    h.update(f"{RECIPE_VERSION}|torch {torch.__version__}|tv {torchvision.__version__}".encode())
+    h.update(f"{RECIPE_VERSION}|torch {package_version('torch')}|"
+             f"tv {package_version('torchvision')}".encode())
     # This file too: an edit of the recipe that forgets to bump RECIPE_VERSION still counts.
     for path in (os.path.join(TOOLS, "export_torch.py"), os.path.join(TOOLS, "safetensors_io.py"),
                  os.path.abspath(__file__)):
@@ -166,14 +178,26 @@ def shift_relu_batchnorm(net, shift=RELU_BIAS_SHIFT):
     return net
 
 
+# reference_model's last model, kept for the next call in the same process: a test that makes
+# references and then exports ONNX files, and prepare.py (every file of one model in a row),
+# construct and calibrate each model once (VGG: 2-5 s each time). Nothing modifies it: the
+# float64 reference runs on a copy, and torch.onnx.export traces it in eval mode.
+_last_model = {}
+
+
 def reference_model(name, seed):
     """The zoo model as the parity tests use it: export_torch's random weights and BatchNorm,
     damped residual branches, shifted conv-BN-ReLU biases (GoogLeNet, Inception v3), calibrated
     BatchNorm statistics; in eval mode."""
+    if (name, seed) in _last_model:
+        return _last_model[(name, seed)]
+    _last_model.clear()  # one model at a time (a VGG is 0.5 GB)
     from export_torch import randomize_batchnorm, torchvision_model
     net = randomize_batchnorm(torchvision_model(name, seed), seed)
-    return calibrate_batchnorm(shift_relu_batchnorm(damp_residual_branches(net)), seed,
-                               CALIBRATION_SHAPES.get(name, CALIBRATION_SHAPE))
+    net = calibrate_batchnorm(shift_relu_batchnorm(damp_residual_branches(net)), seed,
+                              CALIBRATION_SHAPES.get(name, CALIBRATION_SHAPE))
+    _last_model[(name, seed)] = net
+    return net
 
 
 def forward_float32_and_float64(net, x):
