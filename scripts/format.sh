@@ -28,10 +28,17 @@ else
                        grep -E '\.(h|cpp|cu|cuh|c)$')
 fi
 if ((check)); then
-  bad=()
-  for f in "${files[@]}"; do
-    "$format" --style=file --dry-run --Werror "$f" > /dev/null 2>&1 || bad+=("$f")
-  done
+  # One clang-format for all the files, not one per file: 2 s instead of 12 s of CPU for the
+  # tree (379 files; ctest's format.check in CI). With --dry-run --Werror it goes through every
+  # file and names each violation "FILE:LINE:COL: error: code should be clang-formatted".
+  status=0
+  report=$("$format" --style=file --dry-run --Werror "${files[@]}" 2>&1 > /dev/null) || status=$?
+  mapfile -t bad < <(sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' <<< "$report" | sort -u)
+  if ((status != 0 && ${#bad[@]} == 0)); then
+    printf '%s\n' "$report" >&2
+    echo "format.sh: clang-format failed (exit $status)" >&2
+    exit 1
+  fi
   if ((${#bad[@]})); then
     printf 'not formatted (scripts/format.sh FILE fixes it):\n'
     printf '  %s\n' "${bad[@]}"
