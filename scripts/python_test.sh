@@ -24,10 +24,17 @@ if [[ ! -x $venv/bin/python ]]; then
 fi
 echo "python_test: installing the build and test requirements (tests/python/requirements.txt)"
 "$venv/bin/pip" install -q -r tests/python/requirements.txt
-echo "python_test: building and installing the package (pip install ., $CMAKE_BUILD_PARALLEL_LEVEL jobs)"
+# With $WINFER_CLI (e.g. build/bin/winfer, built from the same sources), the tests compare with
+# that CLI and the package leaves its own out (a fifth of its build).
+if [[ -n ${WINFER_CLI:-} ]]; then
+  config=(--config-settings=cmake.define.WINFER_PYTHON_CLI=OFF)
+else
+  config=(--config-settings=cmake.define.WINFER_PYTHON_CLI=ON)
+fi
+echo "python_test: building and installing the package (pip install ., $CMAKE_BUILD_PARALLEL_LEVEL jobs, CLI: ${WINFER_CLI:-its own})"
 build_start=$SECONDS
 log=$(mktemp)
-if ! "$venv/bin/pip" install -v --no-build-isolation . >"$log" 2>&1; then
+if ! "$venv/bin/pip" install -v --no-build-isolation "${config[@]}" . >"$log" 2>&1; then
   tail -n 60 "$log" >&2
   echo "python_test: pip install . failed (the full log: $log)" >&2
   exit 1

@@ -175,6 +175,8 @@ nb::list classify(PySession& self, nb::list images, int64_t top, const std::stri
 
 void bind_classify(nb::module_& m) {
   m.def("_classify", &classify, "session"_a, "images"_a, "top"_a = 5, "preprocess"_a = "", "labels"_a = nb::none(),
+        nb::sig("def _classify(session: Session, images: list, top: int = 5, preprocess: str = '', labels: str | "
+                "list[str] | None = None) -> list[list[tuple[str, float, int]]]"),
         "winfer.classify's engine part (use winfer.classify): per image, (label, probability, index)\n"
         "tuples of the top classes, as `winfer classify` computes them.");
 }

@@ -85,15 +85,14 @@ std::unique_ptr<PySession> session(const PyModel& self, std::optional<int64_t> b
                     ": the model names no weights, so it was loaded as its structure only (info, plan); to run it, "
                     "load it with weights=FILE.safetensors or random_weights=SEED");
   }
-  return make_session(self, session_options(self, batch, threads, conv, device, memory_budget, input_shape));
+  return make_session(self, session_options(batch, threads, conv, device, memory_budget, input_shape));
 }
 
 }  // namespace
 
-SessionOptions session_options(const PyModel& model, std::optional<int64_t> batch, std::optional<int> threads,
-                               const std::string& conv, const std::string& device, std::optional<int64_t> memory_budget,
+SessionOptions session_options(std::optional<int64_t> batch, std::optional<int> threads, const std::string& conv,
+                               const std::string& device, std::optional<int64_t> memory_budget,
                                std::optional<std::vector<int64_t>> input_shape) {
-  (void)model;
   SessionOptions options;
   options.batch = batch.value_or(0);
   if (batch && *batch < 1) {
@@ -152,20 +151,23 @@ void bind_model(nb::module_& m) {
       .def_prop_ro(
           "inputs",
           [](const PyModel& self) { return names_and_shapes({self.model->input_name()}, {self.model->input_shape()}); },
+          nb::for_getter(nb::sig("def inputs(self) -> dict[str, tuple[int, ...]]")),
           "{name: shape} of the model's input as declared (NCHW; the batch and image size may be\n"
           "chosen per session: Model.session(batch=..., input_shape=...)).")
       .def_prop_ro(
           "outputs",
           [](const PyModel& self) { return names_and_shapes(self.model->output_names(), self.model->output_shapes()); },
+          nb::for_getter(nb::sig("def outputs(self) -> dict[str, tuple[int, ...]]")),
           "{name: shape} of the model's outputs at the declared input shape, in output order.")
       .def_prop_ro(
           "labels", [](const PyModel& self) { return value_or_raise(self.model->labels()); },
           "The class names of the model's `labels:` file, one per class; [] when it names none.")
       .def_prop_ro(
           "preprocess", [](const PyModel& self) { return preprocess_dict(self.model->preprocess()); },
+          nb::for_getter(nb::sig("def preprocess(self) -> dict[str, typing.Any]")),
           "The model's `preprocess:` block (resize, crop, mean, std, channel_order; declared: whether\n"
           "the model has one). winfer.classify applies it.")
-      .def("info", &info,
+      .def("info", &info, nb::sig("def info(self) -> dict[str, typing.Any]"),
            "What the engine sees after loading and fusion, as `winfer info` prints it: a dict with\n"
            "name, path, weights, structure_only, inputs, outputs, batch, params, flops (a multiply-add\n"
            "counts 2), multiply_adds, and layers (each: name, op, inputs, outputs, output_shapes,\n"
@@ -181,6 +183,9 @@ void bind_model(nb::module_& m) {
            "input_shape: the whole NCHW input shape, e.g. (2, 3, 160, 224) (None: the model's, with batch).\n"
            "One session runs one inference at a time: use one session per thread.")
       .def("plan", &plan, "conv"_a = nb::none(), "batch"_a = nb::none(), "threads"_a = 1, "input_shape"_a = nb::none(),
+           nb::sig(
+               "def plan(self, conv: str | collections.abc.Sequence[str] | None = None, batch: int | None = None, "
+               "threads: int = 1, input_shape: collections.abc.Sequence[int] | None = None) -> dict[str, typing.Any]"),
            "The memory of a session per convolution algorithm, planned without running: the dict\n"
            "`winfer plan --json --no-measure` prints (model, path, batch, input_shape, threads, weights,\n"
            "random_weights_by_default, algorithms: one dict per algorithm with weights_bytes,\n"

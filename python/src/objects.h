@@ -32,9 +32,9 @@ void bind_model(nb::module_& m);
 void bind_session(nb::module_& m);
 void bind_classify(nb::module_& m);
 
-// SessionOptions from Model.session()'s keywords (shared by Model.plan and classify).
-SessionOptions session_options(const PyModel& model, std::optional<int64_t> batch, std::optional<int> threads,
-                               const std::string& conv, const std::string& device, std::optional<int64_t> memory_budget,
+// SessionOptions from Model.session()'s keywords.
+SessionOptions session_options(std::optional<int64_t> batch, std::optional<int> threads, const std::string& conv,
+                               const std::string& device, std::optional<int64_t> memory_budget,
                                std::optional<std::vector<int64_t>> input_shape);
 // A session, made with the GIL released (conv="auto" times every layer).
 std::unique_ptr<PySession> make_session(const PyModel& model, const SessionOptions& options);

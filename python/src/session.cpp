@@ -161,6 +161,8 @@ void bind_session(nb::module_& m) {
                         "on the same session (from another thread) raises winfer.InvalidArgumentError; use one\n"
                         "session per thread. The GIL is released while the engine runs.")
       .def("run", &run, "x"_a, "out"_a = nb::none(), "copy"_a = false,
+           nb::sig("def run(self, x: numpy.typing.ArrayLike, out: numpy.ndarray | None = None, copy: bool = False) "
+                   "-> numpy.ndarray"),
            "Runs x and returns the first output.\n\n"
            "x: a float32, C-contiguous numpy array (NCHW) of exactly input_shape, read in place (no copy).\n"
            "Another dtype or order raises TypeError / winfer.InvalidArgumentError, unless copy=True\n"
@@ -169,6 +171,8 @@ void bind_session(nb::module_& m) {
            "it is returned. Otherwise a new array is returned that owns its memory (valid after the\n"
            "session and model are gone).")
       .def("run_all", &run_all, "x"_a, "out"_a = nb::none(), "copy"_a = false,
+           nb::sig("def run_all(self, x: numpy.typing.ArrayLike, out: collections.abc.Sequence[numpy.ndarray] | "
+                   "dict[str, numpy.ndarray] | None = None, copy: bool = False) -> dict[str, numpy.ndarray]"),
            "Runs x and returns every output: {name: array} in output order. x and copy as for run();\n"
            "out: None, or arrays to write into, a sequence in output order or a dict by name (outputs\n"
            "left out get new arrays).")
@@ -176,11 +180,14 @@ void bind_session(nb::module_& m) {
           "input_name", [](const PySession& self) { return self.session->input_names()[0]; }, "The input's name.")
       .def_prop_ro(
           "input_shape", [](const PySession& self) { return shape_tuple(self.session->input_shape()); },
+          nb::for_getter(nb::sig("def input_shape(self) -> tuple[int, ...]")),
           "The shape run() takes, e.g. (1, 3, 224, 224): the model's with the session's batch and size.")
       .def_prop_ro(
           "output_names", [](const PySession& self) { return self.session->output_names(); },
           "The outputs' names, in output order.")
-      .def_prop_ro("output_shapes", &output_shapes, "The outputs' shapes, in output order.")
+      .def_prop_ro("output_shapes", &output_shapes,
+                   nb::for_getter(nb::sig("def output_shapes(self) -> list[tuple[int, ...]]")),
+                   "The outputs' shapes, in output order.")
       .def_prop_ro(
           "device", [](const PySession& self) { return self.session->device(); }, "Where it runs: cpu or cuda:N.")
       .def_prop_ro(
@@ -189,11 +196,13 @@ void bind_session(nb::module_& m) {
           "threads", [](const PySession& self) { return self.threads; }, "Threads per run.")
       .def(
           "memory_report", [](const PySession& self) { return memory_report_dict(self.session->memory_report()); },
+          nb::sig("def memory_report(self) -> dict[str, typing.Any]"),
           "The memory plan (docs/MEMORY.md): a dict with weights_bytes, packed_weights_bytes,\n"
           "session_weights_bytes, activations_sum_bytes, activations_lower_bound_bytes, arena_bytes,\n"
           "max_workspace_bytes, session_bytes, memory_budget, in-place and concat figures, steps,\n"
           "buffers (name, bytes, offset, lifetime) and, with conv=\"auto\", conv_choices.")
-      .def("timings", &timings, "Per-layer times of the last run, in execution order: dicts with name, op, kernel, ms.")
+      .def("timings", &timings, nb::sig("def timings(self) -> list[dict[str, typing.Any]]"),
+           "Per-layer times of the last run, in execution order: dicts with name, op, kernel, ms.")
       .def("__repr__", [](const PySession& self) {
         return "winfer.Session(input " + shape_text(self.session->input_shape().dims()) + ", device " +
                self.session->device() + ", conv " + self.conv + ", threads " + std::to_string(self.threads) + ")";
