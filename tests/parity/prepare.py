@@ -4,7 +4,7 @@ parity.prepare.<shard>, the setup of the tests' fixture winfer_parity).
 
     prepare.py --build-dir BUILD [--shard I/N]
 
-Reads the parity tests from ctest (`ctest --show-only=json-v1 -L parity` in BUILD), works out
+Reads the parity tests from BUILD's CTestTestfile.cmake, works out
 from each one's parity.py arguments which reference shapes and ONNX exports it will ask for,
 and makes them model by model, in one process: torch is imported once per shard, and each model
 constructed and calibrated once for all of its tests (references.reference_model keeps it). The
@@ -23,9 +23,8 @@ first), so that two shards on ctest -j2 finish together.
 """
 
 import argparse
-import json
 import os
-import subprocess
+import shlex
 import sys
 import time
 import traceback
@@ -39,14 +38,18 @@ sys.path.insert(0, os.path.join(parity.REPO, "models", "tools"))
 
 
 def parity_commands(build_dir):
-    """The parity.py argument lists of the parity tests ctest knows in BUILD_DIR."""
-    listing = subprocess.run(["ctest", "--show-only=json-v1", "-L", "parity"], cwd=build_dir,
-                             capture_output=True, text=True, check=True)
+    """The parity.py argument lists of the parity tests registered in BUILD_DIR, read from its
+    CTestTestfile.cmake (add_test(NAME "COMMAND" "ARG"...) lines). Not `ctest --show-only`: that
+    rewrites Testing/Temporary/LastTest.log, which the running ctest is writing."""
     commands = []
-    for test in json.loads(listing.stdout).get("tests", []):
-        command = test.get("command") or []
-        if len(command) >= 2 and os.path.basename(command[1]) == "parity.py":
-            commands.append(command[2:])
+    with open(os.path.join(build_dir, "CTestTestfile.cmake")) as f:
+        for line in f:
+            if not line.startswith("add_test(") or "parity.py" not in line:
+                continue
+            words = shlex.split(line.strip()[len("add_test("):-1])
+            command = words[1:]
+            if len(command) >= 2 and os.path.basename(command[1]) == "parity.py":
+                commands.append(command[2:])
     return commands
 
 
@@ -110,8 +113,6 @@ def main(argv=None):
         traceback.print_exc()
         print("prepare: could not list the parity tests; each test makes its own references")
         return 0
-    import torch
-    torch.set_num_threads(1)  # as the tests do (ctest -j runs this beside them)
     order = sorted(needs, key=lambda key: (-cost(key[0]), key[0]))
     mine = [key for position, key in enumerate(order) if position % count == index]
     failed = []
