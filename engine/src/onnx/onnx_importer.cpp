@@ -552,51 +552,52 @@ std::string Importer::write_yaml() const {
 
 YAML::Node Importer::build_tree() const {
   // Every scalar as the text write_yaml() gives it, in the same order (the loader reads
-  // scalars as text and iterates maps in order).
+  // scalars as text and iterates maps in order). force_insert: every key is new, and yaml-cpp's
+  // operator[] would compare it with each key already there, converting them to text.
   auto seq = [](const std::vector<std::string>& items) {
     YAML::Node list(YAML::NodeType::Sequence);
     for (const std::string& item : items) list.push_back(item);
     return list;
   };
   YAML::Node root(YAML::NodeType::Map);
-  root["format"] = "winfer/1";
+  root.force_insert("format", "winfer/1");
   const std::string path = file().path();
-  root["name"] = std::filesystem::path(path).stem().string();
+  root.force_insert("name", std::filesystem::path(path).stem().string());
   const onnx::ModelProto& m = params_->file().model();
   std::string producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
-  root["description"] = "imported from " + std::filesystem::path(path).filename().string() + " (ONNX IR " +
-                        std::to_string(m.ir_version()) + ", opset " + std::to_string(opset()) +
-                        (producer.empty() ? std::string() : ", written by " + producer) + ")";
+  root.force_insert("description", "imported from " + std::filesystem::path(path).filename().string() + " (ONNX IR " +
+                                       std::to_string(m.ir_version()) + ", opset " + std::to_string(opset()) +
+                                       (producer.empty() ? std::string() : ", written by " + producer) + ")");
   YAML::Node input(YAML::NodeType::Map);
-  input["name"] = input_name_;
+  input.force_insert("name", input_name_);
   std::vector<std::string> dims;
   for (int64_t d : input_shape_.dims()) dims.push_back(std::to_string(d));
-  input["shape"] = seq(dims);
-  root["input"] = input;
+  input.force_insert("shape", seq(dims));
+  root.force_insert("input", input);
   std::vector<std::string> outputs;
   for (const std::string& name : output_names_) outputs.push_back(values_.at(name).tensor);
-  root["outputs"] = seq(outputs);
+  root.force_insert("outputs", seq(outputs));
   YAML::Node layers(YAML::NodeType::Sequence);
   for (const Layer& layer : layers_) {
     YAML::Node l(YAML::NodeType::Map);
-    l["name"] = layer.name;
-    l["op"] = layer.op;
+    l.force_insert("name", layer.name);
+    l.force_insert("op", layer.op);
     if (layer.inputs.size() == 1) {
-      l["input"] = layer.inputs[0];
+      l.force_insert("input", layer.inputs[0]);
     } else {
-      l["inputs"] = seq(layer.inputs);
+      l.force_insert("inputs", seq(layer.inputs));
     }
-    if (!layer.params.empty() && layer.params != layer.name) l["params"] = layer.params;
+    if (!layer.params.empty() && layer.params != layer.name) l.force_insert("params", layer.params);
     for (const auto& kv : layer.attrs) {
       if (kv.second.kind == AttrValue::Kind::kScalar) {
-        l[kv.first] = kv.second.items[0];
+        l.force_insert(kv.first, kv.second.items[0]);
       } else {
-        l[kv.first] = seq(kv.second.items);
+        l.force_insert(kv.first, seq(kv.second.items));
       }
     }
     layers.push_back(l);
   }
-  root["layers"] = layers;
+  root.force_insert("layers", layers);
   return root;
 }
 
