@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #if defined(__GLIBC__)  // defined by the standard headers above
 #include <malloc.h>
@@ -379,16 +380,33 @@ class ModelLoader {
   Status read_layer(const YAML::Node& node, size_t index, std::string* previous_output) {
     if (!node.IsMap()) return yaml_.error(node, "layer " + std::to_string(index) + " must be a mapping");
     WINFER_RETURN_IF_ERROR(yaml_.keys(node, "layer " + std::to_string(index)));
+    // The layer's own keys, found in one pass: node["key"] compares the key with every entry,
+    // converting each to text, and was most of reading a layer (keys are unique, checked above).
+    std::optional<YAML::Node> name_node, op_node, input_node, inputs_node, params_node;
+    for (const auto& kv : node) {
+      const std::string& key = kv.first.Scalar();
+      if (key == "name") {
+        name_node.emplace(kv.second);
+      } else if (key == "op") {
+        op_node.emplace(kv.second);
+      } else if (key == "input") {
+        input_node.emplace(kv.second);
+      } else if (key == "inputs") {
+        inputs_node.emplace(kv.second);
+      } else if (key == "params") {
+        params_node.emplace(kv.second);
+      }
+    }
     GraphNode g;
     g.line = line_of(node);
-    if (!node["name"]) return yaml_.error(node, "layer " + std::to_string(index) + " has no 'name'");
-    WINFER_RETURN_IF_ERROR(yaml_.string(node["name"], "name", &g.name));
+    if (!name_node) return yaml_.error(node, "layer " + std::to_string(index) + " has no 'name'");
+    WINFER_RETURN_IF_ERROR(yaml_.string(*name_node, "name", &g.name));
     if (g.name.empty() || g.name.find(':') != std::string::npos) {
-      return yaml_.error(node["name"], "layer name '" + g.name + "' must be non-empty and contain no ':'");
+      return yaml_.error(*name_node, "layer name '" + g.name + "' must be non-empty and contain no ':'");
     }
     const std::string where = yaml_.at(node) + "layer '" + g.name + "'";
-    if (!node["op"]) return invalid_argument(where + ": missing 'op'");
-    WINFER_RETURN_IF_ERROR(yaml_.string(node["op"], "op", &g.type));
+    if (!op_node) return invalid_argument(where + ": missing 'op'");
+    WINFER_RETURN_IF_ERROR(yaml_.string(*op_node, "op", &g.type));
     const OpEntry* info = op_registry().find_entry(g.type);
     if (info == nullptr) {
       return invalid_argument(where + ": unknown op '" + g.type + "' (known ops: " + join(op_registry().types()) + ")");
@@ -425,14 +443,14 @@ class ModelLoader {
 
     // Inputs: 'input' (one name), 'inputs' (list), or the previous layer's output.
     std::vector<std::string> input_names;
-    if (node["input"] && node["inputs"]) return invalid_argument(context + ": give 'input' or 'inputs', not both");
-    if (node["input"]) {
+    if (input_node && inputs_node) return invalid_argument(context + ": give 'input' or 'inputs', not both");
+    if (input_node) {
       std::string name;
-      WINFER_RETURN_IF_ERROR(yaml_.string(node["input"], "input", &name));
+      WINFER_RETURN_IF_ERROR(yaml_.string(*input_node, "input", &name));
       input_names.push_back(name);
-    } else if (node["inputs"]) {
-      if (!node["inputs"].IsSequence()) return invalid_argument(context + ": 'inputs' must be a list of tensor names");
-      for (const YAML::Node& item : node["inputs"]) {
+    } else if (inputs_node) {
+      if (!inputs_node->IsSequence()) return invalid_argument(context + ": 'inputs' must be a list of tensor names");
+      for (const YAML::Node& item : *inputs_node) {
         std::string name;
         WINFER_RETURN_IF_ERROR(yaml_.string(item, "inputs", &name));
         input_names.push_back(name);
@@ -456,7 +474,7 @@ class ModelLoader {
     pending_inputs_.push_back(input_names);
 
     g.param_prefix = g.name;
-    if (node["params"]) WINFER_RETURN_IF_ERROR(yaml_.string(node["params"], "params", &g.param_prefix));
+    if (params_node) WINFER_RETURN_IF_ERROR(yaml_.string(*params_node, "params", &g.param_prefix));
 
     const int outputs = info->num_outputs(attrs);
     for (int i = 0; i < outputs; ++i) {
