@@ -44,29 +44,32 @@ bool c_contiguous(const nb::ndarray<nb::ro>& a) {
 // buffer protocol or DLPack: a CPU torch.Tensor too); false for lists, scalars, ...
 bool as_array(nb::handle h, nb::ndarray<nb::ro>* array) { return nb::try_cast(h, *array, /*convert=*/false); }
 
-// The checks shared by inputs and outputs, in the order a user would fix them.
-void check_array(const nb::ndarray<nb::ro>& a, const Shape& expected, const std::string& what, const char* copy_hint) {
+// The checks shared by inputs and outputs, in the order a user would fix them. An input's
+// messages say how to convert it (copy=True, or numpy's own calls); an `out` array cannot be
+// converted: the engine must write into the caller's memory.
+void check_array(const nb::ndarray<nb::ro>& a, const Shape& expected, const std::string& what, bool input) {
   if (a.device_type() != nb::device::cpu::value) {
     raise_builtin(PyExc_TypeError, what + " is not in host memory (device type " + std::to_string(a.device_type()) +
                                        "); expected a CPU array (numpy.ndarray)");
   }
+  const std::string copy_hint = input ? "; pass copy=True to convert it (a copy), or " : "";
   if (a.dtype() != nb::dtype<float>()) {
     raise_builtin(PyExc_TypeError, what + " has dtype " + dtype_name(a.dtype()) + ", expected float32" + copy_hint +
-                                       ", or x.astype(numpy.float32)");
+                                       (input ? "x.astype(numpy.float32)" : ""));
   }
   if (!c_contiguous(a)) {
     std::vector<int64_t> strides;
     for (size_t i = 0; i < a.ndim(); ++i) strides.push_back(a.stride(i) * 4);
     raise_error(ErrorCode::kInvalidArgument, what + " is not C-contiguous (shape " + shape_text(dims_of(a)) +
                                                  ", strides " + shape_text(strides) +
-                                                 " bytes); expected a C-contiguous " + "float32 array" + copy_hint +
-                                                 ", or numpy.ascontiguousarray(x)");
+                                                 " bytes); expected a C-contiguous float32 array" + copy_hint +
+                                                 (input ? "numpy.ascontiguousarray(x)" : ""));
   }
   if (dims_of(a) != expected.dims()) {
-    raise_error(ErrorCode::kShapeMismatch, what + " has shape " + shape_text(dims_of(a)) + ", expected " +
-                                               shape_text(expected.dims()) +
-                                               " (the session's; make a session with batch= or input_shape= for "
-                                               "another shape)");
+    raise_error(ErrorCode::kShapeMismatch,
+                what + " has shape " + shape_text(dims_of(a)) + ", expected " + shape_text(expected.dims()) +
+                    (input ? " (the session's; make a session with batch= or input_shape= for another shape)"
+                           : " (the output's: Session.output_shapes)"));
   }
 }
 
@@ -87,7 +90,7 @@ InputView input_view(nb::handle x, const Shape& expected, bool copy, const std::
     raise_builtin(PyExc_TypeError, what + " must be a float32 numpy.ndarray (NCHW, C-contiguous), got " +
                                        py_type_name(x) + "; pass copy=True to convert it");
   }
-  check_array(array, expected, what, copy ? "" : "; pass copy=True to convert it (a copy)");
+  check_array(array, expected, what, /*input=*/true);
   view.tensor =
       Tensor::view(const_cast<float*>(static_cast<const float*>(array.data())), expected, layout_of(expected));
   return view;
@@ -99,7 +102,7 @@ Tensor output_view(nb::handle out, const Shape& expected, const std::string& wha
     raise_builtin(PyExc_TypeError, what + " must be a float32 numpy.ndarray (C-contiguous, the output's shape), got " +
                                        py_type_name(out));
   }
-  check_array(array, expected, what, "");
+  check_array(array, expected, what, /*input=*/false);
   nb::ndarray<> writable;
   if (!nb::try_cast(out, writable, /*convert=*/false)) {
     raise_error(ErrorCode::kInvalidArgument, what + " is read-only; expected a writable float32 array");
