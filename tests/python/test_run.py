@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import winfer
-from conftest import FASHION, TINY, ZOO_RESNET18, random_input, run_cli
+from conftest import FASHION, ROOT, TINY, ZOO_RESNET18, random_input, run_cli
 
 
 def cli_output(cli, tmp_path, model, x, *flags):
@@ -127,3 +127,12 @@ def test_run_all_multi_output(tmp_path):
     pool = np.empty((2, 2, 1, 1), np.float32)
     third = s.run_all(x, out=[pool, fc])
     assert third["pool"] is pool and same_bits(pool, outs["pool"])
+
+
+def test_onnx_model_equals_cli_bitwise(cli, tmp_path):
+    path = ROOT / "tests" / "fuzz" / "corpus" / "onnx" / "tiny_net.onnx"  # a small ONNX file of the fuzz corpus
+    m = winfer.Model(path)
+    assert list(m.inputs.values()) == [(1, 3, 8, 8)] and m.labels == []
+    x = random_input((1, 3, 8, 8), seed=4)
+    want = cli_output(cli, tmp_path, path, x, "--threads", "1")
+    assert same_bits(m.session(threads=1).run(x), want)
