@@ -71,10 +71,37 @@ if(WINFER_SANITIZE)
   if(WINFER_FUZZ AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     list(APPEND winfer_kernel_options "-fno-sanitize=fuzzer-no-link")
   endif()
+  # ASan's checks as calls (__asan_load16/__asan_store64...), not inlined shadow-memory tests:
+  # ukernel_avx512.cpp was still 97-106 s of CI's ASan build (one third of its CPU time), and
+  # is 28 s this way (clang 14, user time; 7 s without ASan at all). Its masked loads and stores
+  # are checked lane by lane, and inlining those checks into ~110 unrolled tiles is what took the
+  # time. Every access is checked all the same, only through a call (the kernel tests and zoo
+  # runs under ASan take a little longer).
+  if(WINFER_SANITIZE MATCHES "address" AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    list(APPEND winfer_kernel_options -mllvm -asan-instrumentation-with-call-threshold=0)
+  endif()
   foreach(isa avx512 avx2 generic)
     set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/cpu/ukernel_${isa}.cpp PROPERTIES
                                 COMPILE_OPTIONS "${winfer_kernel_options}")
   endforeach()
+  # The depthwise kernels (kernels/cpu/conv_depthwise.cpp: vector tiles per ISA, unrolled) were
+  # CI's longest sanitizer compile: 96-105 s (clang 14, ASan + UBSan + fuzzer coverage, -O1),
+  # against 14 s in Release. UBSan's pointer-overflow check (does p + i wrap around the address
+  # space?) on their unrolled pointer arithmetic was 52 s of it, the fuzzers' coverage counters
+  # 12 s more (no fuzz target reaches a kernel): without both, 28 s. ASan still checks every
+  # access through those pointers, and UBSan's other checks (integer overflow, shifts, bounds,
+  # alignment, ...) stay on for the whole file, unlike the micro-kernels above.
+  if(WINFER_SANITIZE MATCHES "undefined" OR WINFER_FUZZ)
+    set(winfer_depthwise_options "")
+    if(WINFER_SANITIZE MATCHES "undefined")
+      list(APPEND winfer_depthwise_options "-fno-sanitize=pointer-overflow")
+    endif()
+    if(WINFER_FUZZ AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+      list(APPEND winfer_depthwise_options "-fno-sanitize=fuzzer-no-link")
+    endif()
+    set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/cpu/conv_depthwise.cpp PROPERTIES
+                                COMPILE_OPTIONS "${winfer_depthwise_options}")
+  endif()
   # The emulated CUDA kernels (kernels/cuda/*.cu compiled as C++ for the host emulator) unroll
   # 17 tile shapes of the im2win GEMM: 122 s for that one file at -O2 under ASan, 47 s at -O1
   # (clang, the CI machine's critical path), 8 s without UBSan (as the micro-kernels above);
