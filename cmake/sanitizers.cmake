@@ -73,10 +73,11 @@ if(WINFER_SANITIZE)
   endif()
   # ASan's checks as calls (__asan_load16/__asan_store64...), not inlined shadow-memory tests:
   # ukernel_avx512.cpp was still 97-106 s of CI's ASan build (one third of its CPU time), and
-  # is 28 s this way (clang 14, user time; 7 s without ASan at all). Its masked loads and stores
+  # is 26-28 s this way (clang 14, user time; 7 s without ASan at all). Its masked loads and stores
   # are checked lane by lane, and inlining those checks into ~110 unrolled tiles is what took the
-  # time. Every access is checked all the same, only through a call (the kernel tests and zoo
-  # runs under ASan take a little longer).
+  # time. Every access is checked all the same, only through a call; the zoo and kernel tests
+  # under ASan ran as fast either way (same source, one build: resnet50 and vgg11 planned and
+  # poisoned, im2win on every ISA, within the noise).
   if(WINFER_SANITIZE MATCHES "address" AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     list(APPEND winfer_kernel_options -mllvm -asan-instrumentation-with-call-threshold=0)
   endif()

@@ -11,7 +11,8 @@
 #
 # ASan/UBSan: any report fails the test (UBSan is built with -fno-sanitize-recover). The unrolled
 # micro-kernel files (kernels/cpu/ukernel_*.cpp, the emulated im2win GEMM) are built with ASan but
-# without UBSan, which doubled their compile time (cmake/sanitizers.cmake). Left out:
+# without UBSan, which doubled their compile time, their ASan checks as calls; the depthwise
+# kernels without UBSan's pointer-overflow check only (cmake/sanitizers.cmake). Left out:
 # the whole-network planner runs of the deepest zoo models (see below), the PyTorch parity tests (label parity: whole ImageNet models, minutes each even uninstrumented,
 # and a 5 GB reference cache per build folder), the Python model-tool checks (label models: no
 # C++ under test), and the cuda.*native tests (real GPU code, not instrumented; its kernels run here through
