@@ -15,5 +15,15 @@ fi
 # the other core idle). A folder configured before keeps its generator.
 generator=()
 if [[ ! -f "$root/build/CMakeCache.txt" ]] && command -v ninja > /dev/null; then generator=(-G Ninja); fi
-cmake -S "$root" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+# ccache (where installed; WINFER_CCACHE=0 turns it off): its cache in the build tree
+# (build/ccache), paths under the repository hashed relative to the build folder (base_dir), so
+# that another build folder beside build/ with the same flags -- the Python package's
+# (scripts/python_test.sh) -- gets the engine's objects from the cache instead of compiling them
+# again. Set as the compiler launcher, so it holds for any `cmake --build build` too.
+launcher=()
+if [[ "${WINFER_CCACHE:-1}" != 0 ]] && command -v ccache > /dev/null; then
+  ccache_env="env;CCACHE_DIR=$root/build/ccache;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=true;ccache"
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER="$ccache_env" -DCMAKE_CXX_COMPILER_LAUNCHER="$ccache_env")
+fi
+cmake -S "$root" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
 cmake --build "$root/build" -j "$(nproc)" "${target[@]}"

@@ -24,12 +24,30 @@ if [[ ! -x $venv/bin/python ]]; then
 fi
 echo "python_test: installing the build and test requirements (tests/python/requirements.txt)"
 "$venv/bin/pip" install -q -r tests/python/requirements.txt
+# The Ray example's test needs Ray Data and Pillow (test-only); WINFER_REQUIRE_RAY=1 makes that
+# test fail rather than skip when they are missing.
+"$venv/bin/pip" install -q -r tests/python/requirements-ray.txt
+export WINFER_REQUIRE_RAY=1
 # With $WINFER_CLI (e.g. build/bin/winfer, built from the same sources), the tests compare with
 # that CLI and the package leaves its own out (a fifth of its build).
 if [[ -n ${WINFER_CLI:-} ]]; then
   config=(--config-settings=cmake.define.WINFER_PYTHON_CLI=OFF)
 else
   config=(--config-settings=cmake.define.WINFER_PYTHON_CLI=ON)
+fi
+# The engine's objects from build/'s compile, where scripts/build.sh made it through ccache: the
+# same compilers and launcher, and a build folder beside build/ (ccache's base_dir makes paths
+# relative to the build folder, so only a folder at the same depth gives the same command
+# lines). In CI this saves compiling the engine a second time (~300 s of CPU).
+if [[ -f build/CMakeCache.txt ]] && grep -q '^CMAKE_CXX_COMPILER_LAUNCHER:.*ccache' build/CMakeCache.txt; then
+  cache_value() { sed -n "s/^$1:[A-Z]*=//p" build/CMakeCache.txt; }
+  launcher=$(cache_value CMAKE_CXX_COMPILER_LAUNCHER)
+  config+=(--config-settings=build-dir=build-python
+           "--config-settings=cmake.define.CMAKE_C_COMPILER=$(cache_value CMAKE_C_COMPILER)"
+           "--config-settings=cmake.define.CMAKE_CXX_COMPILER=$(cache_value CMAKE_CXX_COMPILER)"
+           "--config-settings=cmake.define.CMAKE_C_COMPILER_LAUNCHER=$launcher"
+           "--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=$launcher")
+  echo "python_test: compiling through build/'s ccache, in build-python/"
 fi
 echo "python_test: building and installing the package (pip install ., $CMAKE_BUILD_PARALLEL_LEVEL jobs, CLI: ${WINFER_CLI:-its own})"
 build_start=$SECONDS

@@ -12,6 +12,9 @@ packages+=(python3-torch python3-torchvision python3-numpy python3-yaml)
 # The Python package (scripts/python_test.sh: a venv of Debian's python, the extension built
 # against its headers).
 packages+=(python3-venv python3-dev)
+# ccache: scripts/build.sh compiles through it, so that the package's build (python_test.sh)
+# takes the engine's objects from build/'s compile instead of compiling them a second time.
+packages+=(ccache)
 # Fashion-MNIST (/usr/share/datasets/fashion-mnist): `winfer eval` and the test that checks the
 # shipped models against PyTorch's predictions. python3-pil: models/fashion/train.py --examples
 # and the image fixtures' torchvision references (tests/fixtures/images/make_fixtures.py).

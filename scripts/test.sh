@@ -7,6 +7,8 @@
 #   3. TSan: the thread and concurrency tests (scripts/sanitize.sh tsan)
 #   4. fuzzing: each libFuzzer target for WINFER_FUZZ_SECONDS (15) s, two at a time, with its
 #      number of executions (scripts/fuzz.sh; reuses stage 2's build)
+#   5. Python: the package built by pip into a venv (its engine objects from stage 1's ccache),
+#      its pytest suite and the Ray example on a local Ray (scripts/python_test.sh)
 # WINFER_CI_QUICK=1 runs stage 1 only (for a quick local check; CI runs all four).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,8 +40,11 @@ if [[ "${WINFER_CI_QUICK:-0}" != 1 ]]; then
   stage "ASan+UBSan" "$root/scripts/sanitize.sh" asan
   stage "TSan" "$root/scripts/sanitize.sh" tsan
   stage "fuzzing" "$root/scripts/fuzz.sh" --build-dir "$root/build-asan" --no-build --time "${WINFER_FUZZ_SECONDS:-15}"
+  # The tests compare the package with stage 1's CLI (the same sources), so the package leaves
+  # its own CLI out.
+  stage "Python" env WINFER_CLI="$root/build/bin/winfer" "$root/scripts/python_test.sh"
 else
-  echo "test.sh: WINFER_CI_QUICK=1: sanitizer and fuzzing stages skipped"
+  echo "test.sh: WINFER_CI_QUICK=1: sanitizer, fuzzing and Python stages skipped"
 fi
 
 echo
