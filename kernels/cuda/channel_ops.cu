@@ -37,6 +37,7 @@ __global__ void channel_shuffle_kernel(const float* in, float* out, int64_t pixe
 // the barrier, every write after it, and no other block touches that pixel.
 __global__ void channel_shuffle_inplace_kernel(float* data, int64_t pixels, int64_t channels, int64_t groups) {
   __shared__ float row[kMaxInPlaceShuffleChannels];
+  WINFER_EMU_SHARED(row);
   const int64_t per_group = channels / groups;
   for (int64_t p = blockIdx.x; p < pixels; p += gridDim.x) {
     float* pixel = data + p * channels;

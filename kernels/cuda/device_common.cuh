@@ -7,6 +7,12 @@
 #include "kernels/common/conv_params.h"  // Activation
 #include "kernels/cuda/runtime.h"
 
+// WINFER_EMU_SHARED(var) after a __shared__ declaration lets the host emulator poison the
+// variable at every block start (kernels/cuda/emu/emu.h); natively it is nothing.
+#if !defined(WINFER_CUDA_EMULATED)
+#define WINFER_EMU_SHARED(var) ((void)0)
+#endif
+
 namespace winfer {
 namespace cuda {
 

@@ -79,6 +79,8 @@ __global__ void __launch_bounds__(kTileThreads, 2)
 
   alignas(16) __shared__ float a_tile[2][kBK][kAStride];
   alignas(16) __shared__ float b_tile[2][kBK][BN];
+  WINFER_EMU_SHARED(a_tile);
+  WINFER_EMU_SHARED(b_tile);
 
   const int64_t m_size = s.batch * s.out_h * s.out_w;
   const int k_size = static_cast<int>(s.kernel_w * s.kernel_h * s.cg);
@@ -93,6 +95,7 @@ __global__ void __launch_bounds__(kTileThreads, 2)
   // the one row of a 16-byte load, in shared memory for the four rows of scalar loads.
   int64_t a_row[kVecA ? kAVecs : 1];
   __shared__ int64_t a_rows_shared[kVecA ? 1 : BM];
+  WINFER_EMU_SHARED(a_rows_shared);
   if constexpr (kVecA) {
 #pragma unroll
     for (int i = 0; i < kAVecs; ++i) {

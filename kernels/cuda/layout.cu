@@ -19,6 +19,7 @@ constexpr int kTileRowsPerPass = 8;  // blockDim = (32, 8): each thread moves 4 
 // block runs the same iterations, so the barriers inside are reached by all.
 __global__ void transpose_kernel(const float* in, float* out, int64_t images, int64_t rows, int64_t cols) {
   __shared__ float tile[kTile][kTile + 1];
+  WINFER_EMU_SHARED(tile);
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kTile;
   const int64_t row_tiles = ceil_div(rows, kTile);
   for (int64_t n = blockIdx.z; n < images; n += gridDim.z) {

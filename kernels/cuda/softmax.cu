@@ -52,6 +52,7 @@ __device__ float block_reduce(float v, Op op, float identity, float* scratch) {
 
 __global__ void softmax_kernel(const float* in, float* out, int64_t rows, int64_t cols) {
   __shared__ float scratch[32];
+  WINFER_EMU_SHARED(scratch);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* x = in + r * cols;
     float* y = out + r * cols;

@@ -10,6 +10,10 @@
 // ones, and blocks run in a shuffled order, so a kernel that reads another thread's shared
 // memory without a barrier, or depends on the order of blocks, has a good chance of giving a
 // wrong result here too instead of passing by luck.
+//
+// Checking modes (Checks, emu.h; WINFER_EMU_CHECKS): "warps" runs the warps of a block one at a
+// time in seeded random orders (run_block_warps_apart), "poison" fills shared memory with
+// signalling NaN bytes at every block start (shared_declared).
 #include "kernels/cuda/emu/emu.h"
 
 #include <sys/mman.h>
@@ -94,6 +98,51 @@ void Fiber::finish_async_copies(size_t count) {
   async_group_ends.resize(kept);
 }
 
+// ---- checking modes ------------------------------------------------------------------------------
+std::mutex checks_mutex;
+bool checks_read = false;
+Checks current_checks;  // guarded by checks_mutex
+
+Checks checks_from_environment() {
+  Checks c;
+  const char* env = std::getenv("WINFER_EMU_CHECKS");
+  const std::string all = env ? env : "";
+  size_t start = 0;
+  while (start <= all.size()) {
+    const size_t end = std::min(all.find(',', start), all.size());
+    const std::string word = all.substr(start, end - start);
+    if (word == "poison") {
+      c.poison_shared = true;
+    } else if (word == "warps") {
+      c.warps_apart = true;
+    } else if (word.rfind("seed=", 0) == 0 && word.size() > 5) {
+      c.seed = std::strtoull(word.c_str() + 5, nullptr, 10);
+    } else if (!word.empty()) {
+      std::fprintf(stderr, "winfer emulator: WINFER_EMU_CHECKS: unknown check '%s' (poison, warps, seed=N)\n",
+                   word.c_str());
+      std::abort();
+    }
+    start = end + 1;
+  }
+  return c;
+}
+
+Checks get_checks() {
+  std::lock_guard<std::mutex> lock(checks_mutex);
+  if (!checks_read) {
+    current_checks = checks_from_environment();
+    checks_read = true;
+  }
+  return current_checks;
+}
+
+uint64_t xorshift(uint64_t& state) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return state;
+}
+
 class Scheduler {
  public:
   cudaError_t run_grid(dim3 grid, dim3 block, void (*body)(void*), void* closure);
@@ -103,10 +152,19 @@ class Scheduler {
   Fiber& current_fiber() { return fibers_[static_cast<size_t>(current_)]; }
   unsigned char* warp_slot(int warp, int lane) { return slots_[static_cast<size_t>(warp)].lane[lane]; }
   bool in_kernel() const { return running_; }
+  void shared_declared(void* address, size_t bytes);
+  // A check failed in the running thread: the launch fails after this block. Returns whether to
+  // print the report (the first 4 of a launch; the count of the others follows at its end).
+  bool fault() {
+    faulted_ = true;
+    return ++faults_ <= kPrintedFaults;
+  }
 
  private:
   static void fiber_entry();
   cudaError_t run_block(unsigned block_linear);
+  cudaError_t run_block_warps_apart(unsigned block_linear);
+  bool release_warp_barrier(int warp);
   void start_fibers();
   void resume(int i);
   void suspend(Wait wait, unsigned mask);
@@ -126,6 +184,18 @@ class Scheduler {
   void (*body_)(void*) = nullptr;
   void* closure_ = nullptr;
   bool running_ = false;
+  bool faulted_ = false;
+  static constexpr int kPrintedFaults = 4;
+  long faults_ = 0;
+  Checks checks_;              // of the running launch
+  uint64_t block_serial_ = 0;  // blocks run by this OS thread, the current one's number
+  // Shared variables seen (WINFER_EMU_SHARED) and the block that last poisoned each.
+  struct SharedVariable {
+    unsigned char* address;
+    size_t bytes;
+    uint64_t poisoned_in;
+  };
+  std::vector<SharedVariable> shared_;
 };
 
 thread_local Scheduler scheduler;
@@ -187,7 +257,12 @@ unsigned Scheduler::existing_lanes(int warp) const {
 // with the same mask.
 bool Scheduler::release_warp_barriers() {
   bool released = false;
-  for (int warp = 0; warp * warpSize < threads_; ++warp) {
+  for (int warp = 0; warp * warpSize < threads_; ++warp) released = release_warp_barrier(warp) || released;
+  return released;
+}
+
+bool Scheduler::release_warp_barrier(int warp) {
+  {
     const unsigned existing = existing_lanes(warp);
     Fiber* lanes = &fibers_[static_cast<size_t>(warp * warpSize)];
     unsigned release = 0;
@@ -203,9 +278,8 @@ bool Scheduler::release_warp_barriers() {
     }
     for (int lane = 0; lane < warpSize; ++lane)
       if (release >> lane & 1u) lanes[lane].wait = Wait::kRunnable;
-    released = released || release != 0;
+    return release != 0;
   }
-  return released;
 }
 
 // __syncthreads() completes when every thread of the block waits there. A thread that has
@@ -235,7 +309,9 @@ std::string Scheduler::describe_stall() const {
 cudaError_t Scheduler::run_block(unsigned block_linear) {
   blockIdx =
       uint3{block_linear % gridDim.x, block_linear / gridDim.x % gridDim.y, block_linear / (gridDim.x * gridDim.y)};
+  ++block_serial_;
   start_fibers();
+  if (checks_.warps_apart) return run_block_warps_apart(block_linear);
   for (int round = 0;; ++round) {
     for (int j = 0; j < threads_; ++j) {
       const int i = (round & 1) ? threads_ - 1 - j : j;
@@ -252,6 +328,59 @@ cudaError_t Scheduler::run_block(unsigned block_linear) {
   }
 }
 
+// One warp at a time: a warp drawn at random runs (its lanes in ascending or descending order,
+// also drawn) through its warp barriers and shuffles until every lane waits at __syncthreads() or
+// has returned, then the next warp; the block barrier is released once all have, and the warps
+// are drawn again. So one warp can finish a reduction, write shared memory and read what the
+// others have not written yet, which the lock-step order never shows.
+cudaError_t Scheduler::run_block_warps_apart(unsigned block_linear) {
+  const int warps = (threads_ + warpSize - 1) / warpSize;
+  std::vector<int> order(static_cast<size_t>(warps));
+  uint64_t state = checks_.seed * 0x9E3779B97F4A7C15ull ^ (block_serial_ + 1) * 0xBF58476D1CE4E5B9ull ^ block_linear;
+  if (state == 0) state = 1;
+  for (;;) {
+    for (int w = 0; w < warps; ++w) order[static_cast<size_t>(w)] = w;
+    for (int i = warps; i > 1; --i)
+      std::swap(order[static_cast<size_t>(i - 1)],
+                order[static_cast<size_t>(xorshift(state) % static_cast<uint64_t>(i))]);
+    for (int warp : order) {
+      const int first = warp * warpSize, lanes = std::min(warpSize, threads_ - first);
+      do {
+        const bool descending = xorshift(state) & 1u;
+        for (int j = 0; j < lanes; ++j) {
+          const int i = first + (descending ? lanes - 1 - j : j);
+          if (fibers_[static_cast<size_t>(i)].wait == Wait::kRunnable) resume(i);
+        }
+      } while (release_warp_barrier(warp));
+    }
+    bool all_done = true;
+    for (const Fiber& f : fibers_) all_done = all_done && f.wait == Wait::kDone;
+    if (all_done) return cudaSuccess;
+    if (!release_block_barrier()) {
+      std::fprintf(stderr, "winfer emulator: launch failed: %s\n", describe_stall().c_str());
+      return cudaErrorLaunchFailure;
+    }
+  }
+}
+
+// The first thread of the block to declare the variable poisons it, before any thread of the
+// block can use it (each uses it only after its own declaration).
+void Scheduler::shared_declared(void* address, size_t bytes) {
+  if (!running_ || !checks_.poison_shared) return;
+  auto* p = static_cast<unsigned char*>(address);
+  SharedVariable* v = nullptr;
+  for (SharedVariable& s : shared_)
+    if (s.address == p) v = &s;
+  if (!v) {
+    shared_.push_back(SharedVariable{p, bytes, 0});
+    v = &shared_.back();
+  }
+  if (v->poisoned_in == block_serial_) return;
+  v->poisoned_in = block_serial_;
+  static const unsigned char pattern[4] = {0xA5, 0xA5, 0xA5, 0x7F};  // 0x7FA5A5A5: float sNaN
+  for (size_t i = 0; i < bytes; ++i) p[i] = pattern[i % 4];
+}
+
 bool valid_configuration(dim3 grid, dim3 block) {
   const unsigned long long threads = 1ull * block.x * block.y * block.z;
   return grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.x <= 0x7fffffffu && grid.y <= 65535 && grid.z <= 65535 &&
@@ -266,9 +395,7 @@ std::vector<unsigned> block_order(unsigned count) {
   for (unsigned i = 0; i < count; ++i) order[i] = i;
   uint64_t state = 0x9E3779B97F4A7C15ull;
   for (unsigned i = count; i > 1; --i) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
+    xorshift(state);
     std::swap(order[i - 1], order[static_cast<unsigned>(state % i)]);
   }
   return order;
@@ -285,6 +412,9 @@ cudaError_t Scheduler::run_grid(dim3 grid, dim3 block, void (*body)(void*), void
   threads_ = static_cast<int>(block.x * block.y * block.z);
   body_ = body;
   closure_ = closure;
+  checks_ = get_checks();
+  faulted_ = false;
+  faults_ = 0;
   running_ = true;
   cudaError_t result = cudaSuccess;
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
@@ -293,10 +423,13 @@ cudaError_t Scheduler::run_grid(dim3 grid, dim3 block, void (*body)(void*), void
   } else {
     for (unsigned b : block_order(static_cast<unsigned>(blocks))) {
       result = run_block(b);
+      if (result == cudaSuccess && faulted_) result = cudaErrorLaunchFailure;
       if (result != cudaSuccess) break;
     }
   }
   running_ = false;
+  if (faults_ > kPrintedFaults)
+    std::fprintf(stderr, "winfer emulator: ... and %ld more such reports in this launch\n", faults_ - kPrintedFaults);
   return result;
 }
 
@@ -349,6 +482,25 @@ bool copy_in_bounds(void* dst, const void* src, size_t bytes, cudaMemcpyKind kin
 
 cudaError_t run_grid(dim3 grid, dim3 block, void (*thread_body)(void*), void* closure) {
   return record(scheduler.run_grid(grid, block, thread_body, closure));
+}
+
+Checks checks() { return get_checks(); }
+
+Checks set_checks(const Checks& c) {
+  const Checks previous = get_checks();
+  std::lock_guard<std::mutex> lock(checks_mutex);
+  current_checks = c;
+  return previous;
+}
+
+void shared_declared(void* address, size_t bytes) { scheduler.shared_declared(address, bytes); }
+
+bool alignment_checked() {
+#if defined(WINFER_EMU_ALIGNMENT_CHECK)
+  return true;
+#else
+  return false;
+#endif
 }
 
 int shfl_idx_source(int lane, int src, int width) { return (lane / width) * width + ((src % width) + width) % width; }
@@ -405,6 +557,57 @@ void __pipeline_wait_prior(size_t prior) {
   const size_t groups = f.async_group_ends.size();
   if (groups > prior) f.finish_async_copies(f.async_group_ends[groups - prior - 1]);
 }
+
+// ---- alignment check --------------------------------------------------------------------------------
+// The emulated build compiles every emulated kernel and test with -fsanitize=alignment (CMakeLists.txt,
+// WINFER_EMU_ALIGNMENT_CHECK) and without UBSan's runtime: these are the handlers the compiler
+// calls on a misaligned load or store (a float4 at an address that is not a multiple of 16: x86
+// does it, a GPU faults). In a kernel the access is reported with the kernel's source line, block
+// and thread, and the launch fails; outside one (host code) the process aborts, as UBSan would.
+// The sanitizer builds leave this to UBSan itself (fatal there).
+#if defined(WINFER_EMU_ALIGNMENT_CHECK)
+namespace {
+struct UbsanSourceLocation {
+  const char* file;
+  uint32_t line, column;
+};
+struct UbsanTypeDescriptor {
+  uint16_t kind, info;
+  char name[1];
+};
+struct UbsanTypeMismatchData {
+  UbsanSourceLocation location;
+  const UbsanTypeDescriptor* type;
+  unsigned char log_alignment, check_kind;
+};
+
+void report_misaligned(const UbsanTypeMismatchData* data, uintptr_t pointer) {
+  static const char* const kinds[] = {"load", "store", "reference binding", "member access", "member call"};
+  const char* what = data->check_kind < 5 ? kinds[data->check_kind] : "access";
+  const unsigned long alignment = 1ul << data->log_alignment;
+  if (!winfer_emu::scheduler.in_kernel()) {
+    std::fprintf(stderr,
+                 "winfer emulator: misaligned %s of %s at %#lx (needs %lu-byte alignment) at %s:%u, outside a kernel\n",
+                 what, data->type->name, static_cast<unsigned long>(pointer), alignment, data->location.file,
+                 data->location.line);
+    std::abort();
+  }
+  if (!winfer_emu::scheduler.fault()) return;  // reported the first few of this launch
+  std::fprintf(stderr,
+               "winfer emulator: misaligned %s of %s at %#lx (needs %lu-byte alignment) in the kernel at %s:%u, "
+               "block (%u,%u,%u) thread (%u,%u,%u)\n",
+               what, data->type->name, static_cast<unsigned long>(pointer), alignment, data->location.file,
+               data->location.line, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+}
+}  // namespace
+
+extern "C" void __ubsan_handle_type_mismatch_v1(UbsanTypeMismatchData* data, uintptr_t pointer) {
+  report_misaligned(data, pointer);
+}
+extern "C" void __ubsan_handle_type_mismatch_v1_abort(UbsanTypeMismatchData* data, uintptr_t pointer) {
+  report_misaligned(data, pointer);
+}
+#endif
 
 // ---- runtime API -----------------------------------------------------------------------------------
 using winfer_emu::record;

@@ -45,8 +45,8 @@
 #define __launch_bounds__(...)
 // A __shared__ variable is one object per block on the GPU. Blocks run one after another here,
 // on one OS thread, so one static object per kernel (per OS thread) serves every block in turn;
-// like GPU shared memory it is not reset between blocks. Only static-size arrays are supported
-// (no `extern __shared__`).
+// like GPU shared memory it is not reset between blocks (unless Checks::poison_shared, below).
+// Only static-size arrays are supported (no `extern __shared__`).
 #define __shared__ static thread_local
 
 // ---- built-in types and variables ----------------------------------------------------------------
@@ -205,6 +205,43 @@ T atomicAdd(T* address, T value) {
   *address = old + value;
   return old;
 }
+
+// ---- checking modes (docs/CUDA.md, "Emulator checks") ----------------------------------------------
+namespace winfer_emu {
+
+// What the emulator does beyond running the kernel, read once from the environment variable
+// WINFER_EMU_CHECKS (comma-separated: "poison", "warps", "seed=N"; unknown words abort) and
+// changeable by the emulator's own tests through set_checks().
+struct Checks {
+  // Every __shared__ variable a kernel declares with WINFER_EMU_SHARED is filled with signalling
+  // NaN bytes (0x7FA5A5A5 per 4 bytes: a float sNaN, a huge int64 index) at every block start, so
+  // a read of a slot the block never wrote (a missing zero-fill) is NaN, as it can be on a GPU,
+  // instead of the zero or the stale value of an earlier block.
+  bool poison_shared = false;
+  // Warps run one at a time, each from one __syncthreads() to the next (through its shuffles and
+  // __syncwarp()s), in an order drawn afresh for every block and barrier from `seed`, instead of
+  // all warps in step from shuffle to shuffle: a warp can run ahead of the others, so a missing
+  // barrier after a warp-level reduction reads what another warp has not written yet.
+  bool warps_apart = false;
+  uint64_t seed = 1;
+};
+Checks checks();
+Checks set_checks(const Checks& checks);  // returns the previous ones
+
+// Called by every thread at a __shared__ declaration (WINFER_EMU_SHARED): the first thread of a
+// block to get there poisons the variable when Checks::poison_shared is on.
+void shared_declared(void* address, size_t bytes);
+
+// Whether every load and store of the emulated code is checked for alignment (-fsanitize=alignment
+// with the emulator's handlers, emu.cpp): the emulated Release build, not the sanitizer builds,
+// where UBSan itself checks it.
+bool alignment_checked();
+
+}  // namespace winfer_emu
+
+// After `__shared__ T name[...];` in a kernel: `WINFER_EMU_SHARED(name);` (nothing natively,
+// kernels/cuda/device_common.cuh).
+#define WINFER_EMU_SHARED(var) ::winfer_emu::shared_declared(&(var), sizeof(var))
 
 // ---- kernel launch ------------------------------------------------------------------------------
 namespace winfer_emu {
