@@ -89,6 +89,7 @@ Status launch(const char* what, const LaunchConfig& config, cudaStream_t stream,
                   std::string(what) + ": launch: cudaErrorLaunchFailure (injected by a test)");
   }
 #if defined(WINFER_CUDA_EMULATED)
+  winfer_emu::name_next_launch(what);
   const cudaError_t error = winfer_emu::launch(kernel, config.grid, config.block, stream, std::forward<Args>(args)...);
   (void)cudaGetLastError();  // as natively: a reported launch error is not left pending
 #else

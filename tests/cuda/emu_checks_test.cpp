@@ -254,6 +254,94 @@ TEST_CASE("emulator checks: warps apart keeps CUDA's shuffle and barrier rules")
   CHECK(cudaGetLastError() == cudaSuccess);
 }
 
+// ---- every shared access seen: uninitialized reads and races, named ---------------------------------
+winfer_emu::Checks watch(bool uninit, bool race) {
+  winfer_emu::Checks c;
+  c.uninit_shared = uninit;
+  c.race_shared = race;
+  return c;
+}
+
+// Two threads write the same shared slot between the same barriers (a write-write race), then
+// every thread reads it: whichever wrote last wins, here and on a GPU, and the plain emulator
+// always lets the same one win, so the result looks deterministic.
+__global__ void racy_flag(float* out) {
+  __shared__ float flag[1];
+  WINFER_EMU_SHARED(flag);
+  if (threadIdx.x == 0) flag[0] = 0.f;
+  __syncthreads();
+  if (threadIdx.x == 5 || threadIdx.x == 40) flag[0] = static_cast<float>(threadIdx.x);  // BUG: race
+  __syncthreads();
+  out[threadIdx.x] = flag[0];
+}
+
+TEST_CASE("emulator checks: reads of never-written shared memory are reported with kernel, offset, block, thread") {
+  if (!winfer_emu::shared_access_checked()) {
+    MESSAGE("the kernels' accesses are not instrumented in this build (sanitizer build): skipped");
+    return;
+  }
+  const int blocks = 2, threads = 48;
+  const std::vector<float> input = test::random_floats(blocks * threads, 15);
+  DeviceArray in(input), out(blocks);
+  {
+    ScopedChecks checks(watch(true, false));
+    cuda::Status status;
+    const std::string text = stderr_of([&] {
+      status = cuda::launch("sum without zero fill", config(dim3(blocks), dim3(threads)), nullptr,
+                            sum_without_zero_fill, in.data(), out.data());
+    });
+    CHECK(status.message().find("cudaErrorLaunchFailure") != std::string::npos);
+    INFO(text);
+    CHECK(text.find("read of shared memory never written in this block: kernel sum without zero fill, 4 bytes at "
+                    "offset 192 of a 256-byte __shared__ variable") != std::string::npos);
+    CHECK(text.find("thread (0,0,0)") != std::string::npos);
+    // Zero-filled first: nothing to report.
+    REQUIRE_CUDA_OK(cuda::launch("sum with zero fill", config(dim3(blocks), dim3(threads)), nullptr, sum_with_zero_fill,
+                                 in.data(), out.data()));
+  }
+  {
+    ScopedChecks checks(plain());  // the blind spot: passes
+    REQUIRE_CUDA_OK(cuda::launch("sum without zero fill", config(dim3(blocks), dim3(threads)), nullptr,
+                                 sum_without_zero_fill, in.data(), out.data()));
+  }
+}
+
+TEST_CASE("emulator checks: shared-memory races between barriers are reported") {
+  if (!winfer_emu::shared_access_checked()) {
+    MESSAGE("the kernels' accesses are not instrumented in this build (sanitizer build): skipped");
+    return;
+  }
+  DeviceArray out(64);
+  {
+    ScopedChecks checks(plain());  // the blind spot: one of the two values, and no error
+    REQUIRE_CUDA_OK(cuda::launch("racy flag", config(dim3(1), dim3(64)), nullptr, racy_flag, out.data()));
+    const float v = out.download()[0];
+    CHECK((v == 5.f || v == 40.f));
+  }
+  ScopedChecks checks(watch(false, true));
+  cuda::Status status;
+  std::string text =
+      stderr_of([&] { status = cuda::launch("racy flag", config(dim3(1), dim3(64)), nullptr, racy_flag, out.data()); });
+  CHECK(status.message().find("cudaErrorLaunchFailure") != std::string::npos);
+  CHECK(text.find("shared-memory race (write after another thread's access): kernel racy flag, 4 bytes at offset 0 "
+                  "of a 4-byte __shared__ variable, block (0,0,0) thread (") != std::string::npos);
+  CHECK((text.find("thread (40,0,0) and thread (5,0,0) with no __syncthreads() between") != std::string::npos ||
+         text.find("thread (5,0,0) and thread (40,0,0) with no __syncthreads() between") != std::string::npos));
+  // The missing barrier after the warp reduction, seen in the plain order too: thread 127 reads
+  // what lane 0 of warps 0-2 wrote in the same interval.
+  const int blocks = 2, threads = 128;
+  DeviceArray in(test::random_floats(blocks * threads, 16)), sums(blocks);
+  text = stderr_of([&] {
+    status = cuda::launch("block sum", config(dim3(blocks), dim3(threads)), nullptr, block_sum_after_shuffles<false>,
+                          in.data(), sums.data());
+  });
+  CHECK(status.message().find("cudaErrorLaunchFailure") != std::string::npos);
+  CHECK(text.find("shared-memory race (read of another thread's write): kernel block sum") != std::string::npos);
+  CHECK(text.find("thread (127,0,0) and thread (0,0,0)") != std::string::npos);
+  REQUIRE_CUDA_OK(cuda::launch("block sum", config(dim3(blocks), dim3(threads)), nullptr,
+                               block_sum_after_shuffles<true>, in.data(), sums.data()));
+}
+
 // ---- misaligned vector accesses --------------------------------------------------------------------
 // 16-byte loads from `in + offset` and 8-byte loads from its bytes: on a GPU a float4 load from an
 // address that is not a multiple of 16 faults; x86 does it. Checked in the emulated Release build

@@ -85,9 +85,12 @@ struct Fiber {
   void finish_async_copies(size_t count);
 };
 
+void note_shared_write(void* address, size_t bytes);
+
 void Fiber::finish_async_copies(size_t count) {
   for (size_t i = 0; i < count; ++i) {
     const AsyncCopy& c = async_copies[i];
+    note_shared_write(c.dst, c.size);
     std::memcpy(c.dst, c.src, c.size - c.zfill);
     std::memset(static_cast<unsigned char*>(c.dst) + (c.size - c.zfill), 0, c.zfill);
   }
@@ -115,10 +118,15 @@ Checks checks_from_environment() {
       c.poison_shared = true;
     } else if (word == "warps") {
       c.warps_apart = true;
+    } else if (word == "uninit") {
+      c.uninit_shared = true;
+    } else if (word == "race") {
+      c.race_shared = true;
     } else if (word.rfind("seed=", 0) == 0 && word.size() > 5) {
       c.seed = std::strtoull(word.c_str() + 5, nullptr, 10);
     } else if (!word.empty()) {
-      std::fprintf(stderr, "winfer emulator: WINFER_EMU_CHECKS: unknown check '%s' (poison, warps, seed=N)\n",
+      std::fprintf(stderr,
+                   "winfer emulator: WINFER_EMU_CHECKS: unknown check '%s' (poison, warps, seed=N, uninit, race)\n",
                    word.c_str());
       std::abort();
     }
@@ -153,6 +161,11 @@ class Scheduler {
   unsigned char* warp_slot(int warp, int lane) { return slots_[static_cast<size_t>(warp)].lane[lane]; }
   bool in_kernel() const { return running_; }
   void shared_declared(void* address, size_t bytes);
+  // A load or store of the running kernel (the instrumentation's hooks), checked when it falls in
+  // a shared variable and Checks::uninit_shared or race_shared is on.
+  void access(const void* address, size_t bytes, bool write);
+  void set_launch_name(const char* name) { launch_name_ = name; }
+  const char* launch_name() const { return launch_name_ ? launch_name_ : "(unnamed kernel)"; }
   // A check failed in the running thread: the launch fails after this block. Returns whether to
   // print the report (the first 4 of a launch; the count of the others follows at its end).
   bool fault() {
@@ -190,15 +203,38 @@ class Scheduler {
   Checks checks_;              // of the running launch
   uint64_t block_serial_ = 0;  // blocks run by this OS thread, the current one's number
   // Shared variables seen (WINFER_EMU_SHARED) and the block that last poisoned each.
+  // Who touched a 4-byte granule of shared memory: the thread, the barrier interval (a number
+  // that grows at every block start and every __syncthreads() release) and its warp's epoch
+  // (grows at every release of a warp barrier of that warp).
+  struct Touch {
+    uint64_t interval = 0, warp_epoch = 0;
+    int thread = -1;
+  };
+  struct Granule {
+    uint64_t written_in = 0;  // block_serial_ of the last write
+    Touch write, first_read, last_read;
+  };
   struct SharedVariable {
     unsigned char* address;
     size_t bytes;
     uint64_t poisoned_in;
+    std::vector<Granule> granules;  // when uninit_shared or race_shared
   };
   std::vector<SharedVariable> shared_;
+  uintptr_t shared_lo_ = UINTPTR_MAX, shared_hi_ = 0;  // bounds of all of them
+  uint64_t interval_ = 0, epoch_counter_ = 0;
+  std::vector<uint64_t> warp_epoch_;
+  const char* launch_name_ = nullptr;
+  bool races_(const Touch& before, const Touch& now) const;
+  void report_shared(const char* what, const SharedVariable& v, size_t offset, size_t bytes, const Touch* other);
 };
 
 thread_local Scheduler scheduler;
+thread_local bool watching = false;  // a kernel runs with uninit_shared or race_shared
+
+void note_shared_write(void* address, size_t bytes) {
+  if (watching) scheduler.access(address, bytes, true);
+}
 
 void Scheduler::fiber_entry() {
   Scheduler& s = scheduler;
@@ -278,6 +314,7 @@ bool Scheduler::release_warp_barrier(int warp) {
     }
     for (int lane = 0; lane < warpSize; ++lane)
       if (release >> lane & 1u) lanes[lane].wait = Wait::kRunnable;
+    if (release != 0) warp_epoch_[static_cast<size_t>(warp)] = ++epoch_counter_;
     return release != 0;
   }
 }
@@ -288,6 +325,7 @@ bool Scheduler::release_block_barrier() {
   for (const Fiber& f : fibers_)
     if (f.wait != Wait::kBlockBarrier) return false;
   for (Fiber& f : fibers_) f.wait = Wait::kRunnable;
+  ++interval_;
   return true;
 }
 
@@ -310,7 +348,9 @@ cudaError_t Scheduler::run_block(unsigned block_linear) {
   blockIdx =
       uint3{block_linear % gridDim.x, block_linear / gridDim.x % gridDim.y, block_linear / (gridDim.x * gridDim.y)};
   ++block_serial_;
+  ++interval_;
   start_fibers();
+  warp_epoch_.assign(static_cast<size_t>((threads_ + warpSize - 1) / warpSize), 0);
   if (checks_.warps_apart) return run_block_warps_apart(block_linear);
   for (int round = 0;; ++round) {
     for (int j = 0; j < threads_; ++j) {
@@ -366,19 +406,81 @@ cudaError_t Scheduler::run_block_warps_apart(unsigned block_linear) {
 // The first thread of the block to declare the variable poisons it, before any thread of the
 // block can use it (each uses it only after its own declaration).
 void Scheduler::shared_declared(void* address, size_t bytes) {
-  if (!running_ || !checks_.poison_shared) return;
+  const bool watched = checks_.uninit_shared || checks_.race_shared;
+  if (!running_ || !(checks_.poison_shared || watched)) return;
   auto* p = static_cast<unsigned char*>(address);
   SharedVariable* v = nullptr;
   for (SharedVariable& s : shared_)
     if (s.address == p) v = &s;
   if (!v) {
-    shared_.push_back(SharedVariable{p, bytes, 0});
+    shared_.push_back(SharedVariable{p, bytes, 0, {}});
     v = &shared_.back();
+    shared_lo_ = std::min(shared_lo_, reinterpret_cast<uintptr_t>(p));
+    shared_hi_ = std::max(shared_hi_, reinterpret_cast<uintptr_t>(p) + bytes);
   }
-  if (v->poisoned_in == block_serial_) return;
+  if (watched && v->granules.size() != (bytes + 3) / 4) v->granules.assign((bytes + 3) / 4, Granule{});
+  if (!checks_.poison_shared || v->poisoned_in == block_serial_) return;
   v->poisoned_in = block_serial_;
   static const unsigned char pattern[4] = {0xA5, 0xA5, 0xA5, 0x7F};  // 0x7FA5A5A5: float sNaN
   for (size_t i = 0; i < bytes; ++i) p[i] = pattern[i % 4];
+}
+
+// Ordered: a block barrier between them, the same thread, or a warp barrier of their warp.
+bool Scheduler::races_(const Touch& before, const Touch& now) const {
+  if (before.thread < 0 || before.interval != now.interval || before.thread == now.thread) return false;
+  return !(before.thread / warpSize == now.thread / warpSize && before.warp_epoch != now.warp_epoch);
+}
+
+void Scheduler::report_shared(const char* what, const SharedVariable& v, size_t offset, size_t bytes,
+                              const Touch* other) {
+  if (!fault()) return;
+  const uint3 t = threadIdx;
+  std::string with;
+  if (other) {
+    const Fiber& f = fibers_[static_cast<size_t>(other->thread)];
+    with = " and thread (" + std::to_string(f.index.x) + "," + std::to_string(f.index.y) + "," +
+           std::to_string(f.index.z) + ") with no __syncthreads() between";
+  }
+  std::fprintf(stderr,
+               "winfer emulator: %s: kernel %s, %zu bytes at offset %zu of a %zu-byte __shared__ variable, "
+               "block (%u,%u,%u) thread (%u,%u,%u)%s\n",
+               what, launch_name(), bytes, offset, v.bytes, blockIdx.x, blockIdx.y, blockIdx.z, t.x, t.y, t.z,
+               with.c_str());
+}
+
+void Scheduler::access(const void* address, size_t bytes, bool write) {
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  if (a >= shared_hi_ || a + bytes <= shared_lo_ || current_ < 0) return;
+  for (SharedVariable& v : shared_) {
+    const auto lo = reinterpret_cast<uintptr_t>(v.address);
+    if (a + bytes <= lo || a >= lo + v.bytes || v.granules.empty()) continue;
+    const size_t offset = a - lo;
+    const Touch now{interval_, warp_epoch_[static_cast<size_t>(current_ / warpSize)], current_};
+    for (size_t g = offset / 4; g < std::min(v.granules.size(), (offset + bytes + 3) / 4); ++g) {
+      Granule& gr = v.granules[g];
+      if (write) {
+        if (checks_.race_shared) {
+          const Touch* other = races_(gr.write, now)        ? &gr.write
+                               : races_(gr.first_read, now) ? &gr.first_read
+                               : races_(gr.last_read, now)  ? &gr.last_read
+                                                            : nullptr;
+          if (other) report_shared("shared-memory race (write after another thread's access)", v, offset, bytes, other);
+        }
+        gr.written_in = block_serial_;
+        gr.write = now;
+      } else {
+        if (checks_.uninit_shared && gr.written_in != block_serial_) {
+          report_shared("read of shared memory never written in this block", v, offset, bytes, nullptr);
+          gr.written_in = block_serial_;  // once per granule and block
+        }
+        if (checks_.race_shared && races_(gr.write, now))
+          report_shared("shared-memory race (read of another thread's write)", v, offset, bytes, &gr.write);
+        if (gr.first_read.interval != now.interval) gr.first_read = now;
+        gr.last_read = now;
+      }
+    }
+    return;
+  }
 }
 
 bool valid_configuration(dim3 grid, dim3 block) {
@@ -413,6 +515,7 @@ cudaError_t Scheduler::run_grid(dim3 grid, dim3 block, void (*body)(void*), void
   body_ = body;
   closure_ = closure;
   checks_ = get_checks();
+  watching = checks_.uninit_shared || checks_.race_shared;
   faulted_ = false;
   faults_ = 0;
   running_ = true;
@@ -428,6 +531,8 @@ cudaError_t Scheduler::run_grid(dim3 grid, dim3 block, void (*body)(void*), void
     }
   }
   running_ = false;
+  watching = false;
+  launch_name_ = nullptr;
   if (faults_ > kPrintedFaults)
     std::fprintf(stderr, "winfer emulator: ... and %ld more such reports in this launch\n", faults_ - kPrintedFaults);
   return result;
@@ -494,6 +599,16 @@ Checks set_checks(const Checks& c) {
 }
 
 void shared_declared(void* address, size_t bytes) { scheduler.shared_declared(address, bytes); }
+
+bool shared_access_checked() {
+#if defined(WINFER_EMU_ACCESS_HOOKS)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void name_next_launch(const char* name) { scheduler.set_launch_name(name); }
 
 bool alignment_checked() {
 #if defined(WINFER_EMU_ALIGNMENT_CHECK)
@@ -594,10 +709,11 @@ void report_misaligned(const UbsanTypeMismatchData* data, uintptr_t pointer) {
   }
   if (!winfer_emu::scheduler.fault()) return;  // reported the first few of this launch
   std::fprintf(stderr,
-               "winfer emulator: misaligned %s of %s at %#lx (needs %lu-byte alignment) in the kernel at %s:%u, "
+               "winfer emulator: misaligned %s of %s at %#lx (needs %lu-byte alignment): kernel %s at %s:%u, "
                "block (%u,%u,%u) thread (%u,%u,%u)\n",
-               what, data->type->name, static_cast<unsigned long>(pointer), alignment, data->location.file,
-               data->location.line, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+               what, data->type->name, static_cast<unsigned long>(pointer), alignment,
+               winfer_emu::scheduler.launch_name(), data->location.file, data->location.line, blockIdx.x, blockIdx.y,
+               blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
 }
 }  // namespace
 
@@ -607,6 +723,90 @@ extern "C" void __ubsan_handle_type_mismatch_v1(UbsanTypeMismatchData* data, uin
 extern "C" void __ubsan_handle_type_mismatch_v1_abort(UbsanTypeMismatchData* data, uintptr_t pointer) {
   report_misaligned(data, pointer);
 }
+#endif
+
+// ---- access hooks ---------------------------------------------------------------------------------
+// The emulated kernels are compiled with -fsanitize=thread's instrumentation (CMakeLists.txt,
+// WINFER_EMU_ACCESS_HOOKS) and linked without ThreadSanitizer's runtime: the compiler's calls on
+// every load and store land here, and go to the scheduler's shared-memory checks while a kernel
+// runs with them (Checks::uninit_shared, race_shared); otherwise they return at once. The rest of
+// the runtime's interface the instrumentation calls (function entry/exit, vptr updates, atomics
+// in host code of those files) is done plainly.
+#if defined(WINFER_EMU_ACCESS_HOOKS)
+namespace {
+inline void hook(const void* address, size_t bytes, bool write) {
+  if (winfer_emu::watching) winfer_emu::scheduler.access(address, bytes, write);
+}
+}  // namespace
+
+#define WINFER_EMU_ACCESS_HOOK(n)                                          \
+  extern "C" void __tsan_read##n(void* a) { hook(a, n, false); }           \
+  extern "C" void __tsan_write##n(void* a) { hook(a, n, true); }           \
+  extern "C" void __tsan_unaligned_read##n(void* a) { hook(a, n, false); } \
+  extern "C" void __tsan_unaligned_write##n(void* a) { hook(a, n, true); } \
+  extern "C" void __tsan_volatile_read##n(void* a) { hook(a, n, false); }  \
+  extern "C" void __tsan_volatile_write##n(void* a) { hook(a, n, true); }
+WINFER_EMU_ACCESS_HOOK(1)
+WINFER_EMU_ACCESS_HOOK(2)
+WINFER_EMU_ACCESS_HOOK(4)
+WINFER_EMU_ACCESS_HOOK(8)
+WINFER_EMU_ACCESS_HOOK(16)
+#undef WINFER_EMU_ACCESS_HOOK
+extern "C" void __tsan_read_range(void* a, unsigned long n) { hook(a, n, false); }
+extern "C" void __tsan_write_range(void* a, unsigned long n) { hook(a, n, true); }
+extern "C" void* __tsan_memcpy(void* d, const void* s, unsigned long n) {
+  hook(s, n, false);
+  hook(d, n, true);
+  return std::memcpy(d, s, n);
+}
+extern "C" void* __tsan_memmove(void* d, const void* s, unsigned long n) {
+  hook(s, n, false);
+  hook(d, n, true);
+  return std::memmove(d, s, n);
+}
+extern "C" void* __tsan_memset(void* d, int c, unsigned long n) {
+  hook(d, n, true);
+  return std::memset(d, c, n);
+}
+extern "C" void __tsan_init() {}
+extern "C" void __tsan_func_entry(void*) {}
+extern "C" void __tsan_func_exit() {}
+extern "C" void __tsan_vptr_update(void** p, void* v) { *p = v; }
+extern "C" void __tsan_vptr_read(void**) {}
+// Atomics (host code only: a kernel's atomicAdd is emu.h's plain read-modify-write).
+#define WINFER_EMU_ATOMIC(bits, type)                                                                         \
+  extern "C" type __tsan_atomic##bits##_load(const volatile type* a, int) {                                   \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                              \
+  }                                                                                                           \
+  extern "C" void __tsan_atomic##bits##_store(volatile type* a, type v, int) {                                \
+    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                 \
+  }                                                                                                           \
+  extern "C" type __tsan_atomic##bits##_exchange(volatile type* a, type v, int) {                             \
+    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                       \
+  }                                                                                                           \
+  extern "C" type __tsan_atomic##bits##_fetch_add(volatile type* a, type v, int) {                            \
+    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                        \
+  }                                                                                                           \
+  extern "C" type __tsan_atomic##bits##_fetch_sub(volatile type* a, type v, int) {                            \
+    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                        \
+  }                                                                                                           \
+  extern "C" int __tsan_atomic##bits##_compare_exchange_strong(volatile type* a, type* c, type v, int, int) { \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                   \
+  }                                                                                                           \
+  extern "C" int __tsan_atomic##bits##_compare_exchange_weak(volatile type* a, type* c, type v, int, int) {   \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                   \
+  }                                                                                                           \
+  extern "C" type __tsan_atomic##bits##_compare_exchange_val(volatile type* a, type c, type v, int, int) {    \
+    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                         \
+    return c;                                                                                                 \
+  }
+WINFER_EMU_ATOMIC(8, unsigned char)
+WINFER_EMU_ATOMIC(16, unsigned short)
+WINFER_EMU_ATOMIC(32, unsigned int)
+WINFER_EMU_ATOMIC(64, unsigned long long)
+#undef WINFER_EMU_ATOMIC
+extern "C" void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+extern "C" void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 #endif
 
 // ---- runtime API -----------------------------------------------------------------------------------

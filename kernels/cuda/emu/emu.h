@@ -224,6 +224,15 @@ struct Checks {
   // barrier after a warp-level reduction reads what another warp has not written yet.
   bool warps_apart = false;
   uint64_t seed = 1;
+  // Every load and store of a kernel seen (the emulated kernels are compiled with
+  // -fsanitize=thread's instrumentation and the emulator's own __tsan_* hooks, emu.cpp; Release
+  // build only, shared_access_checked()), per 4-byte granule of the WINFER_EMU_SHARED variables:
+  //   uninit: a read of shared memory no thread of the block has written (nor a cp.async filled)
+  //           is reported with the kernel, variable offset, block and thread, and fails the launch;
+  //   race:   two threads touch the same granule between two __syncthreads(), at least one
+  //           writing, without a warp barrier or shuffle between them when in the same warp.
+  bool uninit_shared = false;
+  bool race_shared = false;
 };
 Checks checks();
 Checks set_checks(const Checks& checks);  // returns the previous ones
@@ -236,6 +245,10 @@ void shared_declared(void* address, size_t bytes);
 // with the emulator's handlers, emu.cpp): the emulated Release build, not the sanitizer builds,
 // where UBSan itself checks it.
 bool alignment_checked();
+// Whether Checks::uninit_shared and race_shared can see the kernels' accesses (see above).
+bool shared_access_checked();
+// Names the next launch in the emulator's reports (kernels/cuda/launch.h passes its `what`).
+void name_next_launch(const char* name);
 
 }  // namespace winfer_emu
 
