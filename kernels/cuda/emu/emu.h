@@ -22,7 +22,8 @@
 //
 // Limits (see docs/CUDA.md): blocks run sequentially (no concurrency between blocks, so a kernel
 // that waits for another block deadlocks); threads never run concurrently, so data races are not
-// detected except when they change the result under the emulator's varied scheduling order;
+// detected except when they change the result under the emulator's varied scheduling order (or,
+// in shared memory, by the checks below: WINFER_EMU_CHECKS=race, uninit, poison, warps);
 // "device" memory is host memory, so out-of-bounds reads are not caught (writes past the end of a
 // buffer are caught by the tests' canaries); no dynamic shared memory, textures, streams
 // concurrency, cooperative groups or tensor cores; cuBLAS and cuDNN are not emulated. cp.async
