@@ -31,7 +31,7 @@ from ._errors import (
     UnsupportedError,
 )
 from ._winfer import Model, Session, conv_algorithms, default_threads
-from . import _winfer
+from . import _errors, _winfer
 
 __version__ = "0.1.0"
 
@@ -119,14 +119,5 @@ __all__ = [
     "classify",
     "conv_algorithms",
     "default_threads",
-    "Error",
-    "InvalidArgumentError",
-    "NotFoundError",
-    "IoError",
-    "ParseError",
-    "ShapeError",
-    "UnsupportedError",
-    "InternalError",
-    "OutOfMemoryError",
-    "DeviceError",
+    *_errors.__all__,
 ]
