@@ -342,9 +342,9 @@ EOF
   s=$SECONDS
   for t in winfer_cuda_tests winfer_engine_cuda_tests; do
     local name cap later
-    if [[ $t == winfer_cuda_tests ]]; then name="kernel tests"; cap=90; later=300; else name="engine tests"; cap=150; later=240; fi
+    # later: the minimum seconds kept for the steps after this one (engine tests 30, zoo 60, bench 90)
+    if [[ $t == winfer_cuda_tests ]]; then name="kernel tests"; cap=90; later=180; else name="engine tests"; cap=150; later=150; fi
     section "$name ($t)"
-    ((quick)) && later=120
     if [[ ! -x "$stage/bin/$t" ]]; then
       record "$name" SKIP 0 "$t not staged"
       continue
@@ -354,7 +354,8 @@ EOF
     s=$SECONDS
     timeout -k 5 "$cap" env "${run_env[@]}" "$stage/bin/$t" > "$res/$t.log" 2>&1
     rc=$?
-    lines=$(grep -E '^\[doctest\] (test cases|assertions)' "$res/$t.log" | sed 's/\[doctest\] //; s/  */ /g' | tr '\n' ';')
+    lines=$(grep -E '^\[doctest\] (test cases|assertions)' "$res/$t.log" | sed 's/\[doctest\] //; s/  */ /g; s/ *| *$//' |
+            paste -sd ';' | sed 's/;/; /g')
     tail -25 "$res/$t.log"
     if ((rc == 0)); then
       record "$name" ok $((SECONDS - s)) "$lines"
@@ -377,20 +378,18 @@ EOF
   ((have_cudnn)) || algorithms=$(tr ' ' '\n' <<< "$algorithms" | grep -vx cudnn | tr '\n' ' ')
   echo "CUDA algorithms: $algorithms"
   local cap zoo_end zoo_fail=0 zoo_rows=0
-  local zoo_later=150
-  ((quick)) && zoo_later=80
-  cap=$(step_cap 200 "$zoo_later")
+  cap=$(step_cap 200 90)
   zoo_end=$((SECONDS + cap))
   s=$SECONDS
   local table="$res/zoo_cuda.txt"
-  printf '%-20s %-8s %10s %12s %12s %12s %10s %s\n' model conv "median ms" arena workspace weights "rel err" result > "$table"
+  printf '%-20s %-9s %10s %12s %12s %12s %10s %s\n' model conv "median ms" arena workspace weights "rel err" result > "$table"
   local threads
   threads=$(nproc)
   for model in "${models[@]}"; do
     local yaml="$stage/models/zoo/$model.yaml" ref="$res/$model.cpu.npy" left
     left=$((zoo_end - SECONDS))
     if ((left < 10)); then
-      printf '%-20s %-8s %s\n' "$model" - "SKIPPED: out of time" >> "$table"
+      printf '%-20s %-9s %s\n' "$model" - "SKIPPED: out of time" >> "$table"
       zoo_fail=1
       continue
     fi
@@ -398,7 +397,7 @@ EOF
       --repeat 0 --top 0 --output "$ref" > "$res/$model.cpu.log" 2>&1
     rc=$?
     if ((rc != 0)); then
-      printf '%-20s %-8s %s\n' "$model" cpu "FAILED (status $rc): $(grep -m1 -iE 'error' "$res/$model.cpu.log")" >> "$table"
+      printf '%-20s %-9s %s\n' "$model" cpu "FAILED (status $rc): $(grep -m1 -iE 'error' "$res/$model.cpu.log")" >> "$table"
       zoo_fail=1
       continue
     fi
@@ -406,7 +405,7 @@ EOF
       local log="$res/$model.$conv.log" median arena ws weights err result
       left=$((zoo_end - SECONDS))
       if ((left < 5)); then
-        printf '%-20s %-8s %s\n' "$model" "$conv" "SKIPPED: out of time" >> "$table"
+        printf '%-20s %-9s %s\n' "$model" "$conv" "SKIPPED: out of time" >> "$table"
         zoo_fail=1
         continue
       fi
@@ -416,7 +415,7 @@ EOF
       zoo_rows=$((zoo_rows + 1))
       median=$(sed -n 's/.*run: median \([0-9.]*\) ms.*/\1/p' "$log" | head -1)
       read -r arena ws weights < <(sed -n 's/^memory ([^)]*): activation arena \(.*\), largest workspace \(.*\), weights as run \(.*\)$/\1|\2|\3/p' "$log" |
-                                    tr ' ' '_' | tr '|' ' ')
+                                    tr ' ' '~' | tr '|' ' ')
       err=$(sed -n 's/^max relative error vs [^:]*: \([^ ]*\) .*/\1/p' "$log" | head -1)
       result=ok
       if ((rc == 124 || rc == 137)); then
@@ -426,13 +425,14 @@ EOF
         result="FAILED: $(grep -m1 -iE 'error|fail' "$log")"
         zoo_fail=1
       fi
-      printf '%-20s %-8s %10s %12s %12s %12s %10s %s\n' "$model" "$conv" "${median:--}" "${arena:--}" "${ws:--}" \
+      printf '%-20s %-9s %10s %12s %12s %12s %10s %s\n' "$model" "$conv" "${median:--}" "${arena:--}" "${ws:--}" \
         "${weights:--}" "${err:--}" "$result" >> "$table"
     done
   done
   echo "batch 8, 224x224, random weights and input; median of 20 runs after one warm-up, including the"
   echo "input upload and output download; memory as the session plans it (device bytes)"
-  tr '_' ' ' < "$table"
+  tr '~' ' ' < "$table" > "$table.tmp" && mv "$table.tmp" "$table"
+  cat "$table"
   note="$zoo_rows model x algorithm runs; table in zoo_cuda.txt"
   if ((zoo_fail)); then record "zoo on CUDA" FAIL $((SECONDS - s)) "$note"; else record "zoo on CUDA" ok $((SECONDS - s)) "$note"; fi
 
@@ -453,7 +453,7 @@ EOF
     # san_fail: an error found (fails the check); san_open: a run timed out or was left out for
     # time (no verdict, reported, does not fail the check)
     local san_end san_fail=0 san_open=0 san_runs=0 san_skip=""
-    san_end=$((SECONDS + $(step_cap 150 130)))
+    san_end=$((SECONDS + $(step_cap 150 90)))
     # tool | program and arguments | label
     local jobs=(
       "memcheck|winfer im2win|tiny_net im2win"
@@ -499,7 +499,7 @@ EOF
          { [[ -z "$summary_line" ]] ||
            grep -qiE 'Device not supported|not supported on this|Failed to initialize|Target application terminated before first instrumented' "$slog"; }; then
         # The tool itself did not work here (e.g. "Device not supported" under gVisor).
-        san_skip="compute-sanitizer does not work here: $(grep -m1 -viE '^\s*$' "$slog" | sed 's/^=* *//')"
+        san_skip="compute-sanitizer does not work here: $( (grep -m1 -iE 'error|not supported|fail' "$slog" || grep -m1 -v '^\s*$' "$slog") | sed 's/^=* *//')"
         tail -5 "$slog"
         break
       fi

@@ -72,7 +72,8 @@ if [[ $do_build == 1 ]]; then
     "${lock[@]}" cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DWINFER_CUDA=ON \
       -DWINFER_BENCH_PEERS=OFF "${launcher[@]}" > /dev/null
   fi
-  if ! cmake --build "$build" --target help 2> /dev/null | grep -q 'winfer_cuda_plugin'; then
+  targets=$(cmake --build "$build" --target help 2> /dev/null || true)
+  if ! grep -q 'winfer_cuda_plugin' <<< "$targets"; then
     die "$build has no native CUDA targets (configured without nvcc, or WINFER_CUDA=OFF/EMU): use another --build-dir"
   fi
   echo "building ${clis[*]} ${tests[*]} in $build" >&2
