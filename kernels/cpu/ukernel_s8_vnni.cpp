@@ -1,0 +1,127 @@
+// AVX-512 VNNI INT8 micro-kernels: up to 14 pixels x 32 output channels (2 zmm of int32) per
+// tile, 28 accumulators + 2 weight vectors + 1 broadcast = 31 of the 32 zmm (the FP32 kernel's
+// shape, ukernel_avx512.cpp). Per K step of 4 input bytes: two 64-byte weight loads, then per
+// pixel one 32-bit broadcast of its 4 activations and two vpdpbusd (u8 x s8, 4 products summed
+// into each int32 lane, no saturation: |sum| <= 4 * 255 * 128). Epilogue: int32 -> float32,
+// x multiplier, clamp to +-65536, -> int32 (round to nearest even under the default MXCSR),
+// + z_y, clamp [lo, hi], narrowed to u8 and stored with a byte mask (only `cols` channels).
+#include <cstring>
+
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/ukernel_s8.h"
+
+#if WINFER_X86_DISPATCH
+
+#include <immintrin.h>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,avx2,fma"))), \
+                             apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,avx2,fma")
+#endif
+
+namespace winfer {
+namespace cpu {
+namespace {
+
+__attribute__((always_inline)) inline __m512i bcast32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+template <int kRows, bool kIndirect>
+struct VnniTile {
+  static void run(const S8TileArgs& a) {
+    __m512i acc[kRows][2];
+    const __m512i b0 = _mm512_loadu_si512(a.bias), b1 = _mm512_loadu_si512(a.bias + 16);
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) {
+      acc[m][0] = b0;
+      acc[m][1] = b1;
+    }
+    const uint8_t* px[kRows];
+    for (int64_t s = 0; s < a.segments; ++s) {
+#pragma GCC unroll 16
+      for (int m = 0; m < kRows; ++m) px[m] = s8_segment<kIndirect>(a, s, m);
+      const int8_t* w = a.weights + s * a.w_seg_stride;
+      for (int64_t q = 0; q < a.quads; ++q, w += 4 * kS8Panel) {
+        // The weights stream through L1 once per tile: fetch them ~8 steps ahead.
+        __builtin_prefetch(w + 8 * 4 * kS8Panel);
+        __builtin_prefetch(w + 8 * 4 * kS8Panel + 64);
+        const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
+#pragma GCC unroll 16
+        for (int m = 0; m < kRows; ++m) {
+          const __m512i x = bcast32(px[m] + 4 * q);
+          acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x, w0);
+          acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x, w1);
+        }
+      }
+      if (a.tail > 0) {
+        const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
+#pragma GCC unroll 16
+        for (int m = 0; m < kRows; ++m) {
+          const __m512i x = _mm512_set1_epi32(static_cast<int32_t>(s8_load_tail(px[m] + 4 * a.quads, a.tail)));
+          acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x, w0);
+          acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x, w1);
+        }
+      }
+    }
+    const __m512 m0 = _mm512_loadu_ps(a.mult), m1 = _mm512_loadu_ps(a.mult + 16);
+    const __m512 fmin = _mm512_set1_ps(-65536.f), fmax = _mm512_set1_ps(65536.f);
+    const __m512i zy = _mm512_set1_epi32(a.out_zero), lo = _mm512_set1_epi32(a.lo), hi = _mm512_set1_epi32(a.hi);
+    const __mmask16 k0 = a.cols >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << a.cols) - 1);
+    const __mmask16 k1 = a.cols <= 16 ? __mmask16(0) : static_cast<__mmask16>((1u << (a.cols - 16)) - 1);
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) {
+      uint8_t* out = a.out + m * a.out_stride;
+#pragma GCC unroll 2
+      for (int v = 0; v < 2; ++v) {
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[m][v]), v == 0 ? m0 : m1);
+        f = _mm512_min_ps(_mm512_max_ps(f, fmin), fmax);
+        __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
+        r = _mm512_min_epi32(_mm512_max_epi32(r, lo), hi);
+        _mm_mask_storeu_epi8(out + 16 * v, v == 0 ? k0 : k1, _mm512_cvtepi32_epi8(r));
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace cpu
+}  // namespace winfer
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+namespace winfer {
+namespace cpu {
+
+const S8TileKernels* s8_tile_kernels_vnni() {
+  static const S8TileKernels table = [] {
+    S8TileKernels t{};
+    t.isa = "avx512vnni";
+    t.max_rows = 14;
+    fill_s8_tiles<VnniTile, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14>(t);
+    return t;
+  }();
+  return &table;
+}
+
+}  // namespace cpu
+}  // namespace winfer
+
+#else
+
+namespace winfer {
+namespace cpu {
+const S8TileKernels* s8_tile_kernels_vnni() { return nullptr; }
+}  // namespace cpu
+}  // namespace winfer
+
+#endif
