@@ -58,6 +58,7 @@ info() { printf '  %-22s %s\n' "$1" "$2"; }
 section() { printf '\n==== %s (%d s)\n' "$1" $((SECONDS - t0)); }
 
 steps=()    # "name|status|seconds|note"
+versions="" # GPU and library versions found by the preflight, for the summary
 overall=0
 record() { steps+=("$1|$2|$3|$4"); [[ "$2" == FAIL || "$2" == TIMEOUT ]] && overall=1; return 0; }
 
@@ -226,12 +227,15 @@ main() {
   d=$(lib_dir "$libcuda")
   ldconfig_p | grep -q "libcuda.so.1 .*=> $d/" || cuda_dirs="$d"
   if command -v nvidia-smi > /dev/null; then
+    # Informational: the first CUDA run below decides whether the device is usable.
     local smi
-    if smi=$(timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv,noheader 2>&1); then
+    if smi=$(timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv,noheader 2>&1) ||
+       smi=$(timeout 30 nvidia-smi -L 2>&1); then
       while read -r line; do info GPU "$line"; done <<< "$smi"
+      versions+="GPU $(head -1 <<< "$smi"); "
       info "driver CUDA version" "$(timeout 30 nvidia-smi 2> /dev/null | grep -oE 'CUDA Version: [0-9.]+' | head -1)"
     else
-      fatal 2 "nvidia-smi found no usable GPU: $smi"
+      info GPU "nvidia-smi failed: $(head -3 <<< "$smi" | tr '\n' ' ')"
     fi
   else
     info GPU "nvidia-smi not installed (the first CUDA run below says whether a device is usable)"
@@ -273,7 +277,9 @@ main() {
   local py=""
   for p in python3 /opt/torch/.venv/bin/python3; do command -v "$p" > /dev/null 2>&1 && { py=$p; break; }; done
   if [[ -n "$py" ]]; then
-    timeout 30 "$py" - "$libcuda" "$cublas" "${cudnn:-}" << 'EOF' 2>&1 | while read -r line; do info "${line%%:*}" "${line#*: }"; done
+    local reported
+    reported=$(timeout 30 "$py" - "$libcuda" "$cublas" "${cudnn:-}" 2>&1 << 'EOF'
+
 import ctypes, sys
 libcuda, cublas, cudnn = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
@@ -301,6 +307,9 @@ if cudnn:
     except Exception as e:
         print("cuDNN version: unknown (%s)" % e)
 EOF
+)
+    while read -r line; do info "${line%%:*}" "${line#*: }"; done <<< "$reported"
+    versions+="$(grep -E '^(driver API|cuBLAS|cuDNN) version' <<< "$reported" | sed 's/ version:/:/' | paste -sd ';' | sed 's/;/; /g')"
   else
     info versions "no python3 here: versions from the file names above"
   fi
@@ -557,6 +566,7 @@ EOF
 summary() {
   section "summary"
   {
+    [[ -n "$versions" ]] && echo "found: $versions"
     printf '%-18s %-8s %6s  %s\n' step status seconds note
     local row name status secs note
     for row in "${steps[@]}"; do
