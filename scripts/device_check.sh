@@ -19,7 +19,7 @@
 #
 # Usage: device_check.sh [--probe] [--quick] [--budget SECONDS]
 #   --probe     preflight only (no GPU work beyond the tiny_net run; without a GPU: stops at the driver)
-#   --quick     resnet18 only in step 3, no sanitizer, bench on three layers
+#   --quick     resnet18 only in step 3, no sanitizer, bench on conv1 and conv10-12
 #   --budget S  overall time limit (default 420 s); later steps keep a minimum share
 # Environment: OUT (results are written to $OUT/device_check/ when set, else to results/ here),
 #   WINFER_CUDA_LIB_DIRS (colon-separated folders searched first for cuBLAS/cuDNN), RUNS (bench
@@ -351,8 +351,8 @@ EOF
   s=$SECONDS
   for t in winfer_cuda_tests winfer_engine_cuda_tests; do
     local name cap later
-    # later: the minimum seconds kept for the steps after this one (engine tests 30, zoo 60, bench 90)
-    if [[ $t == winfer_cuda_tests ]]; then name="kernel tests"; cap=90; later=180; else name="engine tests"; cap=150; later=150; fi
+    # later: the minimum seconds kept for the steps after this one (engine tests 30, zoo 60, bench 120)
+    if [[ $t == winfer_cuda_tests ]]; then name="kernel tests"; cap=90; later=210; else name="engine tests"; cap=150; later=180; fi
     section "$name ($t)"
     if [[ ! -x "$stage/bin/$t" ]]; then
       record "$name" SKIP 0 "$t not staged"
@@ -387,7 +387,7 @@ EOF
   ((have_cudnn)) || algorithms=$(tr ' ' '\n' <<< "$algorithms" | grep -vx cudnn | tr '\n' ' ')
   echo "CUDA algorithms: $algorithms"
   local cap zoo_end zoo_fail=0 zoo_rows=0
-  cap=$(step_cap 200 90)
+  cap=$(step_cap 200 120)
   zoo_end=$((SECONDS + cap))
   s=$SECONDS
   local table="$res/zoo_cuda.txt"
@@ -462,7 +462,7 @@ EOF
     # san_fail: an error found (fails the check); san_open: a run timed out or was left out for
     # time (no verdict, reported, does not fail the check)
     local san_end san_fail=0 san_open=0 san_runs=0 san_skip=""
-    san_end=$((SECONDS + $(step_cap 150 90)))
+    san_end=$((SECONDS + $(step_cap 120 120)))
     # tool | program and arguments | label
     local jobs=(
       "memcheck|winfer im2win|tiny_net im2win"
