@@ -4,7 +4,8 @@
 # device check from a carried build"). In one command, each step time-boxed:
 #   preflight  finds the driver (libcuda.so.1), cuBLAS and cuDNN (the standard folders, the ld.so
 #              cache, then the Python packages' nvidia/*/lib folders), prints their versions and the
-#              GPU, and decides whether the device's GCC runtime is recent enough (else lib/gcc);
+#              GPU, and decides whether the device's GCC runtime is recent enough (else lib/gcc,
+#              library by library);
 #              stops at once, naming what is missing, when the driver, the GPU or cuBLAS is;
 #              then one CUDA run of tiny_net against its PyTorch output (stops if that fails)
 #   1. the native kernel tests (winfer_cuda_tests)
@@ -178,9 +179,10 @@ main() {
   fi
   info glibc "$glibc (needs >= $STAGE_GLIBC_MIN)"
 
-  # GCC runtime: the device's own when it has every version tag the binaries need (a newer
-  # libstdc++ also serves cuDNN and compute-sanitizer's injected libraries); else the staged one.
-  local use_staged_gcc=0 why=""
+  # GCC runtime, library by library: the device's own when it has every version tag the binaries
+  # need (a newer libstdc++ also serves cuDNN and compute-sanitizer's injected libraries); else the
+  # staged one, linked into lib/gcc-use/ (libstdc++ with its libgcc_s).
+  local staged_gcc=() why=""
   local lib tags tag sys
   for lib in libstdc++.so.6 libgcc_s.so.1 libgomp.so.1; do
     case "$lib" in
@@ -195,25 +197,29 @@ main() {
       done
     fi
     if [[ -z "$sys" ]]; then
-      use_staged_gcc=1
+      staged_gcc+=("$lib")
       why+=" $lib missing;"
       continue
     fi
     # shellcheck disable=SC2086  # $tags: a list of words
     if ! tag=$(lib_lacks_tag "$sys" $tags); then
-      use_staged_gcc=1
+      staged_gcc+=("$lib")
       why+=" $sys lacks $tag;"
     fi
   done
+  if [[ " ${staged_gcc[*]} " == *" libstdc++.so.6 "* && " ${staged_gcc[*]} " != *" libgcc_s.so.1 "* ]]; then
+    staged_gcc+=(libgcc_s.so.1)
+  fi
   local ld_path="$stage/lib"
-  rm -f "$stage/lib/gcc.use"
-  if ((use_staged_gcc)); then
+  rm -rf "$stage/lib/gcc-use"
+  if ((${#staged_gcc[@]})); then
     if [[ -n "${STAGE_GCC_GLIBC_MIN:-}" && "$(printf '%s\n%s\n' "$STAGE_GCC_GLIBC_MIN" "$glibc" | sort -V | head -1)" != "$STAGE_GCC_GLIBC_MIN" ]]; then
       fatal 2 "this machine's GCC runtime is too old or missing ($why ) and the staged one (lib/gcc) needs glibc >= $STAGE_GCC_GLIBC_MIN, here $glibc: stage on an older system"
     fi
-    ld_path+=":$stage/lib/gcc"
-    touch "$stage/lib/gcc.use" 2> /dev/null
-    info "GCC runtime" "the staged one (lib/gcc):$why"
+    mkdir -p "$stage/lib/gcc-use" || fatal 2 "cannot create $stage/lib/gcc-use"
+    for lib in "${staged_gcc[@]}"; do ln -s "../gcc/$lib" "$stage/lib/gcc-use/$lib"; done
+    ld_path+=":$stage/lib/gcc-use"
+    info "GCC runtime" "staged ${staged_gcc[*]} (lib/gcc):$why others this machine's"
   else
     info "GCC runtime" "this machine's (it has every version the binaries need)"
   fi

@@ -195,11 +195,11 @@ dirty=$(git -C "$root" status --porcelain --untracked-files=no 2> /dev/null | he
 
 cat > "$out/env.sh" << 'EOF'
 # Source this (bash) to run the staged binaries by hand: . build/device-stage/env.sh
-# Puts lib/ (and lib/gcc/ where device_check.sh found the system's GCC runtime too old or
-# missing: lib/gcc.use) on LD_LIBRARY_PATH, before the CUDA library folders device_check.sh found.
+# Puts lib/ (and lib/gcc-use/: the staged GCC runtime libraries device_check.sh found missing or
+# too old here) on LD_LIBRARY_PATH, before the CUDA library folders device_check.sh found.
 _stage=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 _extra=""
-[[ -f "$_stage/lib/gcc.use" ]] && _extra=":$_stage/lib/gcc"
+[[ -d "$_stage/lib/gcc-use" ]] && _extra=":$_stage/lib/gcc-use"
 [[ -f "$_stage/lib/cuda_dirs" ]] && _extra="$_extra:$(cat "$_stage/lib/cuda_dirs")"
 export LD_LIBRARY_PATH="$_stage/lib$_extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$_stage/bin:$PATH"
