@@ -74,6 +74,13 @@ struct TileArgs {
   // the group's first channel.
   int64_t pixels_stride = 0;
   int64_t pixel_offset = 0;
+  // Taps in the left/right padding (im2win, TileKernels::fn and ::narrow only; the indirect
+  // entries ignore these): the first pixel takes no part in the first `skip_first` K steps
+  // (counted over all segments, in order), the last pixel none in the last `skip_last`: a
+  // tile starting at an output row's first column and ending at its last skips the window's
+  // zeros of those taps instead of multiplying them.
+  int64_t skip_first = 0;
+  int64_t skip_last = 0;
   // Optional: memory to bring into L2 while this tile computes (a share of the next weight
   // panel, see conv_im2win.cpp), spread evenly over the tile's K steps: every 16 steps, at
   // step i, the kernel prefetches the cache lines [(i * prefetch_rate) >> 16,

@@ -53,7 +53,10 @@ constexpr int64_t kPrefetchSteps = 16;
 //
 // side_prefetch, side_rate, step0: TileArgs::prefetch and prefetch_rate, and this run's first
 // K step counted over the whole tile.
-template <class Isa, int kRows, int kVecs, bool kNarrow>
+//
+// kFirst, kLast: only the pixels [kFirst, kLast) take part (a tile's first or last pixel sits
+// out the taps it has in the left or right padding: TileArgs::skip_first, skip_last).
+template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLast = kRows>
 __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
                                                       const float* const (&pixel)[kRows], int64_t len, const float* w,
                                                       int64_t row_stride, int last_lanes, const char* side_prefetch,
@@ -71,7 +74,7 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
     // (+8% on 1x1 256->64 56x56; neutral where the window block is in L2).
     if ((l & 15) == 0) {
 #pragma GCC unroll 16
-      for (int m = 0; m < kRows; ++m) __builtin_prefetch(pixel[m] + l + 32);
+      for (int m = kFirst; m < kLast; ++m) __builtin_prefetch(pixel[m] + l + 32);
       // The next panel's share, into L2 at an even pace (the lines of these 16 steps), so that
       // its stream from memory overlaps this panel's arithmetic instead of stalling the next
       // panel's first tile. Here with the pixel prefetches, so that the other 15 steps carry
@@ -87,7 +90,7 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
     for (int v = 0; v < kVecs; ++v)
       wv[v] = kNarrow && v == kVecs - 1 ? Isa::load_first(w + v * kLanes, last_lanes) : vload<kLanes>(w + v * kLanes);
 #pragma GCC unroll 16
-    for (int m = 0; m < kRows; ++m) {
+    for (int m = kFirst; m < kLast; ++m) {
       const Vec<kLanes> x = Isa::broadcast(pixel[m] + l);
 #pragma GCC unroll 16
       for (int v = 0; v < kVecs; ++v) acc[m][v] += x * wv[v];
@@ -175,6 +178,31 @@ __attribute__((always_inline)) inline int last_vector_lanes(const TileArgs& a) {
   return a.cols - (kVecs - 1) * kLanes;
 }
 
+// accumulate() over the pixels that take part: all of them, or all but the first (skip_first)
+// and/or the last (skip_last), chosen at run time among the four compiled loops.
+template <class Isa, int kRows, int kVecs, bool kNarrow>
+__attribute__((always_inline)) inline void accumulate_some(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
+                                                           const float* const (&pixel)[kRows], int64_t len,
+                                                           const float* w, int64_t row_stride, int last_lanes,
+                                                           const char* side_prefetch, int64_t side_rate, int64_t step0,
+                                                           bool skip_first, bool skip_last) {
+  if (!skip_first && !skip_last) {
+    accumulate<Isa, kRows, kVecs, kNarrow>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch, side_rate, step0);
+  } else if constexpr (kRows >= 2) {
+    if (!skip_last)
+      accumulate<Isa, kRows, kVecs, kNarrow, 1, kRows>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch,
+                                                       side_rate, step0);
+    else if (!skip_first)
+      accumulate<Isa, kRows, kVecs, kNarrow, 0, kRows - 1>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch,
+                                                           side_rate, step0);
+    else if constexpr (kRows >= 3)
+      accumulate<Isa, kRows, kVecs, kNarrow, 1, kRows - 1>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch,
+                                                           side_rate, step0);
+  }
+  // (One pixel that sits out: nothing to do. The side prefetch of such a run is skipped too;
+  // it is a hint.)
+}
+
 // One tile: kRows pixels x kVecs vectors of output channels.
 template <class Isa, int kRows, int kVecs, bool kNarrow = false>
 void tile(const TileArgs& a) {
@@ -182,11 +210,32 @@ void tile(const TileArgs& a) {
   init_tile<Isa, kRows, kVecs>(a, acc);
   const int last_lanes = last_vector_lanes<Isa::kLanes, kVecs>(a);
   const float* pixel[kRows];
-  for (int64_t s = 0; s < a.segments; ++s) {
+  if (a.skip_first == 0 && a.skip_last == 0) {
+    for (int64_t s = 0; s < a.segments; ++s) {
 #pragma GCC unroll 16
-    for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride;
-    accumulate<Isa, kRows, kVecs, kNarrow>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride, a.w_row_stride,
-                                           last_lanes, a.prefetch, a.prefetch_rate, s * a.seg_len);
+      for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride;
+      accumulate<Isa, kRows, kVecs, kNarrow>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride, a.w_row_stride,
+                                             last_lanes, a.prefetch, a.prefetch_rate, s * a.seg_len);
+    }
+  } else {
+    // K steps [0, skip_first) without the first pixel, [k - skip_last, k) without the last:
+    // each segment cut at those two steps into runs that the same pixels take part in.
+    const int64_t stride = kNarrow ? a.w_row_stride : kPanel;
+    const int64_t first_end = a.skip_first, last_begin = a.segments * a.seg_len - a.skip_last;
+    for (int64_t s = 0; s < a.segments; ++s) {
+      const int64_t k0 = s * a.seg_len, k1 = k0 + a.seg_len;
+      int64_t cut[4] = {k0, std::clamp(first_end, k0, k1), std::clamp(last_begin, k0, k1), k1};
+      if (cut[1] > cut[2]) std::swap(cut[1], cut[2]);
+      for (int piece = 0; piece < 3; ++piece) {
+        const int64_t lo = cut[piece], hi = cut[piece + 1];
+        if (hi <= lo) continue;
+#pragma GCC unroll 16
+        for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride + (lo - k0);
+        accumulate_some<Isa, kRows, kVecs, kNarrow>(
+            acc, pixel, hi - lo, a.weights + s * a.w_seg_stride + (lo - k0) * stride, a.w_row_stride, last_lanes,
+            a.prefetch, a.prefetch_rate, lo, lo < first_end, lo >= last_begin);
+      }
+    }
   }
   store_tile<Isa, kRows, kVecs>(a, acc);
 }

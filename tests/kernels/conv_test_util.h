@@ -168,6 +168,14 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       {Conv(1, 16, 6, 5, 48).k(3, 3).pad(1).p, true, kRelu},   // Wo = 5
       {Conv(1, 8, 4, 15, 32).k(3, 3).pad(1).p, false, kRelu},  // Wo = 15
       {Conv(1, 8, 3, 29, 64).k(3, 3).pad(1).p, true, kNone},   // Wo = 29
+      // Tiles that start at a row's first column or end at its last skip the taps in the
+      // left/right padding (im2win; rows of 28 and 14 are whole AVX-512 tiles): 3x3 pad 1,
+      // 7x7 pad 3 (3 taps each side), dilation 2 along W (segments per kw), and weights past
+      // the L2 budget (the shared-block schedule) with a first and last row in the padding.
+      {Conv(1, 8, 6, 28, 40).k(3, 3).pad(1).p, true, kRelu},
+      {Conv(2, 3, 9, 14, 16).k(7, 7).pad(3).p, false, kNone},
+      {Conv(1, 6, 7, 32, 20).k(5, 5).pad(2).d(1, 2).p, true, kRelu6},
+      {Conv(1, 192, 3, 14, 240).k(3, 3).pad(1).p, true, kRelu},
       // im2win: rows of 62*3*64 floats: 4 rows per block; 23 rows -> 5 blocks of 4 and one of
       // 3; two images and two groups reuse the block, threads split rows across all of them.
       {Conv(2, 128, 23, 60, 8).k(3, 3).pad(1).g(2).p, true, kRelu},

@@ -90,6 +90,17 @@ class ConvTileTester {
     pixel_step_ = v;
     return *this;
   }
+  // im2win's left/right padding (TileArgs::skip_first, skip_last): the first pixel takes no
+  // part in the first `skip_first` K steps, the last pixel none in the last `skip_last`. The
+  // pixels' values there are random like the rest: a kernel that does not skip them shows.
+  ConvTileTester& skip_first(int64_t v) {
+    skip_first_ = v;
+    return *this;
+  }
+  ConvTileTester& skip_last(int64_t v) {
+    skip_last_ = v;
+    return *this;
+  }
   // The indirect entry: pointers `pixels_stride` apart per tap (default rows), offset by
   // pixel_offset floats (a group's first channel).
   ConvTileTester& indirect(bool v) {
@@ -140,7 +151,7 @@ class ConvTileTester {
       << " weight rows apart " << w_seg_rows() << " stride " << (indirect_ ? pixels_stride() : seg_stride())
       << (indirect_ ? " offset " + std::to_string(pixel_offset_) : std::string()) << (bias_ ? " bias" : " nobias")
       << (residual_ ? (residual_in_place_ ? " residual in place" : " residual") : "") << (prefetch_ ? " prefetch" : "")
-      << " act " << activation_name(activation_);
+      << " skip first " << skip_first_ << " last " << skip_last_ << " act " << activation_name(activation_);
     return s.str();
   }
 
@@ -188,6 +199,9 @@ class ConvTileTester {
     a.clip = cpu::activation_clamp(activation_);
     a.pixels_stride = indirect_ ? pixels_stride() : 0;
     a.pixel_offset = indirect_ ? pixel_offset_ : 0;
+    REQUIRE((!indirect_ || (skip_first_ == 0 && skip_last_ == 0)));
+    a.skip_first = skip_first_;
+    a.skip_last = skip_last_;
     if (prefetch_)
       cpu::set_prefetch_share(a, weights.data(), static_cast<int64_t>(weights.size() * sizeof(float)), 0, 1,
                               segments_ * seg_len_);
@@ -205,6 +219,9 @@ class ConvTileTester {
           const float* x = px.segment(m, s);
           const float* w = weights.data() + s * w_seg_rows() * width + col0_ + j;
           for (int64_t l = 0; l < seg_len_; ++l) {
+            const int64_t step = s * seg_len_ + l;  // the K step, counted over the segments
+            if (m == 0 && step < skip_first_) continue;
+            if (m == rows_ - 1 && step >= segments_ * seg_len_ - skip_last_) continue;
             const double xw = static_cast<double>(x[l]) * w[l * width];
             sum += xw;
             abs += std::abs(xw);
@@ -281,6 +298,7 @@ class ConvTileTester {
   bool bias_ = true, residual_ = false, residual_in_place_ = false;
   Activation activation_ = Activation::kNone;
   bool prefetch_ = false;
+  int64_t skip_first_ = 0, skip_last_ = 0;
   uint32_t seed_ = 1;
 };
 
@@ -376,6 +394,55 @@ inline void check_every_tile_shape(bool indirect, uint32_t seed) {
               .activation(act)
               .seed(seed += 3)
               .test(uk);
+          if (!indirect) {
+            // Taps in the left/right padding skipped: a 3x3 row's first/last column in one
+            // contiguous run (K = 3 taps of 12), one tap per segment (a top row: segments
+            // = kw), cuts inside a segment with a prefetch share, and a one-pixel tile at
+            // both edges whose skips overlap (Wo = 1).
+            ConvTileTester(t)
+                .segments(1)
+                .seg_len(36)
+                .skip_first(12)
+                .skip_last(odd ? 0 : 12)
+                .bias(odd)
+                .activation(act)
+                .seed(seed += 3)
+                .test(uk);
+            ConvTileTester(t)
+                .segments(3)
+                .seg_len(5)
+                .seg_stride(11)
+                .w_seg_rows(7)
+                .skip_first(odd ? 0 : 5)
+                .skip_last(5)
+                .residual(odd)
+                .activation(act)
+                .seed(seed += 3)
+                .test(uk);
+            ConvTileTester(t)
+                .segments(3)
+                .seg_len(6)
+                .seg_stride(9)
+                .skip_first(8)
+                .skip_last(4)
+                .prefetch(true)
+                .bias(!odd)
+                .activation(act)
+                .seed(seed += 3)
+                .test(uk);
+            ConvTileTester(t).segments(1).seg_len(10).skip_first(7).skip_last(6).seed(seed += 3).test(uk);
+            if (cols < cpu::kPanel)
+              ConvTileTester(t)
+                  .panel_width(cols)
+                  .segments(1)
+                  .seg_len(27)
+                  .skip_first(9)
+                  .skip_last(9)
+                  .residual(true)
+                  .activation(act)
+                  .seed(seed += 3)
+                  .test(uk);
+          }
           if (cols < cpu::kPanel) {
             ConvTileTester(t)
                 .panel_width(cpu::kPanel - 1)
