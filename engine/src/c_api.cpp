@@ -528,6 +528,8 @@ extern "C" {
 
 const char* winfer_version(void) { return winfer::version(); }
 
+int winfer_default_thread_count(void) { return winfer::default_thread_count(); }
+
 const char* winfer_status_name(winfer_status status) {
   if (status == WINFER_OK) return "ok";
   if (status < WINFER_OK || status > WINFER_DEVICE_ERROR) return "unknown status";
@@ -671,7 +673,7 @@ void winfer_session_options_init(winfer_session_options* options) {
   }
   options->device = "cpu";
   options->conv_algorithm = "im2win";
-  options->threads = 1;
+  options->threads = winfer::default_thread_count();
   options->batch = 0;
   options->memory_budget = 0;
   options->autotune_cache = nullptr;
@@ -910,7 +912,11 @@ winfer_status winfer_session_config_set_conv_algorithm(winfer_session_config* co
 
 winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads) {
   return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) -> std::string {
-    if (threads < 1) return "threads must be >= 1, got " + std::to_string(threads);
+    if (threads < 1) {
+      return "threads must be >= 1, got " + std::to_string(threads) +
+             " (the default is winfer_default_thread_count(), " + std::to_string(winfer::default_thread_count()) +
+             " here)";
+    }
     o.threads = threads;
     return "";
   });

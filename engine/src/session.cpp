@@ -3,10 +3,13 @@
 // checks, device names, and the host side of inputs and outputs.
 #include "winfer/session.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -169,8 +172,29 @@ Status check_arena_options(const SessionOptions& options) {
 
 }  // namespace
 
+int default_thread_count() {
+  // A cpu_set_t holds 1024 CPUs; a kernel configured for more refuses it (EINVAL), so grow.
+  for (size_t cpus = CPU_SETSIZE; cpus <= (size_t{1} << 20); cpus *= 8) {
+    cpu_set_t* set = CPU_ALLOC(cpus);
+    if (set == nullptr) break;
+    const size_t bytes = CPU_ALLOC_SIZE(cpus);
+    CPU_ZERO_S(bytes, set);
+    const bool ok = sched_getaffinity(0, bytes, set) == 0;
+    const int count = ok ? CPU_COUNT_S(bytes, set) : 0;
+    CPU_FREE(set);
+    if (ok) return count > 0 ? count : 1;
+    if (errno != EINVAL) break;
+  }
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(std::min<long>(online, 1 << 20)) : 1;
+}
+
 Status check_common_options(const SessionOptions& options) {
-  if (options.threads < 1) return invalid_argument("threads must be >= 1, got " + std::to_string(options.threads));
+  if (options.threads < 1) {
+    return invalid_argument("threads must be >= 1, got " + std::to_string(options.threads) +
+                            " (left unset it is the CPUs this process may run on, " +
+                            std::to_string(default_thread_count()) + " here)");
+  }
   if (options.batch < 0) return invalid_argument("batch must be >= 1, got " + std::to_string(options.batch));
   return check_arena_options(options);
 }

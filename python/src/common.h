@@ -53,8 +53,8 @@ nb::tuple shape_tuple(const Shape& shape);
 // "(1, 3, 224, 224)", as Python prints the tuple.
 std::string shape_text(const std::vector<int64_t>& dims);
 
-// threads=None: the cores this process may run on (sched_getaffinity), e.g. what `taskset` or a
-// container's cpuset leaves it, not every core of the machine; at least 1.
+// threads=None: winfer::default_thread_count(), the cores this process may run on (sched_getaffinity), e.g.
+// what `taskset` or a container's cpuset leaves it, not every core of the machine; at least 1.
 int default_threads();
 
 }  // namespace winfer::python

@@ -2,11 +2,8 @@
 // winfer::ErrorCode, each also a subclass of the builtin a Python user would catch (NotFoundError
 // is a FileNotFoundError, ShapeError a ValueError, ...), which is easier to say in Python than
 // with PyErr_NewException. They are looked up when an error is raised, never on the fast path.
-#include <sched.h>
-
-#include <algorithm>
-
 #include "common.h"
+#include "winfer/session.h"
 
 namespace winfer::python {
 namespace {
@@ -54,11 +51,6 @@ std::string shape_text(const std::vector<int64_t>& dims) {
   return text + (dims.size() == 1 ? ",)" : ")");
 }
 
-int default_threads() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
+int default_threads() { return winfer::default_thread_count(); }
 
 }  // namespace winfer::python

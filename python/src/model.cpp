@@ -182,16 +182,18 @@ void bind_model(nb::module_& m) {
            "memory_budget: bytes the session may allocate for itself (None: no bound).\n"
            "input_shape: the whole NCHW input shape, e.g. (2, 3, 160, 224) (None: the model's, with batch).\n"
            "One session runs one inference at a time: use one session per thread.")
-      .def("plan", &plan, "conv"_a = nb::none(), "batch"_a = nb::none(), "threads"_a = 1, "input_shape"_a = nb::none(),
-           nb::sig(
-               "def plan(self, conv: str | collections.abc.Sequence[str] | None = None, batch: int | None = None, "
-               "threads: int = 1, input_shape: collections.abc.Sequence[int] | None = None) -> dict[str, typing.Any]"),
+      .def("plan", &plan, "conv"_a = nb::none(), "batch"_a = nb::none(), "threads"_a = nb::none(),
+           "input_shape"_a = nb::none(),
+           nb::sig("def plan(self, conv: str | collections.abc.Sequence[str] | None = None, batch: int | None = None, "
+                   "threads: int | None = None, input_shape: collections.abc.Sequence[int] | None = None) -> dict[str, "
+                   "typing.Any]"),
            "The memory of a session per convolution algorithm, planned without running: the dict\n"
            "`winfer plan --json --no-measure` prints (model, path, batch, input_shape, threads, weights,\n"
            "random_weights_by_default, algorithms: one dict per algorithm with weights_bytes,\n"
            "packed_weights_bytes, arena_bytes, total_bytes, ...; measured_peak_bytes is None:\n"
            "`winfer plan` measures in a child process).\n\n"
-           "conv: an algorithm, a list, a comma-separated string, or \"all\" (None: im2win and im2col).")
+           "conv: an algorithm, a list, a comma-separated string, or \"all\" (None: im2win and im2col).\n"
+           "threads: None = default_threads(), as Model.session().")
       .def("__repr__", [](const PyModel& self) {
         return "winfer.Model('" + self.model->path() + "', input " + shape_text(self.model->input_shape().dims()) +
                ", weights " + self.model->weights_source() + ")";

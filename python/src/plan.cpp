@@ -185,8 +185,9 @@ nb::dict column_dict(const std::string& conv, const Planned& p) {
 
 }  // namespace
 
-nb::dict plan(const PyModel& self, nb::handle conv, std::optional<int64_t> batch, int threads,
+nb::dict plan(const PyModel& self, nb::handle conv, std::optional<int64_t> batch, std::optional<int> threads_arg,
               std::optional<std::vector<int64_t>> input_shape) {
+  const int threads = threads_arg ? *threads_arg : default_threads();
   const std::vector<std::string> algorithms = algorithm_list(conv);
   if (batch && *batch < 1) {
     raise_error(ErrorCode::kInvalidArgument, "batch must be >= 1 (None: the model's), got " + std::to_string(*batch));

@@ -8,7 +8,7 @@
 
 namespace winfer::python {
 
-nb::dict plan(const PyModel& model, nb::handle conv, std::optional<int64_t> batch, int threads,
+nb::dict plan(const PyModel& model, nb::handle conv, std::optional<int64_t> batch, std::optional<int> threads,
               std::optional<std::vector<int64_t>> input_shape);
 
 }  // namespace winfer::python

@@ -26,6 +26,13 @@
 
 namespace winfer {
 
+// The thread count a session gets when SessionOptions::threads is left alone: the CPUs this
+// process may run on (sched_getaffinity of the calling thread, so `taskset`, cgroup cpusets and
+// a container's CPU list count; not the machine's CPUs), at least 1. Evaluated each time a
+// SessionOptions is made. The C API (winfer_default_thread_count), the CLI's --threads and the
+// Python binding's threads=None all use it.
+int default_thread_count();
+
 struct SessionOptions {
   // Where to run: "cpu", "cuda" (device 0), "cuda:N", or "auto" (CUDA device 0 when this build
   // has the CUDA backend and a device is present, else the CPU). See docs/CUDA.md.
@@ -47,7 +54,12 @@ struct SessionOptions {
   // shape. Times found there are not measured again (so a cached choice is repeatable);
   // new measurements are added to it. "" = measure every time, keep nothing.
   std::string autotune_cache;
-  int threads = 1;
+  // Threads per run (each parallel layer splits its work among them): >= 1; 1 runs everything
+  // on the calling thread. Default: default_thread_count(). 0 or negative is refused by
+  // Session::create and Session::plan (it does not mean "the default"). Between runs the
+  // workers sleep rather than spin, so that other code of the process gets the cores at once
+  // (docs/PERFORMANCE.md, "Idle workers").
+  int threads = default_thread_count();
   // Batch size; 0 = the model's declared batch (or input_shape's).
   int64_t batch = 0;
   // The whole input shape the session runs (NCHW, or [N,F]), e.g. {2, 3, 160, 224}: any batch

@@ -91,6 +91,10 @@ typedef struct winfer_session_config winfer_session_config;
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
 const char* winfer_version(void);
+/* The threads a session runs with unless told otherwise: the CPUs this process may run on
+ * (sched_getaffinity: taskset, cpusets and a container's CPU list count), at least 1. A
+ * session config starts with it and winfer_session_options_init sets it. */
+int winfer_default_thread_count(void);
 /* "ok", "invalid argument", ... */
 const char* winfer_status_name(winfer_status status);
 /* The message of the calling thread's last failed call ("" when none failed yet). */
@@ -188,7 +192,9 @@ void winfer_session_config_destroy(winfer_session_config* config); /* NULL: noth
 winfer_status winfer_session_config_set_device(winfer_session_config* config,
                                                const char* device); /* "cpu", "cuda", "cuda:N", "auto" */
 winfer_status winfer_session_config_set_conv_algorithm(winfer_session_config* config, const char* algorithm);
-winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads); /* >= 1 */
+/* Threads per run, >= 1 (1: everything on the calling thread). Default: winfer_default_thread_count().
+ * 0 or negative is refused (it does not mean "the default"). */
+winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads);
 winfer_status winfer_session_config_set_batch(winfer_session_config* config, int64_t batch); /* 0: the model's */
 /* The whole input shape, `rank` dims (e.g. {2, 3, 160, 224}): any batch and any size of the dims
  * the model leaves free (a YAML model fixes only the channels; winfer::SessionOptions::input_shape).
@@ -227,7 +233,7 @@ winfer_status winfer_session_create_with_config(const winfer_model* model, const
 typedef struct winfer_session_options {
   const char* device;         /* "cpu" (default), "cuda", "cuda:N", "auto" */
   const char* conv_algorithm; /* "im2win" (default), "indirect", "im2col", "direct", "auto" */
-  int threads;                /* >= 1 (default 1) */
+  int threads;                /* >= 1; _init: winfer_default_thread_count() (it used to be 1) */
   int64_t batch;              /* 0: the model's declared batch */
   size_t memory_budget;       /* bytes; 0: none (see winfer::SessionOptions::memory_budget) */
   const char* autotune_cache; /* "auto" only: cache file, or NULL */
