@@ -32,9 +32,59 @@ __attribute__((always_inline)) inline __m512i bcast32(const uint8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// acc[m][v] += the dot products of one segment's `quads` K steps (then its tail when kTail):
+// the loop every tile shares, kept apart from the epilogue so that GCC keeps the 28
+// accumulators in registers (with the tail's loop in the same body it spilled them all).
+template <int kRows, bool kTail>
+__attribute__((always_inline)) inline void accumulate(__m512i (&acc)[kRows][2], const uint8_t* const (&px)[kRows],
+                                                      const int8_t* w, int64_t quads, int tail) {
+  for (int64_t q = 0; q < quads; ++q, w += 4 * kS8Panel) {
+    // The weights stream through L1 once per tile: fetch them ~8 steps ahead.
+    __builtin_prefetch(w + 8 * 4 * kS8Panel);
+    __builtin_prefetch(w + 8 * 4 * kS8Panel + 64);
+    const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) {
+      const __m512i x = bcast32(px[m] + 4 * q);
+      acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x, w0);
+      acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x, w1);
+    }
+  }
+  if constexpr (kTail) {
+    const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) {
+      const __m512i x = _mm512_set1_epi32(static_cast<int32_t>(s8_load_tail(px[m] + 4 * quads, tail)));
+      acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x, w0);
+      acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x, w1);
+    }
+  }
+}
+
+// The epilogue of 16 channels: int32 -> float32, x multiplier, clamp to +-65536, -> int32
+// (nearest even), + z_y, clamp [lo, hi], the `mask` bytes stored.
+__attribute__((always_inline)) inline void requantize_store(uint8_t* out, __m512i acc, __m512 mult, __m512 fmin,
+                                                            __m512 fmax, __m512i zy, __m512i lo, __m512i hi,
+                                                            __mmask16 mask) {
+  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), mult);
+  f = _mm512_min_ps(_mm512_max_ps(f, fmin), fmax);
+  __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
+  r = _mm512_min_epi32(_mm512_max_epi32(r, lo), hi);
+  _mm_mask_storeu_epi8(out, mask, _mm512_cvtepi32_epi8(r));
+}
+
 template <int kRows, bool kIndirect>
 struct VnniTile {
   static void run(const S8TileArgs& a) {
+    if (a.tail > 0)
+      body<true>(a);
+    else
+      body<false>(a);
+  }
+
+  // Two functions, not one with both loops inlined: GCC then spilled the accumulators.
+  template <bool kTail>
+  __attribute__((noinline)) static void body(const S8TileArgs& a) {
     __m512i acc[kRows][2];
     const __m512i b0 = _mm512_loadu_si512(a.bias), b1 = _mm512_loadu_si512(a.bias + 16);
 #pragma GCC unroll 16
@@ -46,45 +96,30 @@ struct VnniTile {
     for (int64_t s = 0; s < a.segments; ++s) {
 #pragma GCC unroll 16
       for (int m = 0; m < kRows; ++m) px[m] = s8_segment<kIndirect>(a, s, m);
-      const int8_t* w = a.weights + s * a.w_seg_stride;
-      for (int64_t q = 0; q < a.quads; ++q, w += 4 * kS8Panel) {
-        // The weights stream through L1 once per tile: fetch them ~8 steps ahead.
-        __builtin_prefetch(w + 8 * 4 * kS8Panel);
-        __builtin_prefetch(w + 8 * 4 * kS8Panel + 64);
-        const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
+      accumulate<kRows, kTail>(acc, px, a.weights + s * a.w_seg_stride, a.quads, a.tail);
+    }
+    store(a, acc);
+  }
+
+  // The accumulators go through memory first: with the epilogue's 7 constants live next to the
+  // 28 accumulators (35 > 32 zmm), GCC kept a memory copy of every accumulator up to date on
+  // every K step (28 stores per 28 vpdpbusd); one pass through a buffer per tile is cheaper.
+  __attribute__((always_inline)) static inline void store(const S8TileArgs& a, __m512i (&acc)[kRows][2]) {
+    alignas(64) int32_t buf[kRows][kS8Panel];
 #pragma GCC unroll 16
-        for (int m = 0; m < kRows; ++m) {
-          const __m512i x = bcast32(px[m] + 4 * q);
-          acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x, w0);
-          acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x, w1);
-        }
-      }
-      if (a.tail > 0) {
-        const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
-#pragma GCC unroll 16
-        for (int m = 0; m < kRows; ++m) {
-          const __m512i x = _mm512_set1_epi32(static_cast<int32_t>(s8_load_tail(px[m] + 4 * a.quads, a.tail)));
-          acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x, w0);
-          acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x, w1);
-        }
-      }
+    for (int m = 0; m < kRows; ++m) {
+      _mm512_store_si512(buf[m], acc[m][0]);
+      _mm512_store_si512(buf[m] + 16, acc[m][1]);
     }
     const __m512 m0 = _mm512_loadu_ps(a.mult), m1 = _mm512_loadu_ps(a.mult + 16);
     const __m512 fmin = _mm512_set1_ps(-65536.f), fmax = _mm512_set1_ps(65536.f);
     const __m512i zy = _mm512_set1_epi32(a.out_zero), lo = _mm512_set1_epi32(a.lo), hi = _mm512_set1_epi32(a.hi);
     const __mmask16 k0 = a.cols >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << a.cols) - 1);
     const __mmask16 k1 = a.cols <= 16 ? __mmask16(0) : static_cast<__mmask16>((1u << (a.cols - 16)) - 1);
-#pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) {
       uint8_t* out = a.out + m * a.out_stride;
-#pragma GCC unroll 2
-      for (int v = 0; v < 2; ++v) {
-        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[m][v]), v == 0 ? m0 : m1);
-        f = _mm512_min_ps(_mm512_max_ps(f, fmin), fmax);
-        __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
-        r = _mm512_min_epi32(_mm512_max_epi32(r, lo), hi);
-        _mm_mask_storeu_epi8(out + 16 * v, v == 0 ? k0 : k1, _mm512_cvtepi32_epi8(r));
-      }
+      requantize_store(out, _mm512_load_si512(buf[m]), m0, fmin, fmax, zy, lo, hi, k0);
+      requantize_store(out + 16, _mm512_load_si512(buf[m] + 16), m1, fmin, fmax, zy, lo, hi, k1);
     }
   }
 };
