@@ -23,12 +23,18 @@ int run_info(const InfoArgs& args) {
   std::printf("input    %s %s\n", m.input_name().c_str(), m.input_shape().to_string().c_str());
   std::printf("weights  %s%s\n", m.weights_source().c_str(),
               m.structure_only() ? " (structure only: batch norm not folded, activations not fused)" : "");
+  if (m.quantized()) {
+    std::printf(
+        "quantized  INT8 layers run simulated: FP32 kernels between u8 roundings (the accuracy of INT8, not "
+        "its speed)\n");
+  }
   std::printf("\n%-4s %-28s %-18s %-20s %12s %12s  %s\n", "#", "layer", "op", "output", "params", "FLOPs", "fused");
   int index = 0;
   for (const LayerInfo& layer : m.layers()) {
     std::string shapes, fused;
     for (const Shape& s : layer.output_shapes) shapes += (shapes.empty() ? "" : " ") + s.to_string();
     for (const std::string& f : layer.fused) fused += (fused.empty() ? "+" : " +") + f;
+    if (!layer.precision.empty()) fused += (fused.empty() ? "[" : " [") + layer.precision + "]";
     std::printf("%-4d %-28s %-18s %-20s %12s %12s  %s\n", index++, layer.name.c_str(), layer.type.c_str(),
                 shapes.c_str(), layer.params ? human_count(double(layer.params)).c_str() : "-",
                 layer.flops ? human_count(double(layer.flops)).c_str() : "-", fused.c_str());

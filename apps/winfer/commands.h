@@ -17,6 +17,19 @@ struct ConvertArgs {
 };
 int run_convert(const ConvertArgs& args);
 
+struct QuantizeArgs {
+  std::string model, output, weights;
+  std::string calibrate;  // a folder of images
+  std::string dataset;    // fashion-mnist (its training split)
+  std::string data;       // folder of the dataset's IDX files; empty: the dataset package's
+  int64_t images = 1000;
+  std::string method = "percentile";
+  double percentile = 99.99;
+  std::vector<std::string> keep_fp32, int8;
+  int threads = 1;
+};
+int run_quantize(const QuantizeArgs& args);
+
 struct InfoArgs {
   std::string confine_to;  // --confine-to: LoadOptions::confine_to
   std::string model, weights;

@@ -6,6 +6,7 @@
 //   winfer bench --layers SET     time convolution layers per algorithm (and peer libraries)
 //   winfer classify MODEL IMAGE... top classes of image files (or folders of them)
 //   winfer eval MODEL --dataset fashion-mnist   accuracy on a labelled dataset
+//   winfer quantize MODEL --dataset fashion-mnist -o OUT.int8.yaml   INT8 post-training quantization
 // Results go to stdout; logs and timings to stderr.
 #include <CLI/CLI.hpp>
 
@@ -304,6 +305,39 @@ Command add_convert(CLI::App* app, winfer::cli::ConvertArgs& convert) {
   return {"convert", convert_cmd, [&convert] { return winfer::cli::run_convert(convert); }};
 }
 
+Command add_quantize(CLI::App* app, winfer::cli::QuantizeArgs& q) {
+  CLI::App* cmd = app->add_subcommand(
+      "quantize", "Post-training INT8 quantization, calibrated on images: a quantized YAML model and its weights");
+  cmd->add_option("model", q.model, "Model file (winfer YAML with a safetensors weights file)")->required();
+  cmd->add_option("-o,--output", q.output, "The quantized YAML model to write (e.g. MODEL.int8.yaml)")->required();
+  cmd->add_option("--weights", q.weights, "The safetensors file to write (default: the output's name, .safetensors)");
+  cmd->add_option("--calibrate", q.calibrate, "Folder of calibration images (the model's preprocessing)");
+  cmd->add_option("--dataset", q.dataset, "Calibrate on a dataset's training images (fashion-mnist)");
+  cmd->add_option("--data", q.data, "Folder of the dataset's IDX files (default: /usr/share/datasets/fashion-mnist)");
+  cmd->add_option("--images", q.images, "At most this many calibration images (the first ones)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  cmd->add_option("--method", q.method, "Activation ranges: minmax, percentile or entropy (KL divergence)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}));
+  cmd->add_option("--percentile", q.percentile, "--method percentile: the percentile of |x| kept")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-6, 100.0));
+  cmd->add_option("--keep-fp32", q.keep_fp32, "Layers to keep in FP32 (comma-separated conv2d/linear names)")
+      ->delimiter(',');
+  cmd->add_option("--int8", q.int8, "Layers to quantize that the default rules keep in FP32 (first conv, last linear)")
+      ->delimiter(',');
+  cmd->add_option("--threads", q.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->footer(
+      "Batch norm is folded into the convolutions; activations become u8 per tensor (with a zero point),\n"
+      "conv2d/linear weights s8 per output channel. INT8 layers run simulated until the INT8 kernels\n"
+      "are integrated (accuracy of INT8, not its speed). docs/MODEL_FORMAT.md, \"Quantized models\".\n"
+      "Example:\n  winfer quantize models/fashion/fashion_vgg.yaml --dataset fashion-mnist --images 500 -o "
+      "vgg.int8.yaml\n"
+      "  winfer eval vgg.int8.yaml --dataset fashion-mnist");
+  return {"quantize", cmd, [&q] { return winfer::cli::run_quantize(q); }};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -320,9 +354,10 @@ int main(int argc, char** argv) {
   winfer::cli::ClassifyArgs classify;
   winfer::cli::EvalArgs eval;
   winfer::cli::ConvertArgs convert;
-  const std::vector<Command> commands = {add_info(&app, info),      add_run(&app, run),           add_plan(&app, plan),
-                                         add_bench(&app, bench),    add_classify(&app, classify), add_eval(&app, eval),
-                                         add_convert(&app, convert)};
+  winfer::cli::QuantizeArgs quantize;
+  const std::vector<Command> commands = {add_info(&app, info),       add_run(&app, run),           add_plan(&app, plan),
+                                         add_bench(&app, bench),     add_classify(&app, classify), add_eval(&app, eval),
+                                         add_convert(&app, convert), add_quantize(&app, quantize)};
 
   refuse_options_as_values(&app);
   try {

@@ -266,6 +266,7 @@ class CpuSession : public SessionImpl {
       const auto end = std::chrono::steady_clock::now();
       timings[n].milliseconds = std::chrono::duration<double, std::milli>(end - start).count();
       if (options.check_numerics) WINFER_RETURN_IF_ERROR(check_layer_outputs(n));
+      if (layer_observer) layer_observer(n, b.outputs);
     }
     return Status::Ok();
   }

@@ -9,8 +9,9 @@
 
 namespace winfer {
 
-// Rewrites the graph; returns the number of nodes removed.
-int fuse_graph(Graph& graph);
+// Rewrites the graph; returns the number of nodes removed. conv_pairs false: no pointwise ->
+// depthwise fusion (quantized models, whose tensor between the two is rounded to u8).
+int fuse_graph(Graph& graph, bool conv_pairs = true);
 
 // The rules whose pattern is a node and the node that alone reads its output, applied to two ops
 // outside a graph, in the pass's order: true when one folded `consumer` into `producer` (what

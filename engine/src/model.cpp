@@ -5,6 +5,7 @@
 #include "engine/src/core/file_io.h"
 #include "engine/src/device_backend.h"
 #include "engine/src/graph.h"
+#include "engine/src/quant_model.h"
 #include "winfer/image.h"
 
 namespace winfer {
@@ -83,6 +84,10 @@ std::vector<LayerInfo> Model::layers() const {
     info.fused = node.op->fused_names();
     info.flops = node.op->flops(in, out);
     info.params = node.op->param_count() + node.op->fused_param_count();
+    if (quantized_) {
+      info.precision = quant::precision_of(*node.op);
+      if (info.precision.empty() && (node.type == "conv2d" || node.type == "linear")) info.precision = "fp32";
+    }
     layers.push_back(std::move(info));
   }
   return layers;

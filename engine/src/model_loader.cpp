@@ -19,6 +19,7 @@
 #include "engine/src/op_registry.h"
 #include "engine/src/param_sources.h"
 #include "engine/src/preprocess_yaml.h"
+#include "engine/src/quant_model.h"
 #include "engine/src/yaml_node_limit.h"
 #include "engine/src/yaml_text.h"
 #include "kernels/cpu/conv_algorithm.h"
@@ -33,8 +34,8 @@ using detail::escaped;
 using detail::first_control_character;
 
 constexpr const char* kFormat = "winfer/1";
-const std::set<std::string> kTopLevelKeys = {"format", "name",       "description", "input",   "weights",
-                                             "labels", "preprocess", "outputs",     "tensors", "layers"};
+const std::set<std::string> kTopLevelKeys = {"format",     "name",    "description", "input",  "weights",     "labels",
+                                             "preprocess", "outputs", "tensors",     "layers", "quantization"};
 const std::set<std::string> kLayerKeys = {"name", "op", "input", "inputs", "params"};
 
 // Sanity bounds (docs/ERRORS.md, "Limits"). A model description is text: the largest zoo
@@ -191,11 +192,15 @@ class ModelLoader {
     for (size_t t = 0; t < shapes.size(); ++t) graph.tensors[t].shape = shapes[t];
     ParamSpec spec;
     WINFER_RETURN_IF_ERROR(read_param_spec(root, &spec));
+    if (root["quantization"]) WINFER_RETURN_IF_ERROR(read_quantization(root["quantization"]));
     // The parse tree (several hundred KiB for a ShuffleNet) is released before the weights are
     // allocated, so that they reuse its pages instead of adding to the peak.
     root = YAML::Node();
     WINFER_RETURN_IF_ERROR(load_params(std::move(spec)));
-    if (options_.fuse && !model_->structure_only_) fuse_graph(graph);
+    // A quantized model keeps pointwise -> depthwise pairs apart: the tensor between them is
+    // rounded to u8 like every other (quant_model.h).
+    if (options_.fuse && !model_->structure_only_) fuse_graph(graph, /*conv_pairs=*/!quant_);
+    if (quant_ && !model_->structure_only_) WINFER_RETURN_IF_ERROR(quant::simulate_int8_layers(graph, *quant_, path_));
     graph.remove_dead_tensors();
     WINFER_RETURN_IF_ERROR(pack_weights(graph));
     return std::shared_ptr<const Model>(std::move(model_));
@@ -545,6 +550,22 @@ class ModelLoader {
     return Status::Ok();
   }
 
+  // A quantized model's `quantization:` block (docs/MODEL_FORMAT.md, "Quantized models"),
+  // checked against the graph before its weights are read.
+  Status read_quantization(const YAML::Node& node) {
+    quant_.emplace();
+    WINFER_RETURN_IF_ERROR(quant::parse_quantization(node, path_, &*quant_));
+    WINFER_RETURN_IF_ERROR(quant::check_quantization(*model_->graph_, *quant_, path_));
+    model_->quantized_ = true;
+    return Status::Ok();
+  }
+
+  // The weights file's parameters: a quantized model's INT8 layers read theirs dequantized.
+  std::unique_ptr<NamedParamSource> file_params(std::shared_ptr<const SafeTensorsFile> file) const {
+    if (quant_) return quant::make_quantized_param_source(std::move(file), *model_->graph_, *quant_);
+    return std::make_unique<SafeTensorsParamSource>(std::move(file));
+  }
+
   Status read_inline_tensors(const YAML::Node& node, std::map<std::string, InlineTensor>* out) {
     if (!node.IsMap()) return yaml_.error(node, "'tensors' must map parameter names to {shape, data}");
     WINFER_RETURN_IF_ERROR(yaml_.keys(node, "'tensors'"));
@@ -608,7 +629,7 @@ class ModelLoader {
           return invalid_argument(path_ + ": tensor '" + name + "' is defined both inline and in the weights buffer");
         }
       }
-      file_source = std::make_unique<SafeTensorsParamSource>(memory_weights_);
+      file_source = file_params(memory_weights_);
       model_->weights_source_ = "memory";
     } else if (options_.random_weights_seed) {
       random_source = std::make_unique<RandomParamSource>(*options_.random_weights_seed);
@@ -621,7 +642,7 @@ class ModelLoader {
           return invalid_argument(path_ + ": tensor '" + name + "' is defined both inline and in '" + weights + "'");
         }
       }
-      file_source = std::make_unique<SafeTensorsParamSource>(file.value());
+      file_source = file_params(file.value());
       model_->weights_source_ = weights;
     } else {
       model_->weights_source_ = has_inline ? "inline" : "none";
@@ -651,6 +672,7 @@ class ModelLoader {
   std::shared_ptr<const SafeTensorsFile> memory_weights_;  // load_from_memory
   std::unique_ptr<NamedParamSource> imported_params_;      // imported models
   bool imported_ = false;
+  std::optional<quant::ModelQuantization> quant_;  // a quantized model's `quantization:` block
 };
 
 Result<std::shared_ptr<const Model>> Model::load(const std::string& yaml_path, const LoadOptions& options) {

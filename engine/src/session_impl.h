@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ class SessionImpl {
   // meanwhile (from another thread: the header forbids it) is refused instead of sharing the
   // arena and corrupting both.
   std::atomic<bool> running{false};
+  // Engine-internal (calibration, engine/src/quantize.cpp), CPU sessions only: when set, called
+  // after each layer runs with its node index and output tensors (NHWC for rank 4; sessions
+  // made with concat_alias off, so that no output is a slice of another tensor).
+  std::function<void(size_t node, const std::vector<Tensor*>& outputs)> layer_observer;
 
   virtual size_t activation_bytes() const = 0;
   virtual Status run_into(const Tensor& input, std::vector<Tensor>* outputs) = 0;

@@ -65,6 +65,9 @@ struct LayerInfo {
   std::vector<std::string> fused;  // names of the layers folded into this one
   int64_t flops = 0;
   int64_t params = 0;
+  // Quantized models (docs/MODEL_FORMAT.md, "Quantized models"): "int8 (simulated)" or "fp32"
+  // for conv2d/linear layers; empty otherwise and for every layer of an FP32 model.
+  std::string precision;
 };
 
 // The largest model description (YAML) that Model::load and load_from_memory take, checked
@@ -117,6 +120,8 @@ class Model {
   const std::string& weights_source() const { return weights_source_; }
   // True when loaded with allow_missing_weights and no weights were found: not runnable.
   bool structure_only() const { return structure_only_; }
+  // True for a model file with a `quantization:` block (INT8 layers, run simulated for now).
+  bool quantized() const { return quantized_; }
 
   std::vector<LayerInfo> layers() const;  // after fusion, in execution order
   int64_t total_flops() const;
@@ -140,6 +145,7 @@ class Model {
   // input_dim_fixed().
   std::vector<bool> input_dim_fixed_;
   bool structure_only_ = false;
+  bool quantized_ = false;
   Preprocess preprocess_;
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<ModelDeviceStates> device_states_;

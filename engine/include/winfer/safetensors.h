@@ -79,4 +79,16 @@ class SafeTensorsFile {
 Status write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
 
+// A tensor of any safetensors dtype ("I8", "I32", "F32", ...) as its little-endian bytes in C order.
+struct RawTensor {
+  std::string name;
+  std::string dtype;
+  Shape shape;
+  std::vector<unsigned char> bytes;  // shape.numel() x the dtype's size
+};
+// Writes tensors of any dtype, in the given order (quantized models: s8 weights, s32 biases).
+// Fails as write_safetensors does, and on an unknown dtype or a byte count that does not match.
+Status write_safetensors_raw(const std::string& path, const std::vector<RawTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
+
 }  // namespace winfer

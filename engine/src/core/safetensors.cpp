@@ -316,24 +316,24 @@ const SafeTensor* SafeTensorsFile::find(const std::string& name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
-Status write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                         const std::map<std::string, std::string>& metadata) {
-  // Logical C order: an NHWC activation is stored as its NCHW equivalent.
-  std::vector<Tensor> logical;
-  logical.reserve(tensors.size());
+namespace {
+
+// One tensor to write: its header entry and where its bytes are.
+struct TensorToWrite {
+  const std::string* name;
+  const char* dtype;
+  const Shape* shape;
+  const void* data;
+  uint64_t bytes;
+};
+
+Status write_file(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                  const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   uint64_t offset = 0;
-  for (const auto& [name, tensor] : tensors) {
-    const std::string where = path + ": tensor " + in_quotes(name);
-    if (name == kMetadataKey) return invalid_argument(where + ": the name is reserved");
-    if (header.contains(name)) return invalid_argument(where + ": duplicate name");
-    if (tensor.empty()) {
-      return invalid_argument(where + ": tensor has no data");
-    }
-    logical.push_back(tensor.layout() == Layout::kNHWC ? tensor.to_layout(Layout::kNCHW) : tensor);
-    const uint64_t bytes = logical.back().bytes();
-    header[name] = {{"dtype", "F32"}, {"shape", tensor.shape().dims()}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+  for (const TensorToWrite& t : tensors) {
+    header[*t.name] = {{"dtype", t.dtype}, {"shape", t.shape->dims()}, {"data_offsets", {offset, offset + t.bytes}}};
+    offset += t.bytes;
   }
   if (!metadata.empty()) header[kMetadataKey] = metadata;
 
@@ -351,10 +351,56 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
   WINFER_RETURN_IF_ERROR(out.open());
   WINFER_RETURN_IF_ERROR(out.write(length, kLengthBytes));
   WINFER_RETURN_IF_ERROR(out.write(text.data(), text.size()));
-  for (const Tensor& t : logical) {
-    if (t.bytes() != 0) WINFER_RETURN_IF_ERROR(out.write(t.data(), t.bytes()));
+  for (const TensorToWrite& t : tensors) {
+    if (t.bytes != 0) WINFER_RETURN_IF_ERROR(out.write(t.data, t.bytes));
   }
   return out.close();
+}
+
+Status check_name(const std::string& path, const std::string& name, std::set<std::string>* seen) {
+  const std::string where = path + ": tensor " + in_quotes(name);
+  if (name == kMetadataKey) return invalid_argument(where + ": the name is reserved");
+  if (!seen->insert(name).second) return invalid_argument(where + ": duplicate name");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  // Logical C order: an NHWC activation is stored as its NCHW equivalent.
+  std::vector<Tensor> logical;
+  logical.reserve(tensors.size());
+  std::vector<TensorToWrite> entries;
+  std::set<std::string> seen;
+  for (const auto& [name, tensor] : tensors) {
+    WINFER_RETURN_IF_ERROR(check_name(path, name, &seen));
+    if (tensor.empty()) {
+      return invalid_argument(path + ": tensor " + in_quotes(name) + ": tensor has no data");
+    }
+    logical.push_back(tensor.layout() == Layout::kNHWC ? tensor.to_layout(Layout::kNCHW) : tensor);
+    entries.push_back({&name, "F32", &tensor.shape(), logical.back().data(), logical.back().bytes()});
+  }
+  return write_file(path, entries, metadata);
+}
+
+Status write_safetensors_raw(const std::string& path, const std::vector<RawTensor>& tensors,
+                             const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorToWrite> entries;
+  std::set<std::string> seen;
+  for (const RawTensor& t : tensors) {
+    WINFER_RETURN_IF_ERROR(check_name(path, t.name, &seen));
+    const std::string where = path + ": tensor " + in_quotes(t.name);
+    const size_t element = safetensors_dtype_size(t.dtype);
+    if (element == 0) return invalid_argument(where + ": unknown dtype " + in_quotes(t.dtype));
+    if (t.bytes.size() != static_cast<size_t>(t.shape.numel()) * element) {
+      return invalid_argument(where + ": " + std::to_string(t.bytes.size()) + " bytes of data, expected " +
+                              std::to_string(t.shape.numel()) + " x " + std::to_string(element) + " for " + t.dtype +
+                              " " + t.shape.to_string());
+    }
+    entries.push_back({&t.name, t.dtype.c_str(), &t.shape, t.bytes.data(), t.bytes.size()});
+  }
+  return write_file(path, entries, metadata);
 }
 
 }  // namespace winfer
