@@ -445,9 +445,8 @@ class Im2winRun {
     if (tile_major) {
       int64_t j = first / panels;
       for_tiles(run, j, (last - 1) / panels + 1, [&](const SubRun& sub, int64_t p0, int64_t p1) {
-        for (int64_t panel = std::max(first - j * panels, int64_t{0}); panel < panels && j * panels + panel < last;
-             ++panel)
-          compute_tile(run, sub, panel, p0, p1, NextPanelShare());
+        compute_tile(run, sub, std::max(first - j * panels, int64_t{0}), std::min(panels, last - j * panels), p0, p1,
+                     NextPanelShare());
         ++j;
       });
     } else {
@@ -458,7 +457,7 @@ class Im2winRun {
         const bool stream_next = !geo_.weights_fit_l2 && (panel + 1) * tiles < last;
         int64_t j = j0;
         for_tiles(run, j0, j1, [&](const SubRun& sub, int64_t p0, int64_t p1) {
-          compute_tile(run, sub, panel, p0, p1,
+          compute_tile(run, sub, panel, panel + 1, p0, p1,
                        stream_next ? NextPanelShare{run.g, panel + 1, j, tiles} : NextPanelShare());
           ++j;
         });
@@ -473,22 +472,23 @@ class Im2winRun {
   };
 
   // Pixels [p0, p1) of the run (counted from its first pixel, all in sub-run `sub`) x the
-  // channels of one panel; `share` is prefetched on the way.
-  void compute_tile(const RowRun& run, const SubRun& sub, int64_t panel, int64_t p0, int64_t p1,
+  // channels of panels [panel0, panel1); `share` is prefetched on the way. The pixels'
+  // pointers and the K walk are set once for all the panels (a C = 3 stem's tile is only 27 K
+  // steps: per-call work shows there).
+  void compute_tile(const RowRun& run, const SubRun& sub, int64_t panel0, int64_t panel1, int64_t p0, int64_t p1,
                     const NextPanelShare& share) const {
     TileArgs a;
-    const int64_t width = panel_width(geo_.cog, panel);  // floats per K row of this panel
-    a.w_row_stride = width;
-    int64_t skip = 0;  // floats of a pixel's run before its first valid tap
+    int64_t skip = 0;        // floats of a pixel's run before its first valid tap
+    int64_t w_seg_rows = 0;  // panel rows from one segment's weights to the next
     if (sub.kh0 == 0 && sub.kh1 == p_.kernel_h) {
       a.segments = geo_.segments;
       a.seg_len = geo_.seg_len;
-      a.w_seg_stride = geo_.seg_len * width;
+      w_seg_rows = geo_.seg_len;
     } else {  // one segment per kw, over the valid taps of each
       skip = sub.kh0 * geo_.cg;
       a.segments = p_.kernel_w;
       a.seg_len = (sub.kh1 - sub.kh0) * geo_.cg;
-      a.w_seg_stride = p_.kernel_h * geo_.cg * width;
+      w_seg_rows = p_.kernel_h * geo_.cg;
     }
     a.seg_stride = geo_.seg_stride;
     // A tile starting at column 0 or ending at column Wo-1 skips that pixel's taps in the
@@ -511,23 +511,30 @@ class Im2winRun {
     a.pixels = pixels;
     a.out_stride = p_.out_stride();
     a.clip = clip_;
-    const int64_t co0 = run.g * geo_.cog + panel * kPanel;
-    const float* w_panel = packed_ + panel_start(run.g, geo_.cog, panel, geo_.k) + skip * width;
-    const int64_t out_offset = ((run.n * geo_.ho + run.oh0) * geo_.wo + p0) * p_.out_stride() + co0;
     if (share.panel >= 0)
       set_prefetch_share(a, packed_ + panel_start(share.g, geo_.cog, share.panel, geo_.k),
                          geo_.k * panel_width(geo_.cog, share.panel) * int64_t{sizeof(float)}, share.share,
                          share.shares, a.segments * a.seg_len);
     const int block_cols = uk_.max_vecs * uk_.lanes;
-    for (int64_t c = 0; c < width; c += block_cols) {
-      a.cols = static_cast<int>(std::min<int64_t>(block_cols, width - c));
-      a.weights = w_panel + c;
-      a.bias = bias_ != nullptr ? bias_ + co0 + c : nullptr;
-      a.out = output_ + out_offset + c;
-      a.residual = residual_ != nullptr ? residual_ + out_offset + c : nullptr;
-      const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
-      uk_.pick(static_cast<int>(p1 - p0), vecs, width, /*indirect_rows=*/false)(a);
-      a.prefetch = nullptr;  // the first column block has fetched the share
+    const int rows = static_cast<int>(p1 - p0);
+    const int64_t out_pixel = ((run.n * geo_.ho + run.oh0) * geo_.wo + p0) * p_.out_stride();
+    for (int64_t panel = panel0; panel < panel1; ++panel) {
+      const int64_t width = panel_width(geo_.cog, panel);  // floats per K row of this panel
+      a.w_row_stride = width;
+      a.w_seg_stride = w_seg_rows * width;
+      const int64_t co0 = run.g * geo_.cog + panel * kPanel;
+      const float* w_panel = packed_ + panel_start(run.g, geo_.cog, panel, geo_.k) + skip * width;
+      const int64_t out_offset = out_pixel + co0;
+      for (int64_t c = 0; c < width; c += block_cols) {
+        a.cols = static_cast<int>(std::min<int64_t>(block_cols, width - c));
+        a.weights = w_panel + c;
+        a.bias = bias_ != nullptr ? bias_ + co0 + c : nullptr;
+        a.out = output_ + out_offset + c;
+        a.residual = residual_ != nullptr ? residual_ + out_offset + c : nullptr;
+        const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
+        uk_.pick(rows, vecs, width, /*indirect_rows=*/false)(a);
+        a.prefetch = nullptr;  // the first column block has fetched the share
+      }
     }
   }
 
