@@ -23,6 +23,7 @@
 #include "engine/src/yaml_node_limit.h"
 #include "engine/src/yaml_text.h"
 #include "kernels/cpu/conv_algorithm.h"
+#include "winfer/log.h"
 #include "winfer/model.h"
 
 namespace winfer {
@@ -200,7 +201,14 @@ class ModelLoader {
     // A quantized model keeps pointwise -> depthwise pairs apart: the tensor between them is
     // rounded to u8 like every other (quant_model.h).
     if (options_.fuse && !model_->structure_only_) fuse_graph(graph, /*conv_pairs=*/!quant_);
-    if (quant_ && !model_->structure_only_) WINFER_RETURN_IF_ERROR(quant::simulate_int8_layers(graph, *quant_, path_));
+    if (quant_ && !model_->structure_only_) {
+      WINFER_RETURN_IF_ERROR(quant::simulate_int8_layers(graph, *quant_, path_));
+      int int8 = 0;
+      for (const auto& [name, layer] : quant_->layers) int8 += layer.int8;
+      log_message(LogLevel::kWarning, path_ + ": " + std::to_string(int8) +
+                                          " INT8 layer(s) run simulated (FP32 kernels between u8 roundings): the "
+                                          "accuracy of INT8, not its speed; the INT8 kernels are not integrated yet");
+    }
     graph.remove_dead_tensors();
     WINFER_RETURN_IF_ERROR(pack_weights(graph));
     return std::shared_ptr<const Model>(std::move(model_));

@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -65,6 +66,17 @@ struct LayerWeights {
 
 bool quantizable(const std::string& type) { return type == "conv2d" || type == "linear"; }
 
+// The extensions of the formats read_image decodes (as `winfer classify` filters a folder).
+bool has_image_extension(const fs::path& path) {
+  std::string ext = path.extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* known :
+       {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".pgm", ".ppm", ".pnm", ".tga", ".psd", ".hdr", ".pic"}) {
+    if (ext == known) return true;
+  }
+  return false;
+}
+
 // The calibration inputs, one NCHW tensor per batch.
 Status calibration_batches(const Model& model, const QuantizeOptions& options, std::vector<Tensor>* batches,
                            std::string* what) {
@@ -115,8 +127,14 @@ Status calibration_batches(const Model& model, const QuantizeOptions& options, s
     if (!fs::is_directory(options.calibrate_dir, error)) {
       return not_found("quantize: --calibrate " + quoted(options.calibrate_dir) + " is not a folder of images");
     }
+    int64_t skipped = 0;
     for (const auto& entry : fs::directory_iterator(options.calibrate_dir, error)) {
-      if (entry.is_regular_file()) files.push_back(entry.path().string());
+      if (!entry.is_regular_file()) continue;
+      if (has_image_extension(entry.path())) {
+        files.push_back(entry.path().string());
+      } else {
+        ++skipped;
+      }
     }
     std::sort(files.begin(), files.end());
     if (files.size() > static_cast<size_t>(options.images)) files.resize(static_cast<size_t>(options.images));
@@ -128,7 +146,8 @@ Status calibration_batches(const Model& model, const QuantizeOptions& options, s
         return image_to_input(image, preprocess, c, h, w, chw).with_context(file);
       });
     }
-    *what = std::to_string(files.size()) + " images of " + options.calibrate_dir;
+    *what = std::to_string(files.size()) + " images of " + options.calibrate_dir +
+            (skipped > 0 ? " (" + std::to_string(skipped) + " files without an image extension skipped)" : "");
   }
   for (size_t begin = 0; begin < images.size(); begin += static_cast<size_t>(batch)) {
     const int64_t n = std::min<int64_t>(batch, static_cast<int64_t>(images.size() - begin));

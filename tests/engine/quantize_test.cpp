@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
 #include "core/test_files.h"
 #include "engine/src/quantization.h"
 #include "model_test_util.h"
@@ -482,6 +483,45 @@ TEST_CASE("quantize: flags and refusals") {
   bad = winfer::quantize_model(dir.file("all.yaml"), dir.file("again.yaml"), options);
   REQUIRE_FALSE(bad.ok());
   CHECK(contains(bad.status().message(), "quantized already"));
+}
+
+// ---- The CLI ---------------------------------------------------------------------------------
+
+TEST_CASE("quantize: winfer quantize prints the precision table and the ranges; info and run say simulated") {
+  TempDir dir;
+  const std::string model = write_tiny_model(dir);
+  // Calibration images: the fixture folder's PNG/PGM files, resized to the model's 6x6 input.
+  const std::string images = winfer_test::repo_path("tests/fixtures/images");
+  std::string yaml = winfer_test::read_bytes(model);
+  yaml.replace(yaml.find("layers:"), 7, "preprocess: {resize: 6, crop: 6, channel_order: GRAY}\nlayers:");
+  winfer_test::write_bytes(model, yaml);
+  const std::string out = dir.file("tiny.int8.yaml");
+  auto r = winfer_test::run_cli("quantize '" + model + "' --calibrate '" + images +
+                                "' --method entropy --int8 fc2 -o '" + out + "'");
+  INFO(r.stdout_text << r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.stdout_text, "method entropy"));
+  CHECK(contains(r.stdout_text, "2 folded into convolutions"));
+  CHECK(contains(r.stdout_text, "conv1                        conv2d  fp32      first convolution"));
+  CHECK(contains(r.stdout_text, "fc2                          linear  int8"));
+  CHECK(contains(r.stdout_text, "relu2 "));  // a row of the tensor table
+  CHECK(contains(r.stdout_text, "3 of 4 conv2d/linear layers INT8 (run simulated"));
+  auto info = winfer_test::run_cli("info '" + out + "'");
+  REQUIRE(info.exit_code == 0);
+  CHECK(contains(info.stdout_text, "+relu2 +pool [int8 (simulated)]"));
+  CHECK(contains(info.stdout_text, "[fp32]"));
+  CHECK(contains(info.stderr_text, "3 INT8 layer(s) run simulated"));
+  auto run = winfer_test::run_cli("run '" + out + "' --profile --repeat 1");
+  REQUIRE(run.exit_code == 0);
+  CHECK(contains(run.stdout_text + run.stderr_text, "simulated int8"));
+
+  auto bad = winfer_test::run_cli("quantize '" + model + "' -o '" + dir.file("x.yaml") + "'");
+  CHECK(bad.exit_code == 1);
+  CHECK(contains(bad.stderr_text, "give one of --calibrate DIR (images) or --dataset fashion-mnist"));
+  bad = winfer_test::run_cli("quantize '" + model + "' --calibrate '" + images + "' --keep-fp32 nope -o '" +
+                             dir.file("x.yaml") + "'");
+  CHECK(bad.exit_code == 1);
+  CHECK(contains(bad.stderr_text, "--keep-fp32 'nope'"));
 }
 
 // ---- Fashion-MNIST round trip -----------------------------------------------------------------
