@@ -183,6 +183,11 @@ def shift_relu_batchnorm(net, shift=RELU_BIAS_SHIFT):
 # construct and calibrate each model once (VGG: 2-5 s each time). Nothing modifies it: the
 # float64 reference runs on a copy, and torch.onnx.export traces it in eval mode.
 _last_model = {}
+# Its float64 copy (float64_model), made once per model rather than once per input shape: a
+# VGG's copy is 1 GB of fresh memory, and making it was most of the CPU time of a VGG's later
+# shapes (page faults; vgg11_bn has four shapes). Cleared with _last_model, and once
+# References._generate has made every shape it was asked for.
+_last_float64 = {}
 
 
 def reference_model(name, seed):
@@ -192,6 +197,7 @@ def reference_model(name, seed):
     if (name, seed) in _last_model:
         return _last_model[(name, seed)]
     _last_model.clear()  # one model at a time (a VGG is 0.5 GB)
+    _last_float64.clear()
     from export_torch import randomize_batchnorm, torchvision_model
     net = randomize_batchnorm(torchvision_model(name, seed), seed)
     net = calibrate_batchnorm(shift_relu_batchnorm(damp_residual_branches(net)), seed,
@@ -200,16 +206,25 @@ def reference_model(name, seed):
     return net
 
 
+def float64_model(net):
+    """A float64 copy of NET (reference_model's model), kept while NET is the last model."""
+    import copy
+    key = id(net)
+    if key not in _last_float64:
+        _last_float64.clear()
+        _last_float64[key] = (net, copy.deepcopy(net).double())  # net kept: its id stays unique
+    return _last_float64[key][1]
+
+
 def forward_float32_and_float64(net, x):
     """torch's float32 output for x, the float64 ("exact") one, and the float32 time."""
-    import copy
     import torch
     from export_torch import run_torch
     begin = time.time()
     y32 = run_torch(net, x)
     seconds = time.time() - begin
     with torch.no_grad():
-        y64 = copy.deepcopy(net).double()(torch.from_numpy(x).double()).numpy()
+        y64 = float64_model(net)(torch.from_numpy(x).double()).numpy()
     return y32, y64, seconds
 
 
@@ -311,3 +326,4 @@ class References:
             write_atomically(self.meta_path(shape), lambda path: save_json(path, meta))
             print(f"  torch forward {shape_text(shape)}: {seconds:.2f} s, float32 error "
                   f"{error:.2g} (vs float64)")
+        _last_float64.clear()  # its shapes are done: the ONNX exports need no float64 copy
