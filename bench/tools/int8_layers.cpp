@@ -128,5 +128,67 @@ int main(int argc, char** argv) {
   }
   std::printf("geomean INT8 im2win speed-up over FP32 im2win %.2f; geomean %% of VNNI peak %.1f%%\n",
               bench::geomean(speedups), 100 * bench::geomean(vnni_share));
+  // Depthwise: INT8 against the FP32 depthwise algorithm (MobileNetV2's 3x3 layers).
+  const ConvAlgorithm* dw = find_conv_algorithm("depthwise");
+  if (dw == nullptr) return 1;
+  std::printf("%-24s | %8s %8s | %7s %7s | %5s | p10 ms fp32 s8\n", "depthwise layer", "fp32 ms", "s8 ms", "fp32 GF",
+              "s8 GOP", "x");
+  const Layer kDepthwise[] = {
+      {"dw 3x3 c32 112", 32, 112, 32, 3, 1},  {"dw 3x3/2 c96 112", 96, 112, 96, 3, 2},
+      {"dw 3x3 c144 56", 144, 56, 144, 3, 1}, {"dw 3x3 c192 28", 192, 28, 192, 3, 1},
+      {"dw 3x3 c576 14", 576, 14, 576, 3, 1}, {"dw 3x3 c960 7", 960, 7, 960, 3, 1},
+  };
+  std::vector<double> dw_speedups;
+  for (const Layer& l : kDepthwise) {
+    if (*filter && !std::strstr(l.name, filter)) continue;
+    ConvParams p;
+    p.in_channels = p.out_channels = p.groups = l.c;
+    p.in_h = p.in_w = l.h;
+    p.kernel_h = p.kernel_w = l.k;
+    p.stride_h = p.stride_w = l.s;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = l.k / 2;
+    const size_t in_n = static_cast<size_t>(l.c * l.h * l.h), w_n = static_cast<size_t>(l.c * l.k * l.k);
+    const size_t out_n = static_cast<size_t>(p.out_h() * p.out_w() * l.c);
+    std::vector<float> xf(in_n), wf(w_n), bf(static_cast<size_t>(l.c), 0.01f), yf(out_n);
+    for (float& v : xf) v = static_cast<float>(gen() % 1000) / 1000.f;
+    for (float& v : wf) v = static_cast<float>(static_cast<int>(gen() % 1000) - 500) / 5000.f;
+    std::vector<float> packed_f(dw->packed_weight_bytes(p) / sizeof(float) + 16);
+    dw->pack_weights(p, wf.data(), packed_f.data());
+    std::vector<unsigned char> ws_f(dw->workspace_bytes(p) + 64);
+    std::vector<uint8_t> xq(in_n), yq(out_n);
+    std::vector<int8_t> wq(w_n);
+    for (uint8_t& v : xq) v = static_cast<uint8_t>(gen() & 255);
+    for (int8_t& v : wq) v = static_cast<int8_t>(static_cast<int>(gen() & 255) - 128);
+    std::vector<int32_t> bq(static_cast<size_t>(l.c), 1000);
+    std::vector<float> mq(static_cast<size_t>(l.c), 1e-3f);
+    cpu::S8ConvQuant q;
+    q.in_zero = 3;
+    q.out_zero = 10;
+    q.lo = 10;
+    q.multiplier = mq.data();
+    q.bias = bq.data();
+    std::vector<uint8_t> packed_q(cpu::s8_depthwise_packed_bytes(p));
+    cpu::s8_pack_depthwise(p, wq.data(), q, packed_q.data());
+    auto run_f = [&] {
+      dw->run(p, xf.data(), packed_f.data(), bf.data(), yf.data(), ws_f.data(), Activation::kRelu6, threads);
+    };
+    auto run_q = [&] { cpu::s8_depthwise_conv(p, xq.data(), packed_q.data(), yq.data(), threads); };
+    for (int r = 0; r < 5; ++r) run_f(), run_q();
+    std::vector<double> tf, tq;
+    for (int r = 0; r < rounds; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      run_f();
+      tf.push_back(ms_since(t0));
+      t0 = std::chrono::steady_clock::now();
+      run_q();
+      tq.push_back(ms_since(t0));
+    }
+    const double mf = bench::median(tf), mq8 = bench::median(tq), ops = static_cast<double>(p.flops());
+    dw_speedups.push_back(mf / mq8);
+    std::printf("%-24s | %8.3f %8.3f | %7.1f %7.1f | %5.2f | %.3f %.3f\n", l.name, mf, mq8, ops / (mf * 1e6),
+                ops / (mq8 * 1e6), mf / mq8, bench::percentile(tf, 10), bench::percentile(tq, 10));
+    std::fflush(stdout);
+  }
+  std::printf("geomean INT8 depthwise speed-up over FP32 depthwise %.2f\n", bench::geomean(dw_speedups));
   return 0;
 }

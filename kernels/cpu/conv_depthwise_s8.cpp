@@ -2,14 +2,18 @@
 // contract of conv_s8.h.
 //
 // Packed (s8_pack_depthwise): a 64-byte header, bias' int32 [Cp] (q_b - z_x * sum_taps w),
-// M float [Cp], weights s8 [Kh][Kw][Cp], Cp = C rounded up to 64 (zeros past C).
+// M float [Cp], weights [Kh][Kw][Cp] as int32 (the s8 values sign-extended: 4x the bytes of
+// s8, a few KB for a depthwise layer, so that the inner loop reads them without a conversion),
+// Cp = C rounded up to 64 (zeros past C).
 //
-// One output pixel at a time, 64 channels per pass (4 zmm, or 4 ymm of 8 on AVX2): per tap the
-// input pixel's channels (or a row of z_x for a padding tap) zero-extended to int32 lanes and
-// the tap's weights sign-extended to int32 lanes. A product per lane then comes from the 16-bit
-// pair multiply-add (VNNI vpdpwssd, AVX2 vpmaddwd): the activation's high 16 bits are 0, so
-// lane = x * w + 0 * (w's sign bits) = x * w exactly. The input's last channels are read with
-// masked loads (AVX-512) or through a copy (AVX2): nothing past the tensor is touched.
+// Four output pixels at a time (independent accumulator chains), up to 32 channels per pass
+// (2 zmm, or 16 in 2 ymm on AVX2):
+// per tap the input pixel's channels (or a row of z_x for a padding tap) zero-extended to int32
+// lanes (one vpmovzxbd from memory) and multiplied with the tap's int32 weights by the 16-bit
+// pair multiply-add (VNNI vpdpwssd, AVX2 vpmaddwd) straight from memory: the activation's high
+// 16 bits are 0, so lane = x * w + 0 * (w's sign bits) = x * w exactly. Only the vectors holding
+// channels are computed (32 channels: 2 zmm); the input's last channels are read with masked
+// loads (AVX-512) or through a copy (AVX2): nothing past the tensor is touched.
 #include <omp.h>
 
 #include <algorithm>
@@ -47,7 +51,7 @@ struct DwPacking {
         bias_offset(64),
         mult_offset(bias_offset + cp * 4),
         weight_offset(mult_offset + cp * 4),
-        bytes(weight_offset + taps * cp) {}
+        bytes(weight_offset + taps * cp * 4) {}
   int64_t c, cp, taps, bias_offset, mult_offset, weight_offset, bytes;
 };
 
@@ -64,33 +68,78 @@ struct DwJob {
   const DwHeader* h;
   const int32_t* bias;
   const float* mult;
-  const int8_t* w;  // [taps][cp]
+  const int32_t* w;  // [taps][cp]
   const uint8_t* input;
   const uint8_t* zero_row;  // C bytes of z_x
   uint8_t* output;
   int64_t ho, wo;
 };
 
-// The taps' input pointers of output pixel `pix` (over all images), z_x's row for padding taps.
-inline void tap_pointers(const DwJob& j, int64_t pix, const uint8_t** ptrs) {
-  const ConvParams& p = *j.p;
-  const int64_t n = pix / (j.ho * j.wo), oy = pix / j.wo % j.ho, ox = pix % j.wo;
-  const uint8_t* image = j.input + n * p.in_h * p.in_w * p.in_channels;
-  for (int64_t kh = 0; kh < p.kernel_h; ++kh)
-    for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-      const int64_t iy = oy * p.stride_h - p.pad_top + kh * p.dilation_h;
-      const int64_t ix = ox * p.stride_w - p.pad_left + kw * p.dilation_w;
-      const bool inside = iy >= 0 && iy < p.in_h && ix >= 0 && ix < p.in_w;
-      ptrs[kh * p.kernel_w + kw] = inside ? image + (iy * p.in_w + ix) * p.in_channels : j.zero_row;
+// Walks output pixels [first, ...) in order (over all images) and gives each one's tap
+// pointers, z_x's row for padding taps: one division at the start, and for pixels whose taps
+// all lie inside the input a pointer plus the taps' fixed offsets.
+class TapWalker {
+ public:
+  TapWalker(const DwJob& j, int64_t first)
+      : j_(j), p_(*j.p), ptrs_(static_cast<size_t>(p_.kernel_h * p_.kernel_w)), offsets_(ptrs_.size()) {
+    n_ = first / (j.ho * j.wo);
+    oy_ = first / j.wo % j.ho;
+    ox_ = first % j.wo;
+    for (int64_t kh = 0; kh < p_.kernel_h; ++kh)
+      for (int64_t kw = 0; kw < p_.kernel_w; ++kw)
+        offsets_[kh * p_.kernel_w + kw] = (kh * p_.dilation_h * p_.in_w + kw * p_.dilation_w) * p_.in_channels;
+  }
+  // Whether the next `count` pixels lie in the current output row with all their taps inside
+  // the input: then pixel q's taps are the first one's + q * stride_w * C.
+  bool interior_run(int count) const {
+    const int64_t iy0 = oy_ * p_.stride_h - p_.pad_top, ix0 = ox_ * p_.stride_w - p_.pad_left;
+    const int64_t ix_last = (ox_ + count - 1) * p_.stride_w - p_.pad_left + (p_.kernel_w - 1) * p_.dilation_w;
+    return ox_ + count <= j_.wo && iy0 >= 0 && iy0 + (p_.kernel_h - 1) * p_.dilation_h < p_.in_h && ix0 >= 0 &&
+           ix_last < p_.in_w;
+  }
+  void skip(int count) {
+    for (int q = 0; q < count; ++q) next();
+  }
+  const uint8_t* const* taps() {
+    const int64_t iy0 = oy_ * p_.stride_h - p_.pad_top, ix0 = ox_ * p_.stride_w - p_.pad_left;
+    const uint8_t* image = j_.input + n_ * p_.in_h * p_.in_w * p_.in_channels;
+    const size_t taps = ptrs_.size();
+    if (iy0 >= 0 && iy0 + (p_.kernel_h - 1) * p_.dilation_h < p_.in_h && ix0 >= 0 &&
+        ix0 + (p_.kernel_w - 1) * p_.dilation_w < p_.in_w) {
+      const uint8_t* base = image + (iy0 * p_.in_w + ix0) * p_.in_channels;
+      for (size_t t = 0; t < taps; ++t) ptrs_[t] = base + offsets_[t];
+      return ptrs_.data();
     }
-}
+    for (int64_t kh = 0; kh < p_.kernel_h; ++kh)
+      for (int64_t kw = 0; kw < p_.kernel_w; ++kw) {
+        const int64_t iy = iy0 + kh * p_.dilation_h, ix = ix0 + kw * p_.dilation_w;
+        const bool inside = iy >= 0 && iy < p_.in_h && ix >= 0 && ix < p_.in_w;
+        ptrs_[kh * p_.kernel_w + kw] = inside ? image + (iy * p_.in_w + ix) * p_.in_channels : j_.zero_row;
+      }
+    return ptrs_.data();
+  }
+  void next() {
+    if (++ox_ < j_.wo) return;
+    ox_ = 0;
+    if (++oy_ < j_.ho) return;
+    oy_ = 0;
+    ++n_;
+  }
+
+ private:
+  const DwJob& j_;
+  const ConvParams& p_;
+  std::vector<const uint8_t*> ptrs_;
+  std::vector<int64_t> offsets_;
+  int64_t n_, oy_, ox_;
+};
 
 void dw_pixels_generic(const DwJob& j, int64_t first, int64_t last) {
   const ConvParams& p = *j.p;
   const int64_t taps = p.kernel_h * p.kernel_w, c = p.in_channels;
-  std::vector<const uint8_t*> ptrs(static_cast<size_t>(taps));
-  for (int64_t pix = first; pix < last; ++pix) {
-    tap_pointers(j, pix, ptrs.data());
+  TapWalker walker(j, first);
+  for (int64_t pix = first; pix < last; ++pix, walker.next()) {
+    const uint8_t* const* ptrs = walker.taps();
     uint8_t* out = j.output + pix * p.out_stride();
     for (int64_t ch = 0; ch < c; ++ch) {
       int32_t acc = j.bias[ch];
@@ -102,91 +151,211 @@ void dw_pixels_generic(const DwJob& j, int64_t first, int64_t last) {
 
 #if WINFER_X86_DISPATCH
 
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni"))) void dw_pixels_vnni(const DwJob& j, int64_t first,
-                                                                                    int64_t last) {
-  const ConvParams& p = *j.p;
-  const int64_t taps = p.kernel_h * p.kernel_w, c = p.in_channels, cp = j.h->cp;
-  std::vector<const uint8_t*> ptrs(static_cast<size_t>(taps));
+// Everything up to the matching pop is compiled for AVX-512 VNNI (a pragma rather than target
+// attributes: with the attributes GCC 12 warned of uninitialised values inside the intrinsics).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512vnni")
+// GCC 12 reports the intrinsics' own _mm512_undefined_* placeholders as maybe uninitialised
+// once the 4-vector block is inlined (a false positive: they are masked operands never read).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+// Output pixels per group: each tap's multiply-add is a dependent chain per accumulator
+// (vpdpwssd: 5 cycles of latency), so one pixel of 32 channels ran 2 chains, latency-bound at a
+// quarter of the rate; 4 pixels run 4 x kVecs.
+constexpr int kDwPixels = 4;
+
+// Pointer sets of a group of up to kDwPixels pixels: [pixel][tap]; a short group repeats its
+// last pixel (computed, not stored).
+struct PixelGroup {
+  explicit PixelGroup(int64_t taps) : taps(taps), ptrs(static_cast<size_t>(taps * kDwPixels)) {}
+  // Fills the group from the walker's next `count` pixels, advancing it. A full group of
+  // interior pixels of one row keeps only the first pixel's pointers (`uniform`: pixel q's are
+  // those + q * step).
+  void fill(TapWalker& walker, int count, int64_t step) {
+    n = count;
+    uniform = count == kDwPixels && walker.interior_run(count);
+    if (uniform) {
+      const uint8_t* const* t = walker.taps();
+      std::copy(t, t + taps, ptrs.begin());
+      walker.skip(count);
+      this->step = step;
+      return;
+    }
+    for (int q = 0; q < kDwPixels; ++q) {
+      if (q < count) {
+        const uint8_t* const* t = walker.taps();
+        std::copy(t, t + taps, ptrs.begin() + q * taps);
+        walker.next();
+      } else {
+        std::copy(ptrs.begin() + (count - 1) * taps, ptrs.begin() + count * taps, ptrs.begin() + q * taps);
+      }
+    }
+  }
+  // Where pixel q's tap t starts.
+  const uint8_t* at(int q, int64_t t) const { return uniform ? ptrs[t] + q * step : ptrs[q * taps + t]; }
+  int64_t taps;
+  int n = 0;
+  bool uniform = false;
+  int64_t step = 0;
+  std::vector<const uint8_t*> ptrs;
+};
+
+// kVecs vectors of 16 channels from c0 (the last one masked by `last`) of a group of pixels.
+template <int kVecs>
+__attribute__((always_inline)) inline void dw_block_vnni(const DwJob& j, const PixelGroup& g, int64_t c0,
+                                                         __mmask16 last, uint8_t* const* out) {
+  const int64_t cp = j.h->cp, taps = g.taps;
+  __m512i acc[kDwPixels][kVecs];
+#pragma GCC unroll 4
+  for (int b = 0; b < kVecs; ++b) {
+    const __m512i bias = _mm512_loadu_si512(j.bias + c0 + 16 * b);
+#pragma GCC unroll 4
+    for (int q = 0; q < kDwPixels; ++q) acc[q][b] = bias;
+  }
+  for (int64_t t = 0; t < taps; ++t) {
+    const int32_t* w = j.w + t * cp + c0;
+#pragma GCC unroll 4
+    for (int q = 0; q < kDwPixels; ++q) {
+      const uint8_t* x = g.at(q, t) + c0;
+#pragma GCC unroll 4
+      for (int b = 0; b < kVecs; ++b) {
+        // A masked load only for a partial last vector (the input's last channels).
+        const __m512i xv = b == kVecs - 1 && last != 0xFFFF
+                               ? _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(last, x + 16 * b))
+                               : _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 16 * b)));
+        acc[q][b] = _mm512_dpwssd_epi32(acc[q][b], xv, _mm512_loadu_si512(w + 16 * b));
+      }
+    }
+  }
   const __m512 fmin = _mm512_set1_ps(-65536.f), fmax = _mm512_set1_ps(65536.f);
   const __m512i zy = _mm512_set1_epi32(j.h->out_zero), lo = _mm512_set1_epi32(j.h->lo), hi = _mm512_set1_epi32(j.h->hi);
-  for (int64_t pix = first; pix < last; ++pix) {
-    tap_pointers(j, pix, ptrs.data());
-    uint8_t* out = j.output + pix * p.out_stride();
-    for (int64_t c0 = 0; c0 < c; c0 += 64) {
-      __mmask16 mask[4];
-      __m512i acc[4];
-      for (int b = 0; b < 4; ++b) {
-        const int64_t valid = std::clamp<int64_t>(c - c0 - 16 * b, 0, 16);
-        mask[b] = static_cast<__mmask16>((1u << valid) - 1);
-        acc[b] = _mm512_loadu_si512(j.bias + c0 + 16 * b);
-      }
-      for (int64_t t = 0; t < taps; ++t) {
-        const uint8_t* x = ptrs[t] + c0;
-        const int8_t* w = j.w + t * cp + c0;
+  for (int q = 0; q < g.n; ++q)
 #pragma GCC unroll 4
-        for (int b = 0; b < 4; ++b) {
-          const __m512i xv = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask[b], x + 16 * b));
-          const __m512i wv = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * b)));
-          acc[b] = _mm512_dpwssd_epi32(acc[b], xv, wv);
-        }
-      }
-#pragma GCC unroll 4
-      for (int b = 0; b < 4; ++b) {
-        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[b]), _mm512_loadu_ps(j.mult + c0 + 16 * b));
-        f = _mm512_min_ps(_mm512_max_ps(f, fmin), fmax);
-        __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
-        r = _mm512_min_epi32(_mm512_max_epi32(r, lo), hi);
-        _mm_mask_storeu_epi8(out + c0 + 16 * b, mask[b], _mm512_cvtepi32_epi8(r));
-      }
+    for (int b = 0; b < kVecs; ++b) {
+      __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[q][b]), _mm512_loadu_ps(j.mult + c0 + 16 * b));
+      f = _mm512_min_ps(_mm512_max_ps(f, fmin), fmax);
+      __m512i r = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
+      r = _mm512_min_epi32(_mm512_max_epi32(r, lo), hi);
+      _mm_mask_storeu_epi8(out[q] + c0 + 16 * b, b == kVecs - 1 ? last : static_cast<__mmask16>(0xFFFF),
+                           _mm512_cvtepi32_epi8(r));
+    }
+}
+
+void dw_pixels_vnni(const DwJob& j, int64_t first, int64_t last) {
+  const ConvParams& p = *j.p;
+  const int64_t c = p.in_channels;
+  TapWalker walker(j, first);
+  PixelGroup group(p.kernel_h * p.kernel_w);
+  uint8_t* out[kDwPixels];
+  for (int64_t pix = first; pix < last; pix += kDwPixels) {
+    const int count = static_cast<int>(std::min<int64_t>(kDwPixels, last - pix));
+    group.fill(walker, count, p.stride_w * p.in_channels);
+    for (int q = 0; q < kDwPixels; ++q) out[q] = j.output + (pix + std::min(q, count - 1)) * p.out_stride();
+    for (int64_t c0 = 0; c0 < c; c0 += 32) {
+      const int64_t left = c - c0;
+      const int vecs = left > 16 ? 2 : 1;
+      const int64_t tail = std::min<int64_t>(16, left - 16 * (vecs - 1));  // channels of the last vector
+      const __mmask16 mask = static_cast<__mmask16>((1u << tail) - 1);
+      if (vecs == 2)
+        dw_block_vnni<2>(j, group, c0, mask, out);
+      else
+        dw_block_vnni<1>(j, group, c0, mask, out);
     }
   }
 }
 
-__attribute__((target("avx2,fma"))) void dw_pixels_avx2(const DwJob& j, int64_t first, int64_t last) {
-  const ConvParams& p = *j.p;
-  const int64_t taps = p.kernel_h * p.kernel_w, c = p.in_channels, cp = j.h->cp;
-  std::vector<const uint8_t*> ptrs(static_cast<size_t>(taps));
-  const __m256 fmin = _mm256_set1_ps(-65536.f), fmax = _mm256_set1_ps(65536.f);
-  const __m256i zy = _mm256_set1_epi32(j.h->out_zero), lo = _mm256_set1_epi32(j.h->lo), hi = _mm256_set1_epi32(j.h->hi);
-  const __m128i gather = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  for (int64_t pix = first; pix < last; ++pix) {
-    tap_pointers(j, pix, ptrs.data());
-    uint8_t* out = j.output + pix * p.out_stride();
-    for (int64_t c0 = 0; c0 < c; c0 += 32) {
-      int valid[4];
-      __m256i acc[4];
-      for (int b = 0; b < 4; ++b) {
-        valid[b] = static_cast<int>(std::clamp<int64_t>(c - c0 - 8 * b, 0, 8));
-        acc[b] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(j.bias + c0 + 8 * b));
-      }
-      for (int64_t t = 0; t < taps; ++t) {
-        const uint8_t* x = ptrs[t] + c0;
-        const int8_t* w = j.w + t * cp + c0;
+#if defined(__clang__)
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+
+// kVecs vectors of 8 channels from c0, the last one holding `last` (1..8) channels, of a group
+// of pixels (4 x 2 accumulators + 2 temporaries of the 16 ymm).
+template <int kVecs>
+__attribute__((always_inline)) inline void dw_block_avx2(const DwJob& j, const PixelGroup& g, int64_t c0, int last,
+                                                         uint8_t* const* out) {
+  const int64_t cp = j.h->cp, taps = g.taps;
+  __m256i acc[kDwPixels][kVecs];
 #pragma GCC unroll 4
-        for (int b = 0; b < 4; ++b) {
-          uint64_t xb = 0;
-          if (valid[b] == 8)
-            std::memcpy(&xb, x + 8 * b, 8);
-          else if (valid[b] > 0)
-            std::memcpy(&xb, x + 8 * b, static_cast<size_t>(valid[b]));
-          const __m256i xv = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(xb)));
-          const __m256i wv = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + 8 * b)));
-          acc[b] = _mm256_add_epi32(acc[b], _mm256_madd_epi16(xv, wv));
+  for (int b = 0; b < kVecs; ++b) {
+    const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(j.bias + c0 + 8 * b));
+#pragma GCC unroll 4
+    for (int q = 0; q < kDwPixels; ++q) acc[q][b] = bias;
+  }
+  for (int64_t t = 0; t < taps; ++t) {
+    const int32_t* w = j.w + t * cp + c0;
+#pragma GCC unroll 4
+    for (int q = 0; q < kDwPixels; ++q) {
+      const uint8_t* x = g.at(q, t) + c0;
+#pragma GCC unroll 4
+      for (int b = 0; b < kVecs; ++b) {
+        __m128i xb;
+        if (b < kVecs - 1 || last == 8) {
+          xb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + 8 * b));
+        } else {
+          uint64_t v = 0;
+          std::memcpy(&v, x + 8 * b, static_cast<size_t>(last));
+          xb = _mm_cvtsi64_si128(static_cast<int64_t>(v));
         }
-      }
-      for (int b = 0; b < 4 && valid[b] > 0; ++b) {
-        __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[b]), _mm256_loadu_ps(j.mult + c0 + 8 * b));
-        f = _mm256_min_ps(_mm256_max_ps(f, fmin), fmax);
-        __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(f), zy);
-        r = _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
-        const __m128i lo4 = _mm_shuffle_epi8(_mm256_castsi256_si128(r), gather);
-        const __m128i hi4 = _mm_shuffle_epi8(_mm256_extracti128_si256(r, 1), gather);
-        const uint64_t bytes = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpacklo_epi32(lo4, hi4)));
-        std::memcpy(out + c0 + 8 * b, &bytes, static_cast<size_t>(valid[b]));
+        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 8 * b));
+        acc[q][b] = _mm256_add_epi32(acc[q][b], _mm256_madd_epi16(_mm256_cvtepu8_epi32(xb), wv));
       }
     }
   }
+  const __m256 fmin = _mm256_set1_ps(-65536.f), fmax = _mm256_set1_ps(65536.f);
+  const __m256i zy = _mm256_set1_epi32(j.h->out_zero), lo = _mm256_set1_epi32(j.h->lo), hi = _mm256_set1_epi32(j.h->hi);
+  const __m128i gather = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  for (int q = 0; q < g.n; ++q)
+#pragma GCC unroll 4
+    for (int b = 0; b < kVecs; ++b) {
+      __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[q][b]), _mm256_loadu_ps(j.mult + c0 + 8 * b));
+      f = _mm256_min_ps(_mm256_max_ps(f, fmin), fmax);
+      __m256i r = _mm256_add_epi32(_mm256_cvtps_epi32(f), zy);
+      r = _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
+      const __m128i lo4 = _mm_shuffle_epi8(_mm256_castsi256_si128(r), gather);
+      const __m128i hi4 = _mm_shuffle_epi8(_mm256_extracti128_si256(r, 1), gather);
+      const uint64_t bytes = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpacklo_epi32(lo4, hi4)));
+      std::memcpy(out[q] + c0 + 8 * b, &bytes, static_cast<size_t>(b == kVecs - 1 ? last : 8));
+    }
 }
+
+void dw_pixels_avx2(const DwJob& j, int64_t first, int64_t last) {
+  const ConvParams& p = *j.p;
+  const int64_t c = p.in_channels;
+  TapWalker walker(j, first);
+  PixelGroup group(p.kernel_h * p.kernel_w);
+  uint8_t* out[kDwPixels];
+  for (int64_t pix = first; pix < last; pix += kDwPixels) {
+    const int count = static_cast<int>(std::min<int64_t>(kDwPixels, last - pix));
+    group.fill(walker, count, p.stride_w * p.in_channels);
+    for (int q = 0; q < kDwPixels; ++q) out[q] = j.output + (pix + std::min(q, count - 1)) * p.out_stride();
+    for (int64_t c0 = 0; c0 < c; c0 += 16) {
+      const int64_t left = c - c0;
+      const int vecs = left > 8 ? 2 : 1;
+      const int tail = static_cast<int>(std::min<int64_t>(8, left - 8 * (vecs - 1)));
+      if (vecs == 2)
+        dw_block_avx2<2>(j, group, c0, tail, out);
+      else
+        dw_block_avx2<1>(j, group, c0, tail, out);
+    }
+  }
+}
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
 
 #endif
 
@@ -221,7 +390,7 @@ void s8_pack_depthwise(const ConvParams& p, const int8_t* weight_oihw, const S8C
   std::memcpy(base, &h, sizeof h);
   int32_t* bias = reinterpret_cast<int32_t*>(base + pk.bias_offset);
   float* mult = reinterpret_cast<float*>(base + pk.mult_offset);
-  int8_t* w = reinterpret_cast<int8_t*>(base + pk.weight_offset);
+  int32_t* w = reinterpret_cast<int32_t*>(base + pk.weight_offset);
   for (int64_t ch = 0; ch < pk.c; ++ch) {
     if (!std::isfinite(q.multiplier[ch]) || q.multiplier[ch] < 0.f)
       throw std::invalid_argument(at + "multiplier of channel " + std::to_string(ch) + " must be finite and >= 0");
@@ -252,7 +421,7 @@ void s8_depthwise_conv(const ConvParams& p, const uint8_t* input, const void* pa
           &h,
           reinterpret_cast<const int32_t*>(base + pk.bias_offset),
           reinterpret_cast<const float*>(base + pk.mult_offset),
-          reinterpret_cast<const int8_t*>(base + pk.weight_offset),
+          reinterpret_cast<const int32_t*>(base + pk.weight_offset),
           input,
           zero_row.data(),
           output,

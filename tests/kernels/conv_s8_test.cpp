@@ -375,6 +375,10 @@ TEST_CASE("INT8 depthwise matches the exact integer reference: every ISA path, t
       Conv(1, 40, 8, 7, 40).k(3, 3).pad(2).d(2, 2).g(40).p,
       Conv(3, 33, 5, 6, 33).k(3, 3).s(2, 1).pad(0, 1, 1, 0).g(33).p,
       Conv(1, 130, 4, 4, 130).k(7, 7).pad(3).g(130).p,
+      // Rows of interior pixels: the groups of 4 pixels whose taps are one pointer + an offset.
+      Conv(1, 24, 5, 21, 24).k(3, 3).s(2, 2).pad(1).g(24).p,
+      Conv(2, 20, 9, 19, 20).k(3, 3).pad(2).d(2, 2).g(20).p,
+      Conv(1, 48, 6, 30, 48).k(3, 3).g(48).p,
   };
   uint32_t seed = 2750;
   int clamp = 0;
