@@ -113,6 +113,10 @@ const ConvHeader& checked_header(const ConvParams& p, const void* packed, uint32
   return h;
 }
 
+// im2win computes tile by tile (all panels of a tile) up to this much packed weights per group,
+// panel by panel beyond (ukernel weights then stream from L2 or memory once per step).
+constexpr int64_t kTileMajorWeightBytes = 1 << 20;
+
 // Everything the im2win and indirect runs derive from ConvParams.
 struct Geometry {
   Geometry(const ConvParams& p, const ConvPacking& pk) {
@@ -290,19 +294,22 @@ void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packe
         for (int64_t r = 0; r < rows; ++r) transform_row(p, geo, image, g, oh0 + r, zx, slots + r * geo.row_bytes);
       const int64_t npix = rows * geo.wo, tiles = ceil_div(npix, uk.max_rows);
       uint8_t* out0 = output + (n * geo.ho + oh0) * geo.wo * out_stride + g * pk.cog;
-      for (int64_t panel = 0; panel < pk.panels; ++panel) {
-        set_panel(a, pk, pb, g, panel);
-        for (int64_t tile = 0; tile < tiles; ++tile) {
-          const int64_t p0 = npix * tile / tiles, p1 = npix * (tile + 1) / tiles;
+      // Tile-major (a tile's pixels stay in L1 across every panel) while the group's weights
+      // stay in L2; panel-major (one panel across the step's tiles) beyond.
+      const bool tile_major = pk.panels * pk.panel_weight_bytes <= kTileMajorWeightBytes;
+      for (int64_t i = 0; i < pk.panels * tiles; ++i) {
+        const int64_t panel = tile_major ? i % pk.panels : i / tiles, tile = tile_major ? i / pk.panels : i % tiles;
+        const int64_t p0 = npix * tile / tiles, p1 = npix * (tile + 1) / tiles;
+        if (panel == 0 || !tile_major)
           for (int64_t px = p0; px < p1; ++px) {
             const int64_t r = px / geo.wo, ow = px % geo.wo;
             const uint8_t* start = geo.in_place ? image + (oh0 + r) * p.stride_h * p.in_w * p.in_channels + g * geo.cg
                                                 : slots + r * geo.row_bytes;
             pixels[px - p0] = start + ow * geo.pixel_stride;
           }
-          a.out = out0 + p0 * out_stride + panel * kS8Panel;
-          uk.fn[p1 - p0](a);
-        }
+        set_panel(a, pk, pb, g, panel);
+        a.out = out0 + p0 * out_stride + panel * kS8Panel;
+        uk.fn[p1 - p0](a);
       }
       u += rows;
     }
