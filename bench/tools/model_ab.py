@@ -7,13 +7,15 @@ processes mislead here).
                    [--rounds 200] [--warmup 10] [--lib build/lib/libwinfer.so]
 
 SPEC is MODEL[,key=value...]: MODEL a YAML path or a zoo name (models/zoo/MODEL.yaml), keys
-conv (default im2win) and fuse (1 or 0, default 1). Every model gets random weights (seed 1),
+conv (default im2win), fuse (1 or 0, default 1) and threads (default --threads). Every model gets random weights (seed 1),
 packed for its algorithm, and the same random input. Each round calls every configuration once,
 in turn; the table gives each one's 10th percentile and median in ms, and the median's ratio
 to the first configuration's. Example (the stem's fused max pooling against the unfused
 graph):
 
   /usr/bin/python3 bench/tools/model_ab.py resnet18 resnet18,fuse=0 resnet18,conv=winograd
+
+or the 2-thread speed-up, interleaved: model_ab.py vgg16,threads=1 vgg16,threads=2 --batch 8
 """
 import argparse
 import ctypes
@@ -33,15 +35,17 @@ def parse_spec(spec):
     path = model if model.endswith(".yaml") else os.path.join(ROOT, "models", "zoo", model + ".yaml")
     if not os.path.exists(path):
         raise SystemExit(f"model_ab: {spec}: no model file {path}")
-    options = {"conv": "im2win", "fuse": "1"}
+    options = {"conv": "im2win", "fuse": "1", "threads": ""}
     for pair in pairs:
         key, _, value = pair.partition("=")
         if key not in options or not value:
-            raise SystemExit(f"model_ab: {spec}: expected conv=NAME or fuse=0|1, got '{pair}'")
+            raise SystemExit(f"model_ab: {spec}: expected conv=NAME, fuse=0|1 or threads=N, got '{pair}'")
         options[key] = value
     if options["fuse"] not in ("0", "1"):
         raise SystemExit(f"model_ab: {spec}: fuse must be 0 or 1")
-    return path, options["conv"], int(options["fuse"])
+    if options["threads"] and (not options["threads"].isdigit() or int(options["threads"]) < 1):
+        raise SystemExit(f"model_ab: {spec}: threads must be a number >= 1")
+    return path, options["conv"], int(options["fuse"]), int(options["threads"] or 0)
 
 
 def percentile(values, q):
@@ -67,7 +71,7 @@ def main():
 
     calls, inputs = {}, {}
     for spec in args.specs:
-        path, conv, fuse = parse_spec(spec)
+        path, conv, fuse, threads = parse_spec(spec)
         model = winfer.load(path, conv, fuse)
         count = winfer.input_count(model, args.batch)
         if count not in inputs:  # one input per size, the same for every configuration of it
@@ -77,7 +81,7 @@ def main():
                 state = (state * 1103515245 + 12345) & 0x7FFFFFFF
                 x[i] = state / 0x7FFFFFFF
             inputs[count] = x
-        session, out_count = winfer.session(model, conv, args.threads, args.batch)
+        session, out_count = winfer.session(model, conv, threads or args.threads, args.batch)
         out = (ctypes.c_float * out_count)()
         x = inputs[count]
         calls[spec] = (lambda s=session, x=x, n=count, o=out, m=out_count: winfer.check(

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include <omp.h>
+
 #include "engine/src/conv_autotune.h"
 #include "engine/src/graph.h"
 #include "engine/src/session_impl.h"
@@ -27,6 +29,28 @@ std::string algorithm_names() {
   for (const std::string& name : conv_algorithm_names("cpu")) names += (names.empty() ? "" : ", ") + name;
   return names;
 }
+
+// Puts the calling thread's OpenMP workers to sleep when a multi-threaded run (or session
+// creation) returns, on every way out. Left alone, libgomp's workers spin for about 3 ms after
+// each parallel region (300000 spins, when OMP_WAIT_POLICY and GOMP_SPINCOUNT are unset, read
+// once when libgomp loads), which is what keeps the layers of one run fast, but after the
+// run's last layer that spin takes the cores from whatever the process does next
+// (docs/PERFORMANCE.md, "Idle workers"). omp_pause_resource_all(omp_pause_soft) ends it:
+// libgomp retires the calling thread's pool (the next run starts its workers again), LLVM's
+// libomp puts its workers to sleep. Only the calling thread's own pool is touched, and not
+// from inside a parallel region.
+class IdleWorkersAsleep {
+ public:
+  explicit IdleWorkersAsleep(int threads) : active_(threads > 1) {}
+  ~IdleWorkersAsleep() {
+    if (active_ && !omp_in_parallel()) omp_pause_resource_all(omp_pause_soft);
+  }
+  IdleWorkersAsleep(const IdleWorkersAsleep&) = delete;
+  IdleWorkersAsleep& operator=(const IdleWorkersAsleep&) = delete;
+
+ private:
+  bool active_;
+};
 
 class CpuSession : public SessionImpl {
  public:
@@ -313,6 +337,7 @@ class CpuSession : public SessionImpl {
   }
 
   Status run_into(const Tensor& input, std::vector<Tensor>* outputs) override {
+    const IdleWorkersAsleep sleep_after(options.threads);
     WINFER_RETURN_IF_ERROR(prepare_outputs(outputs));
     WINFER_RETURN_IF_ERROR(load_input(input));
     if (options.check_numerics) {
@@ -328,6 +353,7 @@ class CpuSession : public SessionImpl {
 
 Result<std::unique_ptr<SessionImpl>> create_cpu_session(std::shared_ptr<const Model> model,
                                                         const SessionOptions& options) {
+  const IdleWorkersAsleep sleep_after(options.threads);  // packing and "auto"'s timing run threads too
   auto impl = std::make_unique<CpuSession>();
   impl->model = std::move(model);
   impl->options = options;
