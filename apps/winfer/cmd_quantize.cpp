@@ -10,8 +10,9 @@
 namespace winfer::cli {
 
 int run_quantize(const QuantizeArgs& args) {
-  if (args.calibrate.empty() == args.dataset.empty()) {
-    return fail(invalid_argument("quantize: give one of --calibrate DIR (images) or --dataset fashion-mnist"));
+  if ((args.calibrate.empty() ? 0 : 1) + (args.dataset.empty() ? 0 : 1) + (args.random_images > 0 ? 1 : 0) != 1) {
+    return fail(invalid_argument(
+        "quantize: give one of --calibrate DIR (images), --dataset fashion-mnist or --random-images N"));
   }
   QuantizeOptions options;
   options.method = args.method;
@@ -24,6 +25,8 @@ int run_quantize(const QuantizeArgs& args) {
   options.int8 = args.int8;
   options.weights_path = args.weights;
   options.threads = args.threads;
+  options.random_weights_seed = args.random_weights_seed;
+  options.random_images = args.random_images;
   auto quantized = quantize_model(args.model, args.output, options);
   if (!quantized.ok()) return fail(quantized.status());
   const QuantizeReport& r = quantized.value();

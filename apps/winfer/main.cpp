@@ -328,6 +328,11 @@ Command add_quantize(CLI::App* app, winfer::cli::QuantizeArgs& q) {
   cmd->add_option("--int8", q.int8, "Layers to quantize that the default rules keep in FP32 (first conv, last linear)")
       ->delimiter(',');
   cmd->add_option("--threads", q.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--random-weights", q.random_weights_seed,
+                  "Quantize the model with seeded random weights (zoo models without weights)");
+  cmd->add_option("--random-images", q.random_images,
+                  "Calibrate on N seeded random images (a sanity check for models without data)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   cmd->footer(
       "Batch norm is folded into the convolutions; activations become u8 per tensor (with a zero point),\n"
       "conv2d/linear weights s8 per output channel. INT8 layers run simulated until the INT8 kernels\n"

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <random>
 #include <set>
 
 #include "engine/src/core/file_io.h"
@@ -81,11 +82,12 @@ bool has_image_extension(const fs::path& path) {
 Status calibration_batches(const Model& model, const QuantizeOptions& options, std::vector<Tensor>* batches,
                            std::string* what) {
   const Shape& input = model.input_shape();
-  int given = !options.calibrate_dir.empty() + !options.dataset.empty() + !options.inputs.empty();
+  int given =
+      !options.calibrate_dir.empty() + !options.dataset.empty() + !options.inputs.empty() + (options.random_images > 0);
   if (given != 1) {
     return invalid_argument(
-        "quantize: give exactly one source of calibration data (a folder of images, a dataset "
-        "or input tensors); got " +
+        "quantize: give exactly one source of calibration data (a folder of images, a dataset, "
+        "input tensors or random images); got " +
         std::to_string(given));
   }
   if (!options.inputs.empty()) {
@@ -101,14 +103,28 @@ Status calibration_batches(const Model& model, const QuantizeOptions& options, s
   }
   if (input.rank() != 4) return invalid_argument(model.path() + ": calibration images need an image input [N,C,H,W]");
   if (options.images < 1) return invalid_argument("quantize: --images must be at least 1");
-  const Preprocess preprocess = model_preprocess(model);
+  Preprocess preprocess = model_preprocess(model);
+  if (options.random_images > 0) {  // mean/std and channel order only: random images have the input's size
+    preprocess.resize = 0;
+    preprocess.crop = 0;
+  }
   WINFER_RETURN_IF_ERROR(check_preprocess(preprocess, input).with_context(model.path()));
   const int64_t c = input[1], h = input[2], w = input[3];
   const int64_t batch = std::max<int64_t>(1, options.batch);
   std::vector<std::function<Status(float*)>> images;
   ImageDataset dataset;
   std::vector<std::string> files;
-  if (!options.dataset.empty()) {
+  if (options.random_images > 0) {
+    const Preprocess& normalize = preprocess;
+    std::mt19937_64 rng(options.random_seed);
+    for (int64_t i = 0; i < options.random_images; ++i) {
+      Image image = Image::blank(w, h, c == 1 ? 1 : 3);
+      for (uint8_t& p : image.pixels) p = static_cast<uint8_t>(rng() >> 56);
+      images.push_back(
+          [image, normalize, c, h, w](float* chw) { return image_to_input(image, normalize, c, h, w, chw); });
+    }
+    *what = std::to_string(options.random_images) + " random images (seed " + std::to_string(options.random_seed) + ")";
+  } else if (!options.dataset.empty()) {
     if (options.dataset != "fashion-mnist") {
       return invalid_argument("quantize: --dataset " + options.dataset + ": unknown dataset (known: fashion-mnist)");
     }
@@ -246,6 +262,7 @@ Result<QuantizeReport> quantize_model(const std::string& model_path, const std::
   LoadOptions load;
   load.fuse = false;   // every tensor observable; batch norms folded below
   load.pack_for = "";  // OIHW weights
+  load.random_weights_seed = options.random_weights_seed;
   WINFER_ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, Model::load(model_path, load));
   if (model->quantized()) return invalid_argument(model_path + ": the model is quantized already");
   const Graph& graph = model->graph();
@@ -257,8 +274,8 @@ Result<QuantizeReport> quantize_model(const std::string& model_path, const std::
                             ": quantize needs the parameters in a safetensors file, not inline "
                             "('tensors:')");
   }
-  std::shared_ptr<const SafeTensorsFile> weights_file;
-  {
+  std::shared_ptr<const SafeTensorsFile> weights_file;  // null with random weights
+  if (!options.random_weights_seed) {
     auto opened = SafeTensorsFile::open(model->weights_source());
     if (!opened.ok()) return Status(opened.status()).with_context(model_path + ": weights");
     weights_file = opened.value();
@@ -416,7 +433,20 @@ Result<QuantizeReport> quantize_model(const std::string& model_path, const std::
       out_tensors.push_back({p + ".bias", "I32", Shape{rows}, bytes_of(qb.data(), qb.size() * 4)});
     }
   }
-  for (const SafeTensor& t : weights_file->tensors()) {
+  if (!weights_file) {
+    // Random weights: no file to copy the other parameters from, so there must be none.
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      const GraphNode& node = graph.nodes[n];
+      if (weights.count(static_cast<int>(n)) || folded_bn.count(static_cast<int>(n)) || node.op->param_count() == 0) {
+        continue;
+      }
+      return unsupported(node.context(model_path) +
+                         ": has parameters, which quantize cannot write with random weights "
+                         "(only conv2d, linear and batch norms folded into a conv2d)");
+    }
+  }
+  const std::vector<SafeTensor> no_tensors;
+  for (const SafeTensor& t : weights_file ? weights_file->tensors() : no_tensors) {
     if (replaced.count(t.name)) continue;
     bool dropped = false;
     for (const std::string& prefix : dropped_prefixes) dropped = dropped || t.name.rfind(prefix, 0) == 0;

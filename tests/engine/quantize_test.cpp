@@ -517,11 +517,63 @@ TEST_CASE("quantize: winfer quantize prints the precision table and the ranges; 
 
   auto bad = winfer_test::run_cli("quantize '" + model + "' -o '" + dir.file("x.yaml") + "'");
   CHECK(bad.exit_code == 1);
-  CHECK(contains(bad.stderr_text, "give one of --calibrate DIR (images) or --dataset fashion-mnist"));
+  CHECK(
+      contains(bad.stderr_text, "give one of --calibrate DIR (images), --dataset fashion-mnist or --random-images N"));
   bad = winfer_test::run_cli("quantize '" + model + "' --calibrate '" + images + "' --keep-fp32 nope -o '" +
                              dir.file("x.yaml") + "'");
   CHECK(bad.exit_code == 1);
   CHECK(contains(bad.stderr_text, "--keep-fp32 'nope'"));
+}
+
+// ---- Zoo sanity check: random weights, random images ---------------------------------------------
+
+// Top-1 agreement of the simulated INT8 model with the FP32 one on `count` random inputs (the
+// issue's sanity check: not an accuracy claim, the weights are random). ResNet-18 agrees on all 40;
+// ShuffleNetV2 with random weights does not (29 of 40 with percentile, 33 minmax, 19 entropy, when
+// measured): its random-weight logits put nearly all the mass on the same two or three classes
+// whatever the input (seed 1, 224x224: 0.695/0.215 FP32 against 0.708/0.218 INT8 for the same
+// top-3), so top-1 across random inputs hangs on margins below the u8 step. The trained
+// Fashion-MNIST ShuffleNet keeps its accuracy (docs/PERFORMANCE.md); left out of this check.
+TEST_CASE("quantize: zoo networks with random weights agree with FP32 on top-1 (64x64 inputs)") {
+  for (const std::string name : {"resnet18"}) {
+    CAPTURE(name);
+    TempDir dir;
+    const std::string path = dir.file(name + ".yaml");
+    winfer_test::write_bytes(path, winfer_test::zoo_yaml_at(name, 64));
+    QuantizeOptions options;
+    options.random_weights_seed = 1;
+    options.random_images = 16;
+    options.batch = 8;
+    auto report = winfer::quantize_model(path, dir.file(name + ".int8.yaml"), options);
+    REQUIRE_MESSAGE(report.ok(), report.status().message());
+    winfer::LoadOptions fp32_options;
+    fp32_options.random_weights_seed = 1;
+    auto fp32 = winfer::Model::load(path, fp32_options);
+    auto int8 = winfer::Model::load(dir.file(name + ".int8.yaml"));
+    REQUIRE(fp32.ok());
+    REQUIRE_MESSAGE(int8.ok(), int8.status().message());
+    const int64_t count = 40;
+    winfer::SessionOptions session_options;
+    session_options.batch = count;
+    auto fs = winfer::Session::create(fp32.value(), session_options);
+    auto qs = winfer::Session::create(int8.value(), session_options);
+    REQUIRE(fs.ok());
+    REQUIRE(qs.ok());
+    const Tensor input = winfer_test::random_tensor(Shape{count, 3, 64, 64}, 99);
+    auto fy = fs.value()->run(input);
+    auto qy = qs.value()->run(input);
+    REQUIRE(fy.ok());
+    REQUIRE(qy.ok());
+    const int64_t classes = fy.value().shape()[1];
+    int64_t agree = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      const float* f = fy.value().data() + i * classes;
+      const float* q = qy.value().data() + i * classes;
+      agree += std::max_element(f, f + classes) - f == std::max_element(q, q + classes) - q;
+    }
+    MESSAGE(name << ": top-1 agreement " << agree << " of " << count);
+    CHECK(agree >= count * 99 / 100);
+  }
 }
 
 // ---- Fashion-MNIST round trip -----------------------------------------------------------------

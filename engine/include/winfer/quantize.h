@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,16 @@ struct QuantizeOptions {
   std::string dataset;
   std::string dataset_dir;
   std::vector<Tensor> inputs;
+  // Or this many random images (uniform 8-bit pixels of the input's size, seeded by
+  // random_seed, normalized by the model's mean/std without resizing): for models without data,
+  // a sanity check of the arithmetic, not of accuracy.
+  int64_t random_images = 0;
+  uint64_t random_seed = 1;
   int64_t images = 1000;  // at most this many images of the folder or dataset (the first ones)
+  // Quantize the model with seeded random weights (LoadOptions::random_weights_seed) instead of
+  // its weights file; every parameter must then belong to a conv2d or linear layer or a batch
+  // norm folded into one (the zoo's networks).
+  std::optional<uint64_t> random_weights_seed;
   // Precision rules: conv2d and linear layers are INT8 except the first convolution and the
   // linear layers that produce a model output (the logits). keep_fp32 adds layers to the FP32
   // ones, int8 quantizes layers the rules would keep (names of conv2d/linear layers).
