@@ -344,7 +344,8 @@ TEST_CASE("INT8 kernels read nothing past the input (it ends at an unreadable pa
       check_output(p, out, want);
     }
   }
-  for (const ConvParams& p : {Conv(1, 5, 6, 7, 5).k(3, 3).pad(1).g(5).p, Conv(2, 19, 5, 4, 19).k(3, 3).g(19).p}) {
+  for (const ConvParams& p : {Conv(1, 5, 6, 7, 5).k(3, 3).pad(1).g(5).p, Conv(2, 19, 5, 4, 19).k(3, 3).g(19).p,
+                              Conv(1, 57, 3, 4, 57).k(3, 3).pad(1).g(57).p}) {
     INFO(p.to_string());
     S8Data d = make_data(p, 6, true, 1);
     const std::vector<uint8_t> want = requantize_all(p, d, reference_acc(p, d));
@@ -379,6 +380,10 @@ TEST_CASE("INT8 depthwise matches the exact integer reference: every ISA path, t
       Conv(1, 24, 5, 21, 24).k(3, 3).s(2, 2).pad(1).g(24).p,
       Conv(2, 20, 9, 19, 20).k(3, 3).pad(2).d(2, 2).g(20).p,
       Conv(1, 48, 6, 30, 48).k(3, 3).g(48).p,
+      // VNNI byte-lane blocks (64 channels) with a partial mask (57, 121 = 64 + 57), and blocks
+      // of at most 48 after a full one (100 = 64 + 36).
+      Conv(1, 57, 6, 11, 57).k(3, 3).pad(1).g(57).p,
+      Conv(2, 121, 5, 9, 121).k(5, 5).s(2, 2).pad(2).g(121).p,
   };
   uint32_t seed = 2750;
   int clamp = 0;
