@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -230,7 +231,20 @@ std::string quantize_tiny(const TempDir& dir, const std::string& method = "minma
 // The quantization block of the YAML and every tensor of the weights file, as text.
 std::string describe_quantized(const std::string& yaml_path, const std::string& weights_path) {
   const std::string yaml = winfer_test::read_bytes(yaml_path);
-  std::string text = "# YAML from 'layers:'\n" + yaml.substr(yaml.find("layers:"));
+  // The YAML's floats (calibrated ranges and scales) to 6 significant digits: the activations come
+  // from the FP32 kernels, whose last bits differ between compilers (contraction) and ISA paths.
+  const std::string from_layers = yaml.substr(yaml.find("layers:"));
+  const std::regex number(R"(-?[0-9]+\.[0-9]+(e[-+]?[0-9]+)?)");
+  std::string text = "# YAML from 'layers:' (floats to 6 significant digits)\n";
+  auto begin = from_layers.cbegin();
+  for (std::sregex_iterator it(from_layers.begin(), from_layers.end(), number), end; it != end; ++it) {
+    text.append(begin, from_layers.cbegin() + it->position());
+    char rounded[32];
+    std::snprintf(rounded, sizeof(rounded), "%.6g", std::stod(it->str()));
+    text += rounded;
+    begin = from_layers.cbegin() + it->position() + it->length();
+  }
+  text.append(begin, from_layers.cend());
   auto file = winfer::SafeTensorsFile::open(weights_path);
   REQUIRE(file.ok());
   text += "# weights\n";
