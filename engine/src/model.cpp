@@ -84,7 +84,7 @@ std::vector<LayerInfo> Model::layers() const {
     info.fused = node.op->fused_names();
     info.flops = node.op->flops(in, out);
     info.params = node.op->param_count() + node.op->fused_param_count();
-    if (quantized_) {
+    if (quantized_ && !structure_only_) {  // structure only: no layer was wrapped
       info.precision = quant::precision_of(*node.op);
       if (info.precision.empty() && (node.type == "conv2d" || node.type == "linear")) info.precision = "fp32";
     }

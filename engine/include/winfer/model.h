@@ -66,7 +66,8 @@ struct LayerInfo {
   int64_t flops = 0;
   int64_t params = 0;
   // Quantized models (docs/MODEL_FORMAT.md, "Quantized models"): "int8 (simulated)" or "fp32"
-  // for conv2d/linear layers; empty otherwise and for every layer of an FP32 model.
+  // for conv2d/linear layers; empty otherwise, for every layer of an FP32 model and for a
+  // structure-only load (LoadOptions::allow_missing_weights without weights).
   std::string precision;
 };
 
