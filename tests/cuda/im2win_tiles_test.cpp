@@ -139,6 +139,9 @@ TEST_CASE("cuda im2win falls back to scalar loads and stores on unaligned pointe
   // checked here by the results). The 1x1 case reads the window from the (unaligned) input.
   check_case(conv(1, 8, 9, 11, 16, 3), 7500, Activation::kNone, /*out_offset=*/1);
   check_case(conv(1, 12, 7, 9, 20, 1), 7510, Activation::kRelu, /*out_offset=*/3, /*in_offset=*/1);
+  // 8 bytes off 16 (aligned for 8-byte accesses, not for 16-byte ones): a guard that tested 8-byte
+  // alignment would pass the 4-byte offsets above and take the 16-byte paths here.
+  check_case(conv(1, 12, 7, 9, 20, 1), 7520, Activation::kNone, /*out_offset=*/2, /*in_offset=*/2);
 }
 
 TEST_CASE("cuda im2win processes the batch in chunks when the window exceeds its budget") {
