@@ -41,7 +41,8 @@
 // slice of a wider tensor, ConvParams::out_pixel_stride, counted in bytes = channels), no
 // alignment or padding required: nothing is read or written outside the tensors' bytes.
 // Packed weights: s8_pack_conv() / s8_pack_depthwise() once per model, the same bytes for every
-// ISA (VNNI, AVX2, scalar), see conv_s8.cpp.
+// ISA (VNNI, AVX2, scalar), see conv_s8.cpp and conv_depthwise_s8.cpp. Results do not depend on
+// the thread count (each output is computed by the same kernel call whatever the split).
 #pragma once
 
 #include <cstddef>
