@@ -20,6 +20,12 @@
 #else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,avx2,fma")
+// GCC 12's AVX-512 headers initialise their _mm512_undefined_* placeholders from themselves,
+// which it then reports as uninitialised once the tail variant is inlined (GCC bug 105593, a
+// false positive fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
 namespace winfer {
@@ -38,6 +44,22 @@ __attribute__((always_inline)) inline __m512i bcast32(const uint8_t* p) {
 template <int kRows, bool kTail>
 __attribute__((always_inline)) inline void accumulate(__m512i (&acc)[kRows][2], const uint8_t* const (&px)[kRows],
                                                       const int8_t* w, int64_t quads, int tail) {
+  if constexpr (kTail) {
+    // One loop over the quads and the tail (a second loop for the tail made GCC spill the
+    // accumulators): each step's 4 bytes through a masked load, the tail's 1-3 of them.
+    const __mmask16 tail_mask = static_cast<__mmask16>((1u << tail) - 1);
+    for (int64_t q = 0; q <= quads; ++q, w += 4 * kS8Panel) {
+      const __mmask16 k = q < quads ? __mmask16(0xF) : tail_mask;
+      const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
+#pragma GCC unroll 16
+      for (int m = 0; m < kRows; ++m) {
+        const __m512i x = _mm512_broadcastd_epi32(_mm_maskz_loadu_epi8(k, px[m] + 4 * q));
+        acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x, w0);
+        acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x, w1);
+      }
+    }
+    return;
+  }
   for (int64_t q = 0; q < quads; ++q, w += 4 * kS8Panel) {
     // The weights stream through L1 once per tile: fetch them ~8 steps ahead.
     __builtin_prefetch(w + 8 * 4 * kS8Panel);
@@ -46,15 +68,6 @@ __attribute__((always_inline)) inline void accumulate(__m512i (&acc)[kRows][2], 
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) {
       const __m512i x = bcast32(px[m] + 4 * q);
-      acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x, w0);
-      acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x, w1);
-    }
-  }
-  if constexpr (kTail) {
-    const __m512i w0 = _mm512_loadu_si512(w), w1 = _mm512_loadu_si512(w + 64);
-#pragma GCC unroll 16
-    for (int m = 0; m < kRows; ++m) {
-      const __m512i x = _mm512_set1_epi32(static_cast<int32_t>(s8_load_tail(px[m] + 4 * quads, tail)));
       acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], x, w0);
       acc[m][1] = _mm512_dpbusd_epi32(acc[m][1], x, w1);
     }
@@ -131,6 +144,7 @@ struct VnniTile {
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 #endif
 
