@@ -355,8 +355,15 @@ for r in "${rows[@]}"; do
     done
     if ((${#catchers[@]})); then
       caught=yes
-      by=$(printf '%s; ' "${catchers[@]}")
-      by=${by%; }
+      by=${catchers[0]}
+      # --all-modes: the first catcher in full, then the other modes that failed, and where the
+      # emulator reported something of its own, the first such report.
+      if ((${#catchers[@]} > 1)); then
+        also=$(printf '%s\n' "${catchers[@]:1}" | sed 's/: .*//' | paste -sd' ')
+        report=$(printf '%s\n' "${catchers[@]}" | grep -m1 -o '\[[^]]*\]$')
+        [[ $by == *"]" ]] && report=""
+        by="$by; also $also${report:+ $report}"
+      fi
     else
       caught=NO
       by="survived every mode (expected: $expect)"
