@@ -124,9 +124,10 @@ if(WINFER_SANITIZE)
   # the test binaries, doctest's main, the CLI or the bench library. Their objects were 10-14% of
   # their compile time in coverage counters (clang 14, ASan + UBSan, user time: apps/winfer/main.cpp
   # 18.6 -> 16.4 s, cmd_bench_model.cpp 12.0 -> 10.8 s, bench/report.cpp 7.1 -> 6.1 s, tests/engine/
-  # onnx_import_test.cpp at -O0 5.2 -> 4.6 s, tests/kernels/conv_test.cpp 4.1 -> 3.6 s), and the
-  # tests run a little faster without them. The link keeps the flag (CMAKE_CXX_FLAGS), so the
-  # instrumented libraries still find the coverage runtime.
+  # onnx_import_test.cpp at -O0 5.2 -> 4.6 s, tests/kernels/conv_test.cpp 4.1 -> 3.6 s). The link
+  # keeps the flag (CMAKE_CXX_FLAGS), so the instrumented libraries still find the coverage runtime.
+  # (Tried and not kept: the CLI and bench library at -O0 compiled 2-2.8x faster, ~35 CPU-s of the
+  # ASan build, but the CLI tests ran ~30% slower: ctest -R '^cli' 20.5-22.2 -> 26.8-28.1 s user.)
   if(WINFER_FUZZ AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     foreach(target winfer winfer_bench winfer_doctest_main winfer_kernel_tests winfer_core_tests winfer_engine_tests
                    winfer_cuda_emu_tests winfer_engine_cuda_emu_tests winfer_parity_unfused)
