@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "winfer/session.h"
+
 namespace winfer::cli {
 
 const char* version();
@@ -49,7 +51,7 @@ struct RunArgs {
   std::string expect;  // compare the output with this .npy (max |diff| / max |expected|)
   double tolerance = 1e-4;
   bool check_numerics = false;
-  int threads = 1;
+  int threads = winfer::default_thread_count();
   int64_t batch = 0;
   std::string size;  // --size HxW (input_size.h); "": the model's (or the --input file's)
   int top = 5;
@@ -65,7 +67,7 @@ struct PlanArgs {
   std::string model, weights;
   std::optional<uint64_t> random_weights_seed;
   std::string conv;  // comma-separated, or "all"; empty: the default algorithm vs im2col
-  int threads = 1;
+  int threads = winfer::default_thread_count();
   int64_t batch = 0;
   std::string size;  // --size HxW (input_size.h); "": the model's
   bool json = false;
@@ -85,7 +87,7 @@ struct BenchArgs {
   std::string layers;  // layer set name (bench/layers/NAME.yaml), layer-set file or model file
   std::string conv;    // comma-separated implementations; empty or "all": every one that applies
   std::string filter;  // only layers whose name contains this
-  int threads = 1;
+  int threads = winfer::default_thread_count();
   int64_t batch = 0;       // 0: the set's
   std::string size;        // whole networks: --size HxW (input_size.h); "": the model's
   int runs = 20;           // timed runs per (layer, conv), more for tiny layers (min_time)
@@ -103,7 +105,7 @@ struct ClassifyArgs {
   int top = 5;
   std::string device = "cpu";
   std::string conv;  // empty: the engine's default algorithm
-  int threads = 1;
+  int threads = winfer::default_thread_count();
   int64_t batch = 0;  // 0: min(8, number of images)
   bool json = false;
   std::string preprocess, labels;  // --preprocess, --labels (classifier_flags.h); "": the model's own
@@ -119,7 +121,7 @@ struct EvalArgs {
   int64_t limit = 0;  // 0: the whole split
   std::string conv;
   std::string device = "cpu";  // cpu, cuda, cuda:N, auto
-  int threads = 1;
+  int threads = winfer::default_thread_count();
   int64_t batch = 0;               // 0: 100
   std::string predictions;         // write each image's predicted class here (one byte per image)
   std::string preprocess, labels;  // --preprocess, --labels (classifier_flags.h); "": the model's own

@@ -103,6 +103,12 @@ struct Command {
   std::function<int()> run;
 };
 
+// --threads' help: the default is the engine's (winfer::default_thread_count()), shown as this
+// process sees it.
+const std::string kThreadsHelp = "Threads (default: the CPUs this process may run on, " +
+                                 std::to_string(winfer::default_thread_count()) +
+                                 " here; 1 runs on the calling thread only)";
+
 // --confine-to DIR, for every command that loads a model file.
 void add_confine_to(CLI::App* command, std::string& confine_to) {
   command->add_option(
@@ -152,7 +158,7 @@ Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
       ->needs(run_expect);
   run_cmd->add_flag("--check-numerics", run.check_numerics,
                     "Fail at the first NaN/Inf, naming the input or the layer that produced it");
-  run_cmd->add_option("--threads", run.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  run_cmd->add_option("--threads", run.threads, kThreadsHelp)->check(CLI::Range(1, 1024));
   run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")
       ->check(CLI::Range(1, 1 << 20));
   run_cmd->add_option("--size", run.size,
@@ -188,8 +194,7 @@ Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
                        "Algorithms to compare, comma-separated, or 'all' (default: the default algorithm vs im2col)");
   plan_cmd->add_option("--batch", plan.batch, "Batch size (default: the model's)")->check(CLI::Range(1, 1 << 20));
   plan_cmd->add_option("--size", plan.size, winfer::cli::kSizeHelp);
-  plan_cmd->add_option("--threads", plan.threads, "Threads of the measured run")
-      ->capture_default_str()
+  plan_cmd->add_option("--threads", plan.threads, "Threads of the measured run" + kThreadsHelp.substr(7))
       ->check(CLI::Range(1, 1024));
   plan_cmd->add_flag("--json", plan.json, "Print one JSON object instead of the table");
   plan_cmd->add_option("--svg", plan.svg, "Draw the arenas into this SVG file");
@@ -220,7 +225,7 @@ Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
                         "Implementations, comma-separated (engine algorithms; with --layers also onednn, xnnpack); "
                         "default: the engine's default algorithm for networks, all that apply for layers");
   bench_cmd->add_option("--filter", bench.filter, "Only layers whose name contains this text");
-  bench_cmd->add_option("--threads", bench.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  bench_cmd->add_option("--threads", bench.threads, kThreadsHelp)->check(CLI::Range(1, 1024));
   bench_cmd->add_option("--batch", bench.batch, "Batch size (default: the layer set's, or the model's)")
       ->check(CLI::Range(1, 1 << 20));
   bench_cmd->add_option("--size", bench.size, std::string("Whole networks: ") + winfer::cli::kSizeHelp);
@@ -255,7 +260,7 @@ Command add_classify(CLI::App* app, winfer::cli::ClassifyArgs& classify) {
   classify_cmd->add_option("--device", classify.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")
       ->capture_default_str();
   classify_cmd->add_option("--conv", classify.conv, "Convolution algorithm (default: the engine's)");
-  classify_cmd->add_option("--threads", classify.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  classify_cmd->add_option("--threads", classify.threads, kThreadsHelp)->check(CLI::Range(1, 1024));
   classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")
       ->check(CLI::Range(1, 1 << 16));
   classify_cmd->add_flag("--json", classify.json, "Print one JSON object instead of text");
@@ -280,7 +285,7 @@ Command add_eval(CLI::App* app, winfer::cli::EvalArgs& eval) {
   eval_cmd->add_option("--conv", eval.conv, "Convolution algorithm (default: the engine's)");
   eval_cmd->add_option("--device", eval.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")
       ->capture_default_str();
-  eval_cmd->add_option("--threads", eval.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  eval_cmd->add_option("--threads", eval.threads, kThreadsHelp)->check(CLI::Range(1, 1024));
   eval_cmd->add_option("--batch", eval.batch, "Images per batch (default: 100)")->check(CLI::Range(1, 1 << 16));
   eval_cmd->add_option("--predictions", eval.predictions,
                        "Write each image's predicted class to this file (one byte each)");
