@@ -28,7 +28,7 @@ struct QuantizeArgs {
   std::string method = "percentile";
   double percentile = 99.99;
   std::vector<std::string> keep_fp32, int8;
-  int threads = 1;
+  int threads = winfer::default_thread_count();
   std::optional<uint64_t> random_weights_seed;  // --random-weights SEED (zoo models without weights)
   int64_t random_images = 0;                    // --random-images N: calibrate on seeded random images
 };

@@ -332,7 +332,8 @@ Command add_quantize(CLI::App* app, winfer::cli::QuantizeArgs& q) {
       ->delimiter(',');
   cmd->add_option("--int8", q.int8, "Layers to quantize that the default rules keep in FP32 (first conv, last linear)")
       ->delimiter(',');
-  cmd->add_option("--threads", q.threads, "Threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--threads", q.threads, "Threads of the calibration runs" + kThreadsHelp.substr(7))
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--random-weights", q.random_weights_seed,
                   "Quantize the model with seeded random weights (zoo models without weights)");
   cmd->add_option("--random-images", q.random_images,
