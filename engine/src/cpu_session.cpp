@@ -36,9 +36,10 @@ std::string algorithm_names() {
 // once when libgomp loads), which is what keeps the layers of one run fast, but after the
 // run's last layer that spin takes the cores from whatever the process does next
 // (docs/PERFORMANCE.md, "Idle workers"). omp_pause_resource_all(omp_pause_soft) ends it:
-// libgomp retires the calling thread's pool (the next run starts its workers again), LLVM's
-// libomp puts its workers to sleep. Only the calling thread's own pool is touched, and not
-// from inside a parallel region.
+// libgomp retires the calling thread's pool (the next run starts its workers again). LLVM's
+// libomp (clang builds) does not: its workers still spin for KMP_BLOCKTIME (200 ms) after a soft
+// pause (measured), so there the environment's KMP_BLOCKTIME=0 is the remedy. Only the calling
+// thread's own pool is touched, and not from inside a parallel region.
 class IdleWorkersAsleep {
  public:
   explicit IdleWorkersAsleep(int threads) : active_(threads > 1) {}
