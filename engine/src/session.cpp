@@ -17,6 +17,7 @@
 #include "engine/src/graph.h"
 #include "engine/src/device_backend.h"
 #include "engine/src/session_impl.h"
+#include "winfer/log.h"
 
 namespace winfer {
 namespace {
@@ -172,7 +173,31 @@ Status check_arena_options(const SessionOptions& options) {
 
 }  // namespace
 
+namespace {
+
+// WINFER_NUM_THREADS, when set to a whole number >= 1: the default instead of the affinity count
+// (for a test suite that runs processes side by side, or a process that shares its CPUs). Any
+// other value is not guessed at: it is named in a warning (once) and the affinity count is used.
+int threads_from_environment() {
+  const char* text = std::getenv("WINFER_NUM_THREADS");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (errno == 0 && *end == '\0' && value >= 1 && value <= (1 << 20)) return static_cast<int>(value);
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    log_message(LogLevel::kWarning, std::string("WINFER_NUM_THREADS='") + text +
+                                        "' is not a whole number from 1 to 1048576: ignored, the default thread "
+                                        "count is the CPUs this process may run on");
+  }
+  return 0;
+}
+
+}  // namespace
+
 int default_thread_count() {
+  if (const int from_environment = threads_from_environment(); from_environment > 0) return from_environment;
   // A cpu_set_t holds 1024 CPUs; a kernel configured for more refuses it (EINVAL), so grow.
   for (size_t cpus = CPU_SETSIZE; cpus <= (size_t{1} << 20); cpus *= 8) {
     cpu_set_t* set = CPU_ALLOC(cpus);

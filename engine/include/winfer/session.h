@@ -28,9 +28,10 @@ namespace winfer {
 
 // The thread count a session gets when SessionOptions::threads is left alone: the CPUs this
 // process may run on (sched_getaffinity of the calling thread, so `taskset`, cgroup cpusets and
-// a container's CPU list count; not the machine's CPUs), at least 1. Evaluated each time a
-// SessionOptions is made. The C API (winfer_default_thread_count), the CLI's --threads and the
-// Python binding's threads=None all use it.
+// a container's CPU list count; not the machine's CPUs), at least 1, unless the environment
+// variable WINFER_NUM_THREADS holds a whole number >= 1, which then is the default (another value
+// is ignored with a warning). Evaluated each time a SessionOptions is made. The C API (winfer_default_thread_count),
+// the CLI's --threads and the Python binding's threads=None all use it.
 int default_thread_count();
 
 struct SessionOptions {
