@@ -27,6 +27,9 @@
 // one pointer per tap (kw, kh: the weights' order) and pixel, to the input pixel's first
 // channel or to a row of z_x; the group's first channel is the kernel's pixel_offset, and Cg
 // need not be a multiple of 4 (the last 1-3 channels of a tap are the kernel's exact tail).
+//
+// A residual (S8Residual) is addressed like the output, tile by tile and panel by panel: the
+// micro-kernel reads each output value's residual byte just before storing that value.
 #include <omp.h>
 
 #include <algorithm>
@@ -205,10 +208,29 @@ void set_panel(S8TileArgs& a, const ConvPacking& pk, const uint8_t* packed, int6
   a.cols = static_cast<int>(std::min<int64_t>(kS8Panel, pk.cog - panel * kS8Panel));
 }
 
-void set_epilogue(S8TileArgs& a, const ConvHeader& h) {
+void set_epilogue(S8TileArgs& a, const ConvHeader& h, const S8Residual* residual) {
   a.out_zero = h.out_zero;
   a.lo = h.lo;
   a.hi = h.hi;
+  a.res = nullptr;
+  if (residual != nullptr) {
+    a.res_stride = residual->pixel_stride;
+    a.res_zero = residual->zero;
+    a.res_scale = residual->scale;
+  }
+}
+
+void check_residual(const ConvParams& p, const S8Residual* r) {
+  if (r == nullptr) return;
+  const std::string at = where(p) + "residual: ";
+  if (r->data == nullptr) throw std::invalid_argument(at + "data is null");
+  if (r->pixel_stride < p.out_channels)
+    throw std::invalid_argument(at + "pixel stride " + std::to_string(r->pixel_stride) + " is below the " +
+                                std::to_string(p.out_channels) + " output channels");
+  if (r->zero < 0 || r->zero > 255)
+    throw std::invalid_argument(at + "zero point must be in 0..255, got " + std::to_string(r->zero));
+  if (!std::isfinite(r->scale))
+    throw std::invalid_argument(at + "scale must be finite, got " + std::to_string(r->scale));
 }
 
 }  // namespace
@@ -262,9 +284,10 @@ size_t s8_im2win_workspace_bytes(const ConvParams& p, int threads) {
 }
 
 void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packed, uint8_t* output, void* workspace,
-                    int threads) {
+                    int threads, const S8Residual* residual) {
   const ConvPacking pk(p);
   const ConvHeader& h = checked_header(p, packed, kConvMagic);
+  check_residual(p, residual);
   const Geometry geo(p, pk);
   const S8TileKernels& uk = s8_tile_kernels(s8_isa());
   const uint8_t* pb = static_cast<const uint8_t*>(packed);
@@ -277,7 +300,7 @@ void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packe
     uint8_t* slots = static_cast<uint8_t*>(workspace) + t * geo.workspace_bytes_per_thread();
     const int64_t u_end = units * (t + 1) / team;
     S8TileArgs a{};
-    set_epilogue(a, h);
+    set_epilogue(a, h, residual);
     a.segments = geo.segments;
     a.quads = geo.quads;
     a.tail = 0;
@@ -294,6 +317,8 @@ void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packe
         for (int64_t r = 0; r < rows; ++r) transform_row(p, geo, image, g, oh0 + r, zx, slots + r * geo.row_bytes);
       const int64_t npix = rows * geo.wo, tiles = ceil_div(npix, uk.max_rows);
       uint8_t* out0 = output + (n * geo.ho + oh0) * geo.wo * out_stride + g * pk.cog;
+      const uint8_t* res0 =
+          residual != nullptr ? residual->data + (n * geo.ho + oh0) * geo.wo * a.res_stride + g * pk.cog : nullptr;
       // Tile-major (a tile's pixels stay in L1 across every panel) while the group's weights
       // stay in L2; panel-major (one panel across the step's tiles) beyond.
       const bool tile_major = pk.panels * pk.panel_weight_bytes <= kTileMajorWeightBytes;
@@ -309,6 +334,7 @@ void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packe
           }
         set_panel(a, pk, pb, g, panel);
         a.out = out0 + p0 * out_stride + panel * kS8Panel;
+        if (res0 != nullptr) a.res = res0 + p0 * a.res_stride + panel * kS8Panel;
         uk.fn[p1 - p0](a);
       }
       u += rows;
@@ -322,9 +348,11 @@ void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packe
   body(omp_get_thread_num(), omp_get_num_threads());
 }
 
-void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* packed, uint8_t* output, int threads) {
+void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* packed, uint8_t* output, int threads,
+                      const S8Residual* residual) {
   const ConvPacking pk(p);
   const ConvHeader& h = checked_header(p, packed, kConvMagic);
+  check_residual(p, residual);
   const S8TileKernels& uk = s8_tile_kernels(s8_isa());
   const uint8_t* pb = static_cast<const uint8_t*>(packed);
   const int64_t ho = p.out_h(), wo = p.out_w(), npix = ho * wo, tiles = ceil_div(npix, uk.max_rows);
@@ -334,7 +362,7 @@ void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* pac
   auto body = [&](int t, int team) {
     std::vector<const uint8_t*> ptrs(static_cast<size_t>(taps * uk.max_rows));
     S8TileArgs a{};
-    set_epilogue(a, h);
+    set_epilogue(a, h, residual);
     a.pixels = ptrs.data();
     a.segments = taps;
     a.quads = pk.cg / 4;
@@ -357,12 +385,14 @@ void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* pac
           }
       }
       uint8_t* out0 = output + (n * npix + p0) * out_stride;
+      const uint8_t* res0 = residual != nullptr ? residual->data + (n * npix + p0) * a.res_stride : nullptr;
       for (int64_t g = 0; g < p.groups; ++g) {
         // The zero row is C bytes: offset by g * Cg it still holds the Cg bytes read.
         a.pixel_offset = g * pk.cg;
         for (int64_t panel = 0; panel < pk.panels; ++panel) {
           set_panel(a, pk, pb, g, panel);
           a.out = out0 + g * pk.cog + panel * kS8Panel;
+          if (res0 != nullptr) a.res = res0 + g * pk.cog + panel * kS8Panel;
           uk.indirect[p1 - p0](a);
         }
       }

@@ -20,6 +20,16 @@
 //                since the final clamp is within [0, 255]), then + z_y and the integer clamp.
 //                The activation is the clamp: none [0, 255]; ReLU [z_y, 255]; ReLU6
 //                [z_y, min(255, z_y + round(6 / s_y))].
+//   residual     (optional, im2win and indirect: ResNet's conv + add + ReLU in one pass) a u8
+//                tensor of the output's shape, x_r = s_r * (q_r - z_r), added before the clamp:
+//                  f   = fmaf(float(q_r - z_r), R, float(acc) * M[oc]),   R = s_r / s_y (float32)
+//                  q_y = clamp(round_half_even(clamp(f, +-65536)) + z_y, lo, hi)
+//                float(acc) * M[oc] rounded once to float32 as above, then one fused multiply-add
+//                (q_r - z_r times R plus that product, rounded once): _mm512_fmadd_ps,
+//                _mm256_fmadd_ps and std::fma compute the same float. The activation clamp
+//                applies after the add: relu(conv + residual). s8_requantize_residual() below
+//                is the reference; it calls std::fma with the product as a separate operand,
+//                so no -ffp-contract setting can fuse anything else.
 //
 // Why a float32 multiplier and not gemmlowp's fixed-point multiplier and shift: the float epilogue
 // is 3 instructions per 16 outputs on AVX-512 and 8 on AVX2 (convert, multiply, convert back;
@@ -45,6 +55,7 @@
 // the thread count (each output is computed by the same kernel call whatever the split).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -52,6 +63,18 @@
 
 namespace winfer {
 namespace cpu {
+
+// The residual added in the epilogue (see the contract above): u8 NHWC of the output's shape,
+// channel oc of output pixel m (m counting over batch, rows and columns) at
+// data[m * pixel_stride + oc]. It may be the output itself (data == output, pixel_stride ==
+// the output's pixel stride): every output value reads its own residual value before it is
+// written, and reads no other output value.
+struct S8Residual {
+  const uint8_t* data = nullptr;
+  int64_t pixel_stride = 0;  // bytes between pixels, >= out_channels
+  int32_t zero = 0;          // z_r, 0..255
+  float scale = 0;           // R = s_r / s_y, finite
+};
 
 // The quantization of one convolution, given to packing.
 struct S8ConvQuant {
@@ -79,14 +102,15 @@ void s8_pack_conv(const ConvParams& p, const int8_t* weight_oihw, const S8ConvQu
 // workspace_bytes depends on the thread count (one set of window rows per thread); 0 for 1x1
 // convolutions (and Kh = 1 without padding) whose channels per group are a multiple of 4, which
 // read the input in place.
+// `residual` (null: none) is added in the epilogue.
 size_t s8_im2win_workspace_bytes(const ConvParams& p, int threads);
 void s8_im2win_conv(const ConvParams& p, const uint8_t* input_nhwc, const void* packed, uint8_t* output_nhwc,
-                    void* workspace, int threads);
+                    void* workspace, int threads, const S8Residual* residual = nullptr);
 
 // Indirect convolution: per tile of output pixels, one pointer per pixel and tap (built on the
 // fly in the thread's stack or heap), padding taps pointing at a row of z_x. No workspace.
 void s8_indirect_conv(const ConvParams& p, const uint8_t* input_nhwc, const void* packed, uint8_t* output_nhwc,
-                      int threads);
+                      int threads, const S8Residual* residual = nullptr);
 
 // Depthwise (groups == in_channels == out_channels): weights [C][1][Kh][Kw] OIHW s8.
 size_t s8_depthwise_packed_bytes(const ConvParams& p);
@@ -97,6 +121,22 @@ void s8_depthwise_conv(const ConvParams& p, const uint8_t* input_nhwc, const voi
 // The epilogue of one output value (the scalar reference every path matches bit for bit).
 inline uint8_t s8_requantize(int32_t acc, float multiplier, int32_t out_zero, int32_t lo, int32_t hi) {
   float f = static_cast<float>(acc) * multiplier;
+  f = f < -65536.f ? -65536.f : f;
+  f = f > 65536.f ? 65536.f : f;
+  int32_t r = static_cast<int32_t>(__builtin_nearbyintf(f)) + out_zero;
+  r = r < lo ? lo : r;
+  r = r > hi ? hi : r;
+  return static_cast<uint8_t>(r);
+}
+
+// The epilogue of one output value with a residual value q_r (the reference of every path):
+// fmaf(float(q_r - z_r), R, float(acc) * M), then the clamps and rounding of s8_requantize.
+// The product is a named float and the add is std::fma's: nothing is left for the compiler to
+// contract.
+inline uint8_t s8_requantize_residual(int32_t acc, float multiplier, int32_t residual, int32_t res_zero,
+                                      float res_scale, int32_t out_zero, int32_t lo, int32_t hi) {
+  const float product = static_cast<float>(acc) * multiplier;
+  float f = std::fma(static_cast<float>(residual - res_zero), res_scale, product);
   f = f < -65536.f ? -65536.f : f;
   f = f > 65536.f ? 65536.f : f;
   int32_t r = static_cast<int32_t>(__builtin_nearbyintf(f)) + out_zero;

@@ -5,6 +5,12 @@
 //
 //   acc = bias[j] + sum_{s < segments} sum_{k < 4 * quads + tail} px(m, s)[k] * w(s)[k / 4][j][k % 4]
 //   out[m * out_stride + j] = s8_requantize(acc, mult[j], out_zero, lo, hi)
+//   or, with a residual (res != null),
+//   out[m * out_stride + j] = s8_requantize_residual(acc, mult[j], res[m * res_stride + j], res_zero,
+//                                                    res_scale, out_zero, lo, hi)
+//
+// (res may equal out with res_stride == out_stride: each value is read before its own store.)
+// The kernels test `res` once per tile and run one of two epilogues: the plain one unchanged.
 //
 // where px(m, s) = pixels[m] + s * seg_stride (im2win: window runs or the input in place), or
 // pixels[s * pixels_stride + m] + pixel_offset (indirect: one pointer per pixel and tap), and
@@ -43,6 +49,11 @@ struct S8TileArgs {
   uint8_t* out;
   int64_t out_stride;  // bytes between consecutive pixels' outputs
   int cols;            // 1..kS8Panel
+  // The residual (null: none): pixel m's channel j at res[m * res_stride + j].
+  const uint8_t* res;
+  int64_t res_stride;
+  int32_t res_zero;
+  float res_scale;
 };
 
 using S8TileFn = void (*)(const S8TileArgs&);

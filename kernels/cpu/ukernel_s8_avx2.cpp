@@ -46,6 +46,17 @@ __attribute__((always_inline)) inline __m256i widen_w(const int8_t* p) {
   return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// The low bytes of r's 8 int32 (0..255 after the clamp) stored to out[0, valid).
+__attribute__((always_inline)) inline void store8(uint8_t* out, __m256i r, __m128i gather, int valid) {
+  const __m128i lo4 = _mm_shuffle_epi8(_mm256_castsi256_si128(r), gather);
+  const __m128i hi4 = _mm_shuffle_epi8(_mm256_extracti128_si256(r, 1), gather);
+  const uint64_t bytes = static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpacklo_epi32(lo4, hi4)));
+  if (valid == 8)
+    std::memcpy(out, &bytes, 8);
+  else
+    for (int j = 0; j < valid; ++j) out[j] = static_cast<uint8_t>(bytes >> (8 * j));
+}
+
 template <int kRows, bool kIndirect>
 struct Avx2S8Tile {
   static void run(const S8TileArgs& a) {
@@ -83,6 +94,30 @@ struct Avx2S8Tile {
       const __m256i bias = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bias + cb * 8));
       const __m256 mult = _mm256_loadu_ps(a.mult + cb * 8);
       const int valid = a.cols - cb * 8 < 8 ? a.cols - cb * 8 : 8;
+      if (a.res != nullptr) {
+        // With a residual: its `valid` bytes (read before the store: it may be the output),
+        // minus z_r, to float32, fmadd(that, R, the product), then the plain epilogue's clamps.
+        const __m256i rz = _mm256_set1_epi32(a.res_zero);
+        const __m256 rs = _mm256_set1_ps(a.res_scale);
+        for (int m = 0; m < kRows; ++m) {
+          __m256i r = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[m][0], acc[m][1]), 0xD8);
+          r = _mm256_add_epi32(r, bias);
+          const uint8_t* res = a.res + m * a.res_stride + cb * 8;
+          uint64_t res_bytes = 0;
+          if (valid == 8)
+            std::memcpy(&res_bytes, res, 8);
+          else
+            for (int j = 0; j < valid; ++j) res_bytes |= static_cast<uint64_t>(res[j]) << (8 * j);
+          const __m256i q = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(res_bytes)));
+          const __m256 rf = _mm256_cvtepi32_ps(_mm256_sub_epi32(q, rz));
+          __m256 f = _mm256_fmadd_ps(rf, rs, _mm256_mul_ps(_mm256_cvtepi32_ps(r), mult));
+          f = _mm256_min_ps(_mm256_max_ps(f, fmin), fmax);
+          r = _mm256_add_epi32(_mm256_cvtps_epi32(f), zy);
+          r = _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
+          store8(a.out + m * a.out_stride + cb * 8, r, gather, valid);
+        }
+        continue;
+      }
 #pragma GCC unroll 8
       for (int m = 0; m < kRows; ++m) {
         // [c0 c1 c4 c5 | c2 c3 c6 c7] -> [c0 .. c7]

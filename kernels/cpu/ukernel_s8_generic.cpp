@@ -30,6 +30,13 @@ struct GenericS8Tile {
         }
       }
     }
+    if (a.res != nullptr) {
+      for (int m = 0; m < kRows; ++m)
+        for (int j = 0; j < a.cols; ++j)
+          a.out[m * a.out_stride + j] = s8_requantize_residual(acc[m][j], a.mult[j], a.res[m * a.res_stride + j],
+                                                               a.res_zero, a.res_scale, a.out_zero, a.lo, a.hi);
+      return;
+    }
     for (int m = 0; m < kRows; ++m)
       for (int j = 0; j < a.cols; ++j)
         a.out[m * a.out_stride + j] = s8_requantize(acc[m][j], a.mult[j], a.out_zero, a.lo, a.hi);

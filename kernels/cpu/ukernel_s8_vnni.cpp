@@ -86,6 +86,23 @@ __attribute__((always_inline)) inline void requantize_store(uint8_t* out, __m512
   _mm_mask_storeu_epi8(out, mask, _mm512_cvtepi32_epi8(r));
 }
 
+// The same with a residual: its 16 (masked) bytes widened, minus z_r, to float32, then
+// fmadd(that, R, the product): one rounding of the product, one of the fused add (the
+// contract's fmaf), then the clamps and the store as above. The residual is read before the
+// store, so that it may be the output itself.
+__attribute__((always_inline)) inline void requantize_residual_store(uint8_t* out, const uint8_t* res, __m512i acc,
+                                                                     __m512 mult, __m512i rz, __m512 rs, __m512 fmin,
+                                                                     __m512 fmax, __m512i zy, __m512i lo, __m512i hi,
+                                                                     __mmask16 mask) {
+  const __m512i q = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, res));
+  const __m512 r = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, rz));
+  __m512 f = _mm512_fmadd_ps(r, rs, _mm512_mul_ps(_mm512_cvtepi32_ps(acc), mult));
+  f = _mm512_min_ps(_mm512_max_ps(f, fmin), fmax);
+  __m512i y = _mm512_add_epi32(_mm512_cvtps_epi32(f), zy);
+  y = _mm512_min_epi32(_mm512_max_epi32(y, lo), hi);
+  _mm_mask_storeu_epi8(out, mask, _mm512_cvtepi32_epi8(y));
+}
+
 template <int kRows, bool kIndirect>
 struct VnniTile {
   static void run(const S8TileArgs& a) {
@@ -129,6 +146,18 @@ struct VnniTile {
     const __m512i zy = _mm512_set1_epi32(a.out_zero), lo = _mm512_set1_epi32(a.lo), hi = _mm512_set1_epi32(a.hi);
     const __mmask16 k0 = a.cols >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << a.cols) - 1);
     const __mmask16 k1 = a.cols <= 16 ? __mmask16(0) : static_cast<__mmask16>((1u << (a.cols - 16)) - 1);
+    if (a.res != nullptr) {
+      const __m512i rz = _mm512_set1_epi32(a.res_zero);
+      const __m512 rs = _mm512_set1_ps(a.res_scale);
+      for (int m = 0; m < kRows; ++m) {
+        uint8_t* out = a.out + m * a.out_stride;
+        const uint8_t* res = a.res + m * a.res_stride;
+        requantize_residual_store(out, res, _mm512_load_si512(buf[m]), m0, rz, rs, fmin, fmax, zy, lo, hi, k0);
+        requantize_residual_store(out + 16, res + 16, _mm512_load_si512(buf[m] + 16), m1, rz, rs, fmin, fmax, zy, lo,
+                                  hi, k1);
+      }
+      return;
+    }
     for (int m = 0; m < kRows; ++m) {
       uint8_t* out = a.out + m * a.out_stride;
       requantize_store(out, _mm512_load_si512(buf[m]), m0, fmin, fmax, zy, lo, hi, k0);
