@@ -4,9 +4,9 @@ weights, interleaved call by call in one process; plus each engine's peak memory
 fresh process of its own (issue 25).
 
     /usr/bin/python3 bench/tools/peer_bench.py MODEL [MODEL ...] [--batch 1,8] [--threads 1,2]
-        [--rounds 30] [--warmup 3] [--engines winfer,onnxruntime,openvino,ncnn,torch]
+        [--rounds 30] [--warmup 3] [--engines winfer,onnxruntime,openvino,ncnn,torch[,onnxruntime-int8,winfer-int8]]
         [--winfer-conv im2win,winograd,auto] [--tolerance 1e-4] [--no-memory] [--memory-threads 1]
-        [--settle-ms 500] [--seed 1]
+        [--settle-ms 500] [--seed 1] [--calibration-images 32] [--int8-check 32]
         [--build build] [--json FILE] [--setup-only]
 
 Examples (the smoke test of docs/PERFORMANCE.md, then the full grid of issue 25):
@@ -18,6 +18,8 @@ Examples (the smoke test of docs/PERFORMANCE.md, then the full grid of issue 25)
     scripts/bench_report.sh --peers               # that grid, its tables into docs/PERFORMANCE.md
     scripts/bench_report.sh --peers --models "resnet18 shufflenet_v2_x1_0" --threads 1 --skip-batch8 \\
         --rounds 10                               # the smoke test, tables into docs/PERFORMANCE.md
+    /usr/bin/python3 bench/tools/peer_bench.py resnet18 --batch 1 --threads 1 --rounds 10 \\
+        --engines winfer,onnxruntime,onnxruntime-int8,winfer-int8 --winfer-conv im2win   # INT8 (issue 27)
 
 MODEL is a zoo name (models/zoo/MODEL.yaml). What happens:
 
@@ -65,6 +67,38 @@ pair_bench.py. ncnn runs one image per call, so its batch-8 figure is 8 extracti
 ncnn is used). OPENBLAS_CORETYPE is set as winfer sets it (SkylakeX with AVX-512, Haswell with
 AVX2) before any library loads.
 
+INT8 (issue 27; not in the default --engines, name them): `onnxruntime-int8` and `winfer-int8`,
+both post-training static quantizations of the same ONNX file, calibrated on the same images, timed
+in the same rounds as the FP32 engines:
+- Calibration images (BUILD/peers/calib.seedS.nN/, --calibration-images N, default 32): N images
+  of uniform random 8-bit pixels (numpy's default_rng(--seed)), 224x224 RGB, written as PPM files;
+  normalized by the zoo model's preprocess mean/std (models/zoo/MODEL.yaml; no resize or crop, the
+  images already have the input's size), (p / 255 - mean) / std in float32 as winfer does. Ranges:
+  minmax for both (winfer quantize --method minmax; ORT CalibrationMethod.MinMax).
+- winfer-int8: `winfer convert MODEL.bB.onnx` -> MODEL.seedS.bB.yaml (+ safetensors), the zoo's
+  mean/std added as its preprocess; `winfer quantize ... --calibrate calib.seedS.nN --images N
+  --method minmax` -> MODEL.seedS.bB.int8-minmax-nN.yaml: activations u8 per tensor with a zero
+  point, conv2d/linear weights s8 symmetric per output channel, the first convolution and the
+  logits' linear layer kept in FP32 (winfer's default rules). Loaded through the C API like the
+  FP32 model (winfer_model_load, im2win session). Both files are remade when BUILD/bin/winfer is
+  newer than them. The input range winfer recorded is checked against the images' range here
+  (same images, same normalization).
+- onnxruntime-int8: onnxruntime.quantization.quantize_static on MODEL.bB.onnx, QuantFormat.QDQ
+  (QuantizeLinear/DequantizeLinear pairs, which ORT's CPU provider fuses: resnet18's optimized graph
+  has 19 QLinearConv, 8 QLinearAdd, a QLinearGlobalAveragePool, MaxPool in FP32 after the FP32 stem),
+  activations QUInt8 (asymmetric, per tensor), weights QInt8 (symmetric, per_channel=True),
+  reduce_range off (this CPU has VNNI), no pre-processing (torch's export has folded batch norm),
+  ORT's default operator set (Conv, Gemm, Add, MaxPool, GlobalAveragePool, ...), calibrated by
+  a CalibrationDataReader over the same N images; the layers winfer keeps in FP32 are excluded
+  (nodes_to_exclude) so that both run the same layers in INT8 -> MODEL.seedS.bB.int8-minmax-nN.qdq.onnx
+  (and .qdq.json: what it was made with; remade when that changes, e.g. the excluded layers).
+- Accuracy, a sanity check (INT8 is not bit-comparable, so no --tolerance): on --int8-check K
+  N(0,1) inputs whose first B are the golden input (K rounded up to a multiple of B), each INT8
+  engine's top-1 agreement with PyTorch's FP32 output and its max |logit difference| (random
+  weights: not an accuracy claim). Ratios: winfer-int8 / onnxruntime-int8, winfer im2win (FP32) /
+  winfer-int8 (the speed-up) and onnxruntime / onnxruntime-int8. The FP32 ratios leave them out.
+ORT's quantizer needs the onnx package (peer_requirements.txt).
+
 Output: a table per (model, batch, threads) on stdout; with --json FILE one JSON object per line
 appended to FILE ("kind": "latency" per cell, "kind": "memory" per engine and batch, "kind":
 "versions" once), which bench/tools/bench_report.py turns into docs/PERFORMANCE.md's peer tables.
@@ -90,7 +124,10 @@ OPSET = 17
 SIZE = 224
 PEERS = ("onnxruntime", "openvino", "ncnn")
 BLOCKED_PEERS = ("onnxruntime", "openvino")  # oneDNN-style blocked direct convolutions
-ENGINES = ("winfer", "onnxruntime", "openvino", "ncnn", "torch")
+DEFAULT_ENGINES = ("winfer", "onnxruntime", "openvino", "ncnn", "torch")
+INT8_ENGINES = ("onnxruntime-int8", "winfer-int8")  # issue 27; only when named in --engines
+ENGINES = DEFAULT_ENGINES + INT8_ENGINES
+CALIBRATION_METHOD = "minmax"  # winfer quantize --method; ORT's CalibrationMethod.MinMax
 TOOL = "peer_bench"
 
 
@@ -142,9 +179,12 @@ def versions(engines):
     out["python"] = sys.version.split()[0]
     import torch  # it exports every model, whether or not it is timed
     out["torch"] = torch.__version__
-    if "onnxruntime" in engines:
+    if "onnxruntime" in engines or "onnxruntime-int8" in engines:
         import onnxruntime
         out["onnxruntime"] = onnxruntime.__version__
+    if "onnxruntime-int8" in engines:
+        import onnx
+        out["onnx"] = onnx.__version__
     if "openvino" in engines:
         import openvino
         out["openvino"] = openvino.__version__
@@ -164,9 +204,10 @@ def versions(engines):
 
 
 class Files:
-    def __init__(self, cache, model, seed):
+    def __init__(self, cache, model, seed, calibration_images=32, int8_check=32):
         self.stem = os.path.join(cache, f"{model}.seed{seed}")
         self.model, self.seed = model, seed
+        self.cache, self.calibration_images, self.int8_check = cache, calibration_images, int8_check
 
     def onnx(self, batch):
         return f"{self.stem}.b{batch}.onnx"
@@ -188,6 +229,35 @@ class Files:
 
     def reference(self, batch):
         return f"{self.stem}.b{batch}.torch.npy"
+
+    # INT8 (issue 27)
+    @property
+    def calibration_dir(self):  # the images do not depend on the model
+        return os.path.join(self.cache, f"calib.seed{self.seed}.n{self.calibration_images}")
+
+    def winfer_fp32(self, batch):  # `winfer convert` of onnx(batch), with the zoo's mean/std
+        return f"{self.stem}.b{batch}.yaml"
+
+    def int8_stem(self, batch):
+        return f"{self.stem}.b{batch}.int8-{CALIBRATION_METHOD}-n{self.calibration_images}"
+
+    def winfer_int8(self, batch):
+        return self.int8_stem(batch) + ".yaml"
+
+    def winfer_int8_weights(self, batch):
+        return self.int8_stem(batch) + ".safetensors"
+
+    def ort_int8(self, batch):
+        return self.int8_stem(batch) + ".qdq.onnx"
+
+    def check_count(self, batch):  # --int8-check rounded up to whole batches
+        return -(-self.int8_check // batch) * batch
+
+    def check_input(self, batch):
+        return f"{self.stem}.check{self.check_count(batch)}.input.npy"
+
+    def check_reference(self, batch):
+        return f"{self.stem}.check{self.check_count(batch)}.torch.npy"
 
 
 def golden_input(batch, seed):
@@ -242,6 +312,185 @@ def convert_ncnn(files, log):
             f.write(run.stdout + run.stderr)
         raise RuntimeError(f"pnnx failed (exit {run.returncode}; log {base}.log)")
     log(f"converted {files.ncnn_param} with pnnx ({time.time() - begin:.1f} s)")
+
+
+# ---------------------------------------------------------------------------------------------
+# INT8 (issue 27): the calibration images, winfer's and ONNX Runtime's quantized files
+
+
+def zoo_normalization(model):
+    """mean/std/channel order of models/zoo/MODEL.yaml's preprocess (mean 0, std 1 without one)."""
+    import yaml
+    with open(os.path.join(ROOT, "models", "zoo", model + ".yaml")) as f:
+        pre = yaml.safe_load(f).get("preprocess") or {}
+    return {"mean": [float(v) for v in pre.get("mean", [0.0, 0.0, 0.0])],
+            "std": [float(v) for v in pre.get("std", [1.0, 1.0, 1.0])],
+            "channel_order": pre.get("channel_order", "RGB")}
+
+
+def calibration_pixels(files):
+    """The calibration images, [N, 224, 224, 3] u8, written once as PPM files for winfer quantize."""
+    import numpy as np
+    n = files.calibration_images
+    pixels = np.random.default_rng(files.seed).integers(0, 256, size=(n, SIZE, SIZE, 3), dtype=np.uint8)
+    folder = files.calibration_dir
+    if not os.path.isdir(folder):
+        part = folder + ".part"
+        os.makedirs(part, exist_ok=True)
+        for i, img in enumerate(pixels):
+            with open(os.path.join(part, f"{i:05d}.ppm"), "wb") as f:
+                f.write(f"P6\n{SIZE} {SIZE}\n255\n".encode() + img.tobytes())
+        os.replace(part, folder)
+    return pixels
+
+
+def calibration_tensor(pixels, norm):
+    """NCHW float32, (p / 255 - mean) / std in float32, as winfer's image_to_input computes it."""
+    import numpy as np
+    x = pixels.astype(np.float32) / np.float32(255)
+    if norm["channel_order"] == "BGR":
+        x = x[..., ::-1]
+    x = (x - np.asarray(norm["mean"], dtype=np.float32)) / np.asarray(norm["std"], dtype=np.float32)
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2), dtype=np.float32)
+
+
+def stale(path, *sources):
+    return not os.path.exists(path) or any(os.path.getmtime(s) > os.path.getmtime(path) for s in sources)
+
+
+def run_winfer_cli(args, what):
+    run = subprocess.run(args, capture_output=True, text=True)
+    if run.returncode != 0:
+        message = (run.stderr.strip() or run.stdout.strip() or f"exit {run.returncode}").splitlines()
+        raise RuntimeError(f"{what} failed (exit {run.returncode}): {' / '.join(message[-3:])}")
+    return run.stdout
+
+
+def prepare_winfer_int8(files, batch, build, norm, pixels, log):
+    """winfer convert + the zoo's mean/std, then winfer quantize on the calibration folder.
+    Returns the quantized YAML's quantization section."""
+    import yaml
+    cli = os.path.join(build, "bin", "winfer")
+    if not os.path.exists(cli):
+        raise RuntimeError(f"{cli} not found (build it: flock /tmp/winfer-build.lock cmake --build {build} "
+                           "--target winfer)")
+    fp32 = files.winfer_fp32(batch)
+    if stale(fp32, cli, files.onnx(batch)):
+        part = fp32 + ".part"
+        run_winfer_cli([cli, "convert", files.onnx(batch), "-o", part, "--weights",
+                        fp32[:-len(".yaml")] + ".safetensors"], f"winfer convert {files.onnx(batch)}")
+        with open(part) as f:
+            lines = f.read().splitlines(keepends=True)
+        at = next((i for i, line in enumerate(lines) if line.startswith("input:")), None)
+        if at is None:
+            raise RuntimeError(f"winfer convert wrote {part} without an input: line")
+        pre = (f"preprocess:  # added by {TOOL}: the zoo model's normalization (random images have the input's size)\n"
+               f"  mean: {norm['mean']}\n  std: {norm['std']}\n  channel_order: {norm['channel_order']}\n")
+        with open(fp32, "w") as f:
+            f.write("".join(lines[:at + 1]) + pre + "".join(lines[at + 1:]))
+        os.remove(part)
+        log(f"converted {files.onnx(batch)} to {fp32}")
+    int8 = files.winfer_int8(batch)
+    if stale(int8, cli, fp32):
+        part = int8[:-len(".yaml")] + ".part.yaml"
+        begin = time.time()
+        out = run_winfer_cli([cli, "quantize", fp32, "--calibrate", files.calibration_dir, "--images",
+                              str(files.calibration_images), "--method", CALIBRATION_METHOD, "-o", part,
+                              "--weights", files.winfer_int8_weights(batch)], f"winfer quantize {fp32}")
+        with open(part) as f:
+            text = f.read()
+        with open(int8, "w") as f:
+            f.write(text)
+        os.remove(part)
+        summary = [line for line in out.splitlines() if "layers INT8" in line]
+        log(f"quantized {int8} ({time.time() - begin:.1f} s; {summary[0] if summary else ''})")
+    with open(int8) as f:
+        q = (yaml.safe_load(f) or {}).get("quantization")
+    if not q:
+        raise RuntimeError(f"{int8} has no quantization: section")
+    # The same images and normalization on both sides: winfer's observed input range is the images'.
+    x = calibration_tensor(pixels, norm)
+    seen = (q.get("tensors") or {}).get("input")
+    if seen and (abs(seen["min"] - float(x.min())) > 1e-5 or abs(seen["max"] - float(x.max())) > 1e-5):
+        log(f"warning: {int8}: winfer saw the input in [{seen['min']}, {seen['max']}], the calibration "
+            f"images here span [{float(x.min())}, {float(x.max())}]: not the same calibration inputs")
+    return q
+
+
+def fp32_nodes(onnx_model, quantization):
+    """The ONNX nodes of the conv2d/linear layers winfer kept in FP32 (a converted layer is named
+    after its node, or after the node's output when that is a model output)."""
+    names = [name for name, v in (quantization.get("layers") or {}).items() if (v or {}).get("precision") == "fp32"]
+    nodes = []
+    for name in names:
+        node = next((n for n in onnx_model.graph.node if n.name == name or name in n.output), None)
+        if node is None:
+            raise RuntimeError(f"winfer's FP32 layer {name} matches no node of the ONNX model")
+        nodes.append(node.name)
+    return nodes
+
+
+def prepare_ort_int8(files, batch, quantization, norm, pixels, log):
+    """onnxruntime.quantization.quantize_static: QDQ, u8 activations, s8 per-channel weights,
+    MinMax over the calibration images, winfer's FP32 layers excluded."""
+    import onnx
+    import onnxruntime
+    from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
+                                          quantize_static)
+    model = onnx.load(files.onnx(batch))
+    exclude = fp32_nodes(model, quantization)
+    recipe = {"onnxruntime": onnxruntime.__version__, "format": "QDQ", "activations": "QUInt8 per tensor",
+              "weights": "QInt8 symmetric per channel", "reduce_range": False, "method": "MinMax",
+              "calibration": f"{files.calibration_dir} ({files.calibration_images} images)",
+              "normalization": norm, "nodes_to_exclude": exclude}
+    sidecar = files.ort_int8(batch)[:-len(".onnx")] + ".json"
+    if os.path.exists(files.ort_int8(batch)) and os.path.exists(sidecar):
+        with open(sidecar) as f:
+            if json.load(f) == recipe:
+                return exclude
+    x = calibration_tensor(pixels, norm)
+    input_name = model.graph.input[0].name
+    n = len(x)
+
+    class Reader(CalibrationDataReader):
+        """The images in batches of the model's static batch (the last one wrapped around)."""
+        def __init__(self):
+            self.chunks = iter([x[[(i + j) % n for j in range(batch)]] for i in range(0, n, batch)])
+
+        def get_next(self):
+            chunk = next(self.chunks, None)
+            return None if chunk is None else {input_name: chunk}
+
+    begin = time.time()
+    part = files.ort_int8(batch)[:-len(".onnx")] + ".part.onnx"
+    quantize_static(files.onnx(batch), part, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    reduce_range=False, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    nodes_to_exclude=exclude, calibrate_method=CalibrationMethod.MinMax,
+                    extra_options={"ActivationSymmetric": False, "WeightSymmetric": True})
+    os.replace(part, files.ort_int8(batch))
+    with open(sidecar, "w") as f:
+        json.dump(recipe, f, indent=1)
+    log(f"quantized {files.ort_int8(batch)} with onnxruntime.quantization ({time.time() - begin:.1f} s; "
+        f"FP32: {', '.join(exclude) or 'none'})")
+    return exclude
+
+
+def prepare_int8(files, batches, engines, build, net, log):
+    """What the INT8 engines load, and the FP32 reference of the accuracy check."""
+    import numpy as np
+    import torch
+    norm = zoo_normalization(files.model)
+    pixels = calibration_pixels(files)
+    for b in batches:
+        if not os.path.exists(files.check_reference(b)):
+            x = golden_input(files.check_count(b), files.seed)  # its first b images are the golden input
+            with torch.no_grad():
+                y = np.concatenate([net(torch.from_numpy(x[i:i + 8])).numpy() for i in range(0, len(x), 8)])
+            np.save(files.check_input(b), x)
+            np.save(files.check_reference(b), y)
+        quantization = prepare_winfer_int8(files, b, build, norm, pixels, log)
+        if "onnxruntime-int8" in engines:
+            prepare_ort_int8(files, b, quantization, norm, pixels, log)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,8 +613,21 @@ def load_torch(ts_path, threads):
     return call
 
 
+def load_winfer_int8(winfer, yaml_path, threads, batch):
+    """The quantized YAML through the C API like the FP32 model, in an im2win session (the default);
+    a load that fails is reported like a peer's, not fatal."""
+    try:
+        return load_winfer(winfer, yaml_path, "im2win", threads, batch)
+    except SystemExit as e:  # Winfer.check exits with the C API's message
+        raise RuntimeError(str(e)) from None
+
+
 def load_engine(name, files, batch, threads, build, winfer=None):
-    """name: winfer-CONV, onnxruntime, openvino, ncnn, torch-frozen."""
+    """name: winfer-CONV, winfer-int8, onnxruntime, onnxruntime-int8, openvino, ncnn, torch-frozen."""
+    if name == "winfer-int8":
+        return load_winfer_int8(winfer or winfer_lib(build), files.winfer_int8(batch), threads, batch)
+    if name == "onnxruntime-int8":
+        return load_onnxruntime(files.ort_int8(batch), threads)
     if name.startswith("winfer-"):
         return load_winfer(winfer or winfer_lib(build), files.onnx(batch), name[len("winfer-"):], threads, batch)
     if name == "onnxruntime":
@@ -380,6 +642,10 @@ def load_engine(name, files, batch, threads, build, winfer=None):
 
 
 def weights_file(name, files, batch):
+    if name == "winfer-int8":
+        return files.winfer_int8_weights(batch)
+    if name == "onnxruntime-int8":
+        return files.ort_int8(batch)
     if name == "ncnn":
         return files.ncnn_bin
     if name.startswith("torch"):
@@ -403,13 +669,13 @@ def worker(args):
     """--worker ENGINE: prints one JSON object (peak beyond the weights, start-up)."""
     import numpy as np
     name = args.worker
-    files = Files(args.cache, args.models[0], args.seed)
+    files = Files(args.cache, args.models[0], args.seed, args.calibration_images, args.int8_check)
     batch, threads = args.batch[0], args.threads[0]
     t0 = time.perf_counter()
     winfer = None
     if name.startswith("winfer-"):
         winfer = winfer_lib(args.build)
-    elif name == "onnxruntime":
+    elif name in ("onnxruntime", "onnxruntime-int8"):
         import onnxruntime  # noqa: F401
     elif name == "openvino":
         import openvino as ov
@@ -442,7 +708,8 @@ def worker(args):
 
 def measure_apart(args, name, model, batch, threads):
     cmd = [sys.executable, os.path.abspath(__file__), model, "--worker", name, "--batch", str(batch),
-           "--threads", str(threads), "--build", args.build, "--cache", args.cache, "--seed", str(args.seed)]
+           "--threads", str(threads), "--build", args.build, "--cache", args.cache, "--seed", str(args.seed),
+           "--calibration-images", str(args.calibration_images), "--int8-check", str(args.int8_check)]
     run = subprocess.run(cmd, capture_output=True, text=True)
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     if run.returncode != 0 or not lines:
@@ -522,15 +789,32 @@ def fmt(v, digits=2):
     return "–" if v is None else f"{v:.{digits}f}"
 
 
-def bench_cell(args, files, names, batch, threads, log, winfer):
+def int8_check(call, files, batch):
+    """Top-1 agreement with PyTorch's FP32 output over the check inputs, and the logits' max
+    absolute difference (INT8 is not bit-comparable: a sanity check, not a tolerance)."""
+    import numpy as np
+    xs = np.load(files.check_input(batch))
+    ref = np.load(files.check_reference(batch)).astype(np.float64)
+    ys = np.concatenate([np.array(call(np.ascontiguousarray(xs[i:i + batch])), dtype=np.float64).reshape(batch, -1)
+                         for i in range(0, len(xs), batch)])
+    return {"images": len(xs), "top1_agree": int(np.sum(ys.argmax(1) == ref.argmax(1))),
+            "max_abs_diff": float(np.max(np.abs(ys - ref))), "max_abs_ref": float(np.max(np.abs(ref)))}
+
+
+def bench_cell(args, files, names, batch, threads, log, winfer, skipped=None):
     import numpy as np
     x = np.load(files.input(batch))
     ref = np.load(files.reference(batch)).astype(np.float64)
-    calls, check, errors, settings = {}, {}, {}, {}
+    calls, check, errors, settings, agreement = {}, {}, {}, {}, {}
+    errors.update(skipped or {})  # engines whose files could not be made
     for n in names:
+        if n in errors:
+            continue
         try:
             call = load_engine(n, files, batch, threads, args.build, winfer)
             err = max_rel_error(call(x), ref)
+            if n in INT8_ENGINES:
+                agreement[n] = int8_check(call, files, batch)
         except Exception as e:  # a peer that cannot load this model is reported, not fatal
             errors[n] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
             log(f"{files.model} b{batch} t{threads}: {n} failed: {errors[n]}")
@@ -538,7 +822,7 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
         check[n] = err
         if hasattr(call, "properties"):
             settings[n] = call.properties
-        if err > args.tolerance:
+        if err > args.tolerance and n not in INT8_ENGINES:
             errors[n] = f"output differs from PyTorch's: max relative error {err:.2e} > {args.tolerance:g}"
             log(f"{files.model} b{batch} t{threads}: {n} not timed: {errors[n]}")
             continue
@@ -550,7 +834,7 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
     p10 = {n: percentile(t, 0.1) for n, t in times.items()}
     peers = {n: med[n] for n in PEERS if n in med}
     blocked = {n: med[n] for n in BLOCKED_PEERS if n in med}
-    winfers = {n: med[n] for n in med if n.startswith("winfer-")}
+    winfers = {n: med[n] for n in med if n.startswith("winfer-") and n not in INT8_ENGINES}
     best_peer = min(peers, key=peers.get) if peers else None
     best_blocked = min(blocked, key=blocked.get) if blocked else None
     best_winfer = min(winfers, key=winfers.get) if winfers else None
@@ -564,7 +848,12 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
            "ratio_im2win_best_peer": ratio(default, peers.get(best_peer)),
            "ratio_im2win_best_blocked": ratio(default, blocked.get(best_blocked)),
            "ratio_best_winfer_best_peer": ratio(winfers.get(best_winfer), peers.get(best_peer)),
-           "ratio_best_winfer_best_blocked": ratio(winfers.get(best_winfer), blocked.get(best_blocked))}
+           "ratio_best_winfer_best_blocked": ratio(winfers.get(best_winfer), blocked.get(best_blocked)),
+           # INT8 (issue 27): top-1 agreement with PyTorch FP32 and the ratios of the targets
+           "int8_check": agreement,
+           "ratio_winfer_int8_ort_int8": ratio(med.get("winfer-int8"), med.get("onnxruntime-int8")),
+           "speedup_winfer_int8": ratio(default, med.get("winfer-int8")),
+           "speedup_ort_int8": ratio(med.get("onnxruntime"), med.get("onnxruntime-int8"))}
     print(f"\n{files.model}, batch {batch}, {threads} thread(s): {args.rounds} rounds (+{args.warmup} warm-up), "
           f"shuffled each round; load average {rec['load_average']['min']:.2f}-{rec['load_average']['max']:.2f}")
     print(f"  {'engine':18s} {'median ms':>10s} {'p10 ms':>9s} {'max rel err':>12s} {'spin after, ms':>15s}")
@@ -578,6 +867,13 @@ def bench_cell(args, files, names, batch, threads, log, winfer):
           f"/ best of ORT, OpenVINO ({best_blocked}): {fmt(rec['ratio_im2win_best_blocked'], 3)}")
     print(f"  best winfer ({best_winfer}) / best peer: {fmt(rec['ratio_best_winfer_best_peer'], 3)}   "
           f"/ best of ORT, OpenVINO: {fmt(rec['ratio_best_winfer_best_blocked'], 3)}")
+    for n, a in agreement.items():
+        print(f"  {n} vs PyTorch FP32 on {a['images']} inputs: top-1 agreement {a['top1_agree']}/{a['images']}, "
+              f"max |logit diff| {a['max_abs_diff']:.3g} (max |logit| {a['max_abs_ref']:.3g})")
+    if any(n in med for n in INT8_ENGINES):
+        print(f"  winfer-int8 / onnxruntime-int8: {fmt(rec['ratio_winfer_int8_ort_int8'], 3)}   "
+              f"INT8 speed-up: winfer im2win / winfer-int8 {fmt(rec['speedup_winfer_int8'], 2)}, "
+              f"onnxruntime / onnxruntime-int8 {fmt(rec['speedup_ort_int8'], 2)}")
     return rec
 
 
@@ -592,7 +888,12 @@ def main():
     ap.add_argument("--settle-ms", type=float, default=500, help="after each call, wait (at most this long) "
                     "until the process is idle, i.e. that engine's workers stopped spinning (default 500; 0: "
                     "back to back)")
-    ap.add_argument("--engines", default=",".join(ENGINES), help="of " + ",".join(ENGINES))
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES), help="of " + ",".join(ENGINES) + " (default "
+                    + ",".join(DEFAULT_ENGINES) + "; the INT8 ones only when named)")
+    ap.add_argument("--calibration-images", type=int, default=32, help="INT8: seeded random calibration images "
+                    "(default 32)")
+    ap.add_argument("--int8-check", type=int, default=32, help="INT8: inputs of the top-1 agreement check, the "
+                    "golden input first (default 32, rounded up to whole batches)")
     ap.add_argument("--winfer-conv", default="im2win,winograd,auto", help="winfer algorithms (default "
                     "im2win,winograd,auto; im2win is the default, the fastest of them is 'best winfer')")
     ap.add_argument("--tolerance", type=float, default=1e-4, help="max |y - torch| / max |torch| (default 1e-4)")
@@ -625,8 +926,10 @@ def main():
     args.engines = [e for e in args.engines.split(",") if e]
     args.winfer_conv = [c for c in args.winfer_conv.split(",") if c]
     unknown = [e for e in args.engines if e not in ENGINES]
-    if unknown or not args.models or args.rounds < 1 or min(args.batch + args.threads) < 1:
-        fail(f"need MODEL(s), --rounds/--batch/--threads >= 1, engines of {','.join(ENGINES)}"
+    if (unknown or not args.models or args.rounds < 1 or min(args.batch + args.threads) < 1
+            or args.calibration_images < 1 or args.int8_check < 1):
+        fail(f"need MODEL(s), --rounds/--batch/--threads/--calibration-images/--int8-check >= 1, engines of "
+             f"{','.join(ENGINES)}"
              + (f" (unknown: {','.join(unknown)})" if unknown else ""))
     for m in args.models:
         if not os.path.exists(os.path.join(ROOT, "models", "zoo", m + ".yaml")):
@@ -643,7 +946,7 @@ def main():
 
     vers = versions(args.engines)
     winfer = None
-    if "winfer" in args.engines:
+    if "winfer" in args.engines or "winfer-int8" in args.engines:
         winfer = winfer_lib(args.build)
         winfer.lib.winfer_version.restype = ctypes.c_char_p
         vers["winfer"] = winfer.lib.winfer_version().decode()
@@ -655,21 +958,35 @@ def main():
     emit({"kind": "versions", **vers, "command": " ".join(sys.argv[1:])})
     names = engine_names(args)
     for model in args.models:
-        files = Files(args.cache, model, args.seed)
+        files = Files(args.cache, model, args.seed, args.calibration_images, args.int8_check)
         engines = list(args.engines)
         try:
-            prepare(files, args.batch, engines, log)
+            net = prepare(files, args.batch, engines, log)
         except RuntimeError as e:  # pnnx failed: the other engines still run
             log(f"{model}: {e}; ncnn left out")
             engines.remove("ncnn")
+            net = None
+        skipped = {}
+        if any(e in INT8_ENGINES for e in engines):
+            try:
+                if net is None:
+                    from export_onnx import zoo_model
+                    net = zoo_model(model, args.seed)
+                prepare_int8(files, args.batch, engines, args.build, net, log)
+            except Exception as e:  # winfer convert/quantize or ORT's quantizer failed: reported, not timed
+                why = f"{type(e).__name__}: {e}"[:600]
+                log(f"{model}: INT8 files not made: {why}")
+                skipped = {n: why for n in INT8_ENGINES if n in engines}
         model_names = [n for n in names if n != "ncnn" or "ncnn" in engines]
         for batch in args.batch:
             for threads in args.threads:
-                emit(bench_cell(args, files, model_names, batch, threads, log, winfer))
+                emit(bench_cell(args, files, model_names, batch, threads, log, winfer, skipped))
             if not args.no_memory:
                 print(f"\n{model}, batch {batch}, {args.memory_threads} thread(s): each engine in a fresh process "
                       "(peak beyond the weights, MiB; start-up = load + first inference, ms)")
                 for n in model_names:
+                    if n in skipped:
+                        continue
                     r = measure_apart(args, n, model, batch, args.memory_threads)
                     r.update({"kind": "memory", "model": model, "batch": batch, "threads": args.memory_threads,
                               "load_average": os.getloadavg()[0]})
