@@ -27,6 +27,9 @@ class LinearOp : public Op {
   int64_t param_count() const override { return out_features_ * in_features_ + (has_bias_ ? out_features_ : 0); }
   size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
 
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
+  bool has_bias() const { return has_bias_; }
   const Tensor& weight() const { return weight_; }  // [out_features, in_features]
   const Tensor& bias() const { return bias_; }      // [out_features]; empty when there is none
   // The activation of its epilogue (kNone unless a relu/relu6 was absorbed).

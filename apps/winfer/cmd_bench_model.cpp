@@ -1,9 +1,9 @@
 // `winfer bench MODEL...|--zoo`: whole networks, each (model, conv) measured in a forked child
-// process of its own: load with random weights, create the session (init), one first run, then
-// at least --runs timed runs (more until --min-time seconds are covered), the per-layer times,
-// and the growth of the process's peak resident set over what it was before loading, next to
-// what the memory plan predicts. Table on stdout (or one JSON object per line with --json),
-// progress on stderr. The parent process runs no kernel: it forks, collects and prints.
+// process of its own: load with random weights (a quantized model with its own), create the session (init), one first
+// run, then at least --runs timed runs (more until --min-time seconds are covered), the per-layer times, and the growth
+// of the process's peak resident set over what it was before loading, next to what the memory plan predicts. Table on
+// stdout (or one JSON object per line with --json), progress on stderr. The parent process runs no kernel: it forks,
+// collects and prints.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -287,6 +287,13 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
   load.pack_for = pack_for(args.device, conv);
   auto t0 = Clock::now();
   auto model = Model::load(path.value(), load);
+  if (model.ok() && model.value()->quantized()) {
+    // A quantized model's INT8 layers run on the INT8 kernels only with the file's s8 weights
+    // (random ones run them simulated): load it again with them, and time that load.
+    load.random_weights_seed.reset();
+    t0 = Clock::now();
+    model = Model::load(path.value(), load);
+  }
   if (!model.ok()) return fail_with(model.status().message());
   const double load_ms = ms_since(t0);
   const Model& m = *model.value();
@@ -392,7 +399,8 @@ void print_table(const std::vector<Json>& results) {
                 warm_ratio);
   }
   std::printf(
-      "\ninit = load (random weights) + Session::create; first = the first run; median/min/p95/max over the timed "
+      "\ninit = load (random weights; a quantized model's own) + Session::create; first = the first run; "
+      "median/min/p95/max over the timed "
       "runs.\n"
       "planned = packed weights + arena (winfer plan's total); expected = weights as loaded + weights the session\n"
       "packed + arena + input + output; measured = growth of the peak resident set (VmHWM) of a process of its own;\n"

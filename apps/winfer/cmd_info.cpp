@@ -24,9 +24,16 @@ int run_info(const InfoArgs& args) {
   std::printf("weights  %s%s\n", m.weights_source().c_str(),
               m.structure_only() ? " (structure only: batch norm not folded, activations not fused)" : "");
   if (m.quantized()) {
-    std::printf(
-        "quantized  INT8 layers run simulated: FP32 kernels between u8 roundings (the accuracy of INT8, not "
-        "its speed)\n");
+    int real = 0, simulated = 0;
+    for (const LayerInfo& layer : m.layers()) {
+      real += layer.precision == "int8";
+      simulated += layer.precision == "int8 (simulated)";
+    }
+    std::printf("quantized  %d INT8 layer(s) on the INT8 kernels (u8 tensors between them)", real);
+    if (simulated > 0) {
+      std::printf(", %d simulated: FP32 kernels between u8 roundings (the accuracy of INT8, not its speed)", simulated);
+    }
+    std::printf("\n");
   }
   std::printf("\n%-4s %-28s %-18s %-20s %12s %12s  %s\n", "#", "layer", "op", "output", "params", "FLOPs", "fused");
   int index = 0;

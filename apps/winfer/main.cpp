@@ -341,8 +341,8 @@ Command add_quantize(CLI::App* app, winfer::cli::QuantizeArgs& q) {
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   cmd->footer(
       "Batch norm is folded into the convolutions; activations become u8 per tensor (with a zero point),\n"
-      "conv2d/linear weights s8 per output channel. INT8 layers run simulated until the INT8 kernels\n"
-      "are integrated (accuracy of INT8, not its speed). docs/MODEL_FORMAT.md, \"Quantized models\".\n"
+      "conv2d/linear weights s8 per output channel; INT8 layers run on the INT8 kernels (AVX-512 VNNI,\n"
+      "AVX2 or scalar) with u8 tensors between them. docs/MODEL_FORMAT.md, \"Quantized models\".\n"
       "Example:\n  winfer quantize models/fashion/fashion_vgg.yaml --dataset fashion-mnist --images 500 -o "
       "vgg.int8.yaml\n"
       "  winfer eval vgg.int8.yaml --dataset fashion-mnist");

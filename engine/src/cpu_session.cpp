@@ -220,8 +220,8 @@ class CpuSession : public SessionImpl {
     char* base = reinterpret_cast<char*>(arena.data());
     for (size_t t = 0; t < graph.tensors.size(); ++t) {
       // A concat slice (docs/MEMORY.md) starts at its channel offset in its concat output.
-      float* data = reinterpret_cast<float*>(base + report.buffers[t].offset + report.buffers[t].slice_offset);
-      tensors.push_back(Tensor::view(data, shapes[t], cpu_layout(shapes[t])));
+      char* data = base + report.buffers[t].offset + report.buffers[t].slice_offset;
+      tensors.push_back(Tensor::view(data, shapes[t], cpu_layout(shapes[t]), graph.tensors[t].dtype));
     }
   }
 
@@ -242,7 +242,10 @@ class CpuSession : public SessionImpl {
   }
 
   void allocate_separately() {
-    for (const Shape& s : shapes) tensors.push_back(Tensor::allocate(s, cpu_layout(s)));
+    const Graph& graph = model->graph();
+    for (size_t t = 0; t < shapes.size(); ++t) {
+      tensors.push_back(Tensor::allocate(shapes[t], cpu_layout(shapes[t]), graph.tensors[t].dtype));
+    }
     if (report.max_workspace_bytes > 0) {
       shared_workspace = Tensor::allocate(Shape{static_cast<int64_t>((report.max_workspace_bytes + 3) / 4)});
     }
@@ -300,6 +303,7 @@ class CpuSession : public SessionImpl {
   Status check_layer_outputs(size_t n) const {
     const Graph& graph = model->graph();
     for (int t : graph.nodes[n].outputs) {
+      if (graph.tensors[t].dtype != DType::kFloat32) continue;  // u8: every value is finite
       const std::string what = "output '" + graph.tensors[t].name + "'";
       Status s = Status::Ok();
       if (!slice_stride.empty() && slice_stride[t] > 0) {  // a concat slice: its channels of each pixel row

@@ -16,6 +16,9 @@ struct GraphTensor {
   Shape shape;                 // for the model's declared batch
   int producer = -1;           // node index; -1 for the graph input
   std::vector<int> consumers;  // node indices (a node reading it twice appears twice)
+  // u8 between the INT8 layers of a quantized model (quant_model.h); the graph's input and
+  // outputs are always float32.
+  DType dtype = DType::kFloat32;
 };
 
 struct GraphNode {

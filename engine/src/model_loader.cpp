@@ -202,12 +202,18 @@ class ModelLoader {
     // rounded to u8 like every other (quant_model.h).
     if (options_.fuse && !model_->structure_only_) fuse_graph(graph, /*conv_pairs=*/!quant_);
     if (quant_ && !model_->structure_only_) {
-      WINFER_RETURN_IF_ERROR(quant::simulate_int8_layers(graph, *quant_, path_));
-      int int8 = 0;
-      for (const auto& [name, layer] : quant_->layers) int8 += layer.int8;
-      log_message(LogLevel::kWarning, path_ + ": " + std::to_string(int8) +
-                                          " INT8 layer(s) run simulated (FP32 kernels between u8 roundings): the "
-                                          "accuracy of INT8, not its speed; the INT8 kernels are not integrated yet");
+      quant::Int8Lowering lowering;
+      WINFER_RETURN_IF_ERROR(
+          quant::lower_int8_layers(graph, *quant_, int8_weights_.get(), options_.simulate_int8, path_, &lowering));
+      int8_weights_.reset();  // packed by now
+      if (!lowering.simulated.empty()) {
+        std::string names;
+        for (const std::string& s : lowering.simulated) names += (names.empty() ? "" : ", ") + s;
+        log_message(LogLevel::kWarning, path_ + ": " + std::to_string(lowering.simulated.size()) +
+                                            " INT8 layer(s) run simulated (FP32 kernels between u8 roundings: the "
+                                            "accuracy of INT8, not its speed): " +
+                                            names);
+      }
     }
     graph.remove_dead_tensors();
     WINFER_RETURN_IF_ERROR(pack_weights(graph));
@@ -569,8 +575,11 @@ class ModelLoader {
   }
 
   // The weights file's parameters: a quantized model's INT8 layers read theirs dequantized.
-  std::unique_ptr<NamedParamSource> file_params(std::shared_ptr<const SafeTensorsFile> file) const {
-    if (quant_) return quant::make_quantized_param_source(std::move(file), *model_->graph_, *quant_);
+  std::unique_ptr<NamedParamSource> file_params(std::shared_ptr<const SafeTensorsFile> file) {
+    if (quant_) {
+      int8_weights_ = std::make_shared<quant::Int8WeightTable>();
+      return quant::make_quantized_param_source(std::move(file), *model_->graph_, *quant_, int8_weights_);
+    }
     return std::make_unique<SafeTensorsParamSource>(std::move(file));
   }
 
@@ -681,6 +690,8 @@ class ModelLoader {
   std::unique_ptr<NamedParamSource> imported_params_;      // imported models
   bool imported_ = false;
   std::optional<quant::ModelQuantization> quant_;  // a quantized model's `quantization:` block
+  // Its INT8 layers' s8 weights, scales and s32 biases as read, until they are packed.
+  std::shared_ptr<quant::Int8WeightTable> int8_weights_;
 };
 
 Result<std::shared_ptr<const Model>> Model::load(const std::string& yaml_path, const LoadOptions& options) {

@@ -2,9 +2,17 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
+
+#include "layers/conv2d.h"
+#include "layers/conv2d_int8.h"
+#include "layers/dequantize.h"
+#include "layers/linear.h"
+#include "layers/linear_int8.h"
+#include "layers/quantize.h"
 
 namespace winfer {
 namespace quant {
@@ -110,8 +118,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 class QuantizedParamSource : public NamedParamSource {
  public:
-  QuantizedParamSource(std::shared_ptr<const SafeTensorsFile> file, std::map<std::string, float> input_scales)
-      : file_(file), fp32_(file), input_scales_(std::move(input_scales)) {}
+  QuantizedParamSource(std::shared_ptr<const SafeTensorsFile> file, std::map<std::string, float> input_scales,
+                       std::shared_ptr<Int8WeightTable> keep)
+      : file_(file), fp32_(file), input_scales_(std::move(input_scales)), keep_(std::move(keep)) {}
 
   bool has(const std::string& name) const override { return file_->find(name) != nullptr; }
 
@@ -182,6 +191,11 @@ class QuantizedParamSource : public NamedParamSource {
     *out = Tensor::allocate(expected);
     const int64_t per = expected.numel() / channels;
     const auto* q = static_cast<const int8_t*>(t->data);
+    if (keep_ != nullptr) {
+      Int8LayerWeights& raw = (*keep_)[prefix];
+      raw.weight.assign(q, q + expected.numel());
+      raw.weight_scale = scales;
+    }
     for (int64_t o = 0; o < channels; ++o) {
       for (int64_t i = 0; i < per; ++i) out->data()[o * per + i] = scales[o] * static_cast<float>(q[o * per + i]);
     }
@@ -195,6 +209,7 @@ class QuantizedParamSource : public NamedParamSource {
     WINFER_ASSIGN_OR_RETURN(std::vector<float> scales, weight_scales(prefix, expected[0]));
     std::vector<int32_t> q(static_cast<size_t>(expected[0]));
     std::memcpy(q.data(), t->data, q.size() * sizeof(int32_t));
+    if (keep_ != nullptr) (*keep_)[prefix].bias = q;
     *out = Tensor::allocate(expected);
     for (size_t o = 0; o < q.size(); ++o) {
       out->data()[o] = static_cast<float>(double(q[o]) * double(input_scale) * double(scales[o]));
@@ -205,6 +220,7 @@ class QuantizedParamSource : public NamedParamSource {
   std::shared_ptr<const SafeTensorsFile> file_;
   SafeTensorsParamSource fp32_;
   std::map<std::string, float> input_scales_;  // INT8 layers' parameter prefixes -> their input's scale
+  std::shared_ptr<Int8WeightTable> keep_;      // where the raw INT8 parameters go, or null
 };
 
 // ---- Simulated INT8 layers ------------------------------------------------------------------
@@ -382,41 +398,162 @@ Status check_quantization(const Graph& graph, const ModelQuantization& q, const 
 }
 
 std::unique_ptr<NamedParamSource> make_quantized_param_source(std::shared_ptr<const SafeTensorsFile> file,
-                                                              const Graph& graph, const ModelQuantization& q) {
+                                                              const Graph& graph, const ModelQuantization& q,
+                                                              std::shared_ptr<Int8WeightTable> keep) {
   std::map<std::string, float> input_scales;
   for (const GraphNode& node : graph.nodes) {
     if (!q.int8(node.name)) continue;
     input_scales[node.param_prefix] = q.tensors.at(graph.tensors[node.inputs[0]].name).quant.scale;
   }
-  return std::make_unique<QuantizedParamSource>(std::move(file), std::move(input_scales));
+  return std::make_unique<QuantizedParamSource>(std::move(file), std::move(input_scales), std::move(keep));
 }
 
-Status simulate_int8_layers(Graph& graph, const ModelQuantization& q, const std::string& file) {
-  for (GraphNode& node : graph.nodes) {
-    if (!q.int8(node.name)) continue;
-    auto quant_of = [&](int t, const char* role) -> Result<TensorQuant> {
-      const std::string& name = graph.tensors[t].name;
-      auto it = q.tensors.find(name);
-      if (it == q.tensors.end()) {
-        return invalid_argument(node.context(file) + ": INT8 layer's " + role + " " + quoted(name) +
-                                " has no scale under quantization.tensors (missing {scale, zero_point})");
-      }
-      return it->second.quant;
-    };
-    std::vector<TensorQuant> in_q;
-    for (int t : node.inputs) {
-      WINFER_ASSIGN_OR_RETURN(TensorQuant tq, quant_of(t, "input"));
-      in_q.push_back(tq);
+namespace {
+
+// The u8 grids of an INT8 node's inputs and output; errors name the node and the tensor.
+Status node_grids(const Graph& graph, const GraphNode& node, const ModelQuantization& q, const std::string& file,
+                  std::vector<TensorQuant>* in_q, TensorQuant* out_q) {
+  auto grid_of = [&](int t, const char* role, TensorQuant* out) -> Status {
+    const std::string& name = graph.tensors[t].name;
+    auto it = q.tensors.find(name);
+    if (it == q.tensors.end()) {
+      return invalid_argument(node.context(file) + ": INT8 layer's " + role + " " + quoted(name) +
+                              " has no scale under quantization.tensors (missing {scale, zero_point})");
     }
-    if (node.outputs.size() != 1) return internal_error(node.context(file) + ": an INT8 layer has one output");
-    WINFER_ASSIGN_OR_RETURN(TensorQuant out_q, quant_of(node.outputs[0], "output"));
-    node.op = std::make_unique<SimulatedInt8Op>(std::move(node.op), std::move(in_q), out_q);
+    *out = it->second.quant;
+    return Status::Ok();
+  };
+  for (int t : node.inputs) {
+    in_q->emplace_back();
+    WINFER_RETURN_IF_ERROR(grid_of(t, "input", &in_q->back()));
   }
+  if (node.outputs.size() != 1) return internal_error(node.context(file) + ": an INT8 layer has one output");
+  return grid_of(node.outputs[0], "output", out_q);
+}
+
+// The INT8 op of a conv2d/linear node, or kUnsupported saying why its kernels cannot run it.
+Result<std::unique_ptr<Op>> real_int8_op(const Graph& graph, const GraphNode& node, const Int8LayerWeights& weights,
+                                         const std::vector<TensorQuant>& in_q, const TensorQuant& out_q) {
+  Int8LayerQuant quant;
+  quant.input = in_q[0];
+  quant.output = out_q;
+  if (in_q.size() > 1) quant.residual = in_q[1];
+  if (const auto* conv = dynamic_cast<const Conv2dOp*>(node.op.get())) {
+    return Conv2dInt8Op::from(*conv, graph.tensors[node.inputs[0]].shape, weights, quant);
+  }
+  if (const auto* linear = dynamic_cast<const LinearOp*>(node.op.get()))
+    return LinearInt8Op::from(*linear, weights, quant);
+  return unsupported(std::string("no INT8 kernel for a ") + node.op->type());
+}
+
+// A node inserted by the lowering (quantize or dequantize), to run just before node `before`.
+struct Insertion {
+  GraphNode node;
+  int before = 0;
+};
+
+// u8 tensors between the real INT8 nodes: each float32 tensor such a node reads or writes gets a
+// u8 twin ("name#u8") that the INT8 nodes use instead; a quantize node fills the twin of a
+// tensor that a float32 layer (or the user) writes, a dequantize node fills a tensor that an INT8
+// layer writes and a float32 layer (or the user) reads. Each runs just before the first node that
+// needs it, so that neither copy is alive longer than it must be.
+void insert_u8_tensors(Graph& graph, const std::set<int>& real, const ModelQuantization& q) {
+  std::map<int, int> twin;
+  auto twin_of = [&graph, &twin](int t) {
+    auto it = twin.find(t);
+    if (it != twin.end()) return it->second;
+    const int u = static_cast<int>(graph.tensors.size());
+    GraphTensor tensor;
+    tensor.name = graph.tensors[t].name + "#u8";
+    tensor.shape = graph.tensors[t].shape;
+    tensor.dtype = DType::kUInt8;
+    graph.tensors.push_back(tensor);
+    twin[t] = u;
+    return u;
+  };
+  for (int n : real) {
+    for (int& t : graph.nodes[n].inputs) t = twin_of(t);
+    for (int& t : graph.nodes[n].outputs) t = twin_of(t);
+  }
+  graph.link();
+  const int count = static_cast<int>(graph.nodes.size());
+  std::vector<Insertion> inserts;
+  for (const auto& [t, u] : twin) {
+    const GraphTensor& fp32 = graph.tensors[t];
+    const GraphTensor& u8 = graph.tensors[u];
+    const TensorQuant grid = q.tensors.at(fp32.name).quant;
+    const bool is_output = std::find(graph.outputs.begin(), graph.outputs.end(), t) != graph.outputs.end();
+    Insertion ins;
+    if (u8.producer < 0) {
+      ins.node.name = fp32.name + "#quantize";
+      ins.node.type = "quantize";
+      ins.node.op = std::make_unique<QuantizeOp>(grid);
+      ins.node.inputs = {t};
+      ins.node.outputs = {u};
+      ins.before = *std::min_element(u8.consumers.begin(), u8.consumers.end());
+    } else if (!fp32.consumers.empty() || is_output) {
+      ins.node.name = fp32.name + "#dequantize";
+      ins.node.type = "dequantize";
+      ins.node.op = std::make_unique<DequantizeOp>(grid);
+      ins.node.inputs = {u};
+      ins.node.outputs = {t};
+      ins.before =
+          fp32.consumers.empty() ? u8.producer + 1 : *std::min_element(fp32.consumers.begin(), fp32.consumers.end());
+    } else {
+      continue;
+    }
+    inserts.push_back(std::move(ins));
+  }
+  std::stable_sort(inserts.begin(), inserts.end(),
+                   [](const Insertion& a, const Insertion& b) { return a.before < b.before; });
+  std::vector<GraphNode> nodes;
+  nodes.reserve(graph.nodes.size() + inserts.size());
+  size_t next = 0;
+  for (int n = 0; n <= count; ++n) {
+    for (; next < inserts.size() && inserts[next].before == n; ++next) nodes.push_back(std::move(inserts[next].node));
+    if (n < count) nodes.push_back(std::move(graph.nodes[n]));
+  }
+  graph.nodes = std::move(nodes);
+  graph.link();
+}
+
+}  // namespace
+
+Status lower_int8_layers(Graph& graph, const ModelQuantization& q, const Int8WeightTable* weights, bool simulate,
+                         const std::string& file, Int8Lowering* report) {
+  std::set<int> real;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    GraphNode& node = graph.nodes[n];
+    if (!q.int8(node.name)) continue;
+    std::vector<TensorQuant> in_q;
+    TensorQuant out_q;
+    WINFER_RETURN_IF_ERROR(node_grids(graph, node, q, file, &in_q, &out_q));
+    std::string why = simulate ? "LoadOptions::simulate_int8" : "its weights are not a quantized weights file's";
+    const auto raw = weights != nullptr ? weights->find(node.param_prefix) : Int8WeightTable::const_iterator();
+    if (!simulate && weights != nullptr && raw != weights->end()) {
+      auto op = real_int8_op(graph, node, raw->second, in_q, out_q);
+      if (op.ok()) {
+        node.op = std::move(op.value());
+        real.insert(static_cast<int>(n));
+        continue;
+      }
+      if (op.status().code() != ErrorCode::kUnsupported) return Status(op.status()).with_context(node.context(file));
+      why = op.status().message();
+    }
+    node.op = std::make_unique<SimulatedInt8Op>(std::move(node.op), std::move(in_q), out_q);
+    report->simulated.push_back(node.name + " (" + why + ")");
+  }
+  report->real = static_cast<int>(real.size());
+  if (!real.empty()) insert_u8_tensors(graph, real, q);
   return Status::Ok();
 }
 
 std::string precision_of(const Op& op) {
-  return dynamic_cast<const SimulatedInt8Op*>(&op) != nullptr ? "int8 (simulated)" : "";
+  if (dynamic_cast<const SimulatedInt8Op*>(&op) != nullptr) return "int8 (simulated)";
+  if (dynamic_cast<const Conv2dInt8Op*>(&op) != nullptr || dynamic_cast<const LinearInt8Op*>(&op) != nullptr) {
+    return "int8";
+  }
+  return "";
 }
 
 }  // namespace quant

@@ -7,7 +7,7 @@
 namespace winfer {
 namespace {
 
-size_t bytes_of(const Shape& shape) { return static_cast<size_t>(shape.numel()) * sizeof(float); }
+size_t bytes_of(const Shape& shape, DType dtype) { return static_cast<size_t>(shape.numel()) * dtype_size(dtype); }
 
 bool contains(const std::vector<int>& values, int value) {
   return std::find(values.begin(), values.end(), value) != values.end();
@@ -31,7 +31,7 @@ void add_tensor_buffers(const Graph& graph, const std::vector<Shape>& shapes, Bu
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     const GraphTensor& tensor = graph.tensors[t];
     PlanBuffer b;
-    b.bytes = bytes_of(shapes[t]);
+    b.bytes = bytes_of(shapes[t], tensor.dtype);
     b.first_step = std::max(tensor.producer, 0);
     b.last_step = b.first_step;
     for (int consumer : tensor.consumers) b.last_step = std::max(b.last_step, consumer);
@@ -155,7 +155,8 @@ std::vector<ConcatSlice> concat_slice_candidates(const Graph& graph, const std::
       channel += shapes[t].c();
       const GraphTensor& tensor = graph.tensors[t];
       const int producer = tensor.producer;
-      const bool qualifies = producer >= 0 && writes_strided(graph.nodes[producer], kernels[producer], t) &&
+      const bool qualifies = producer >= 0 && tensor.dtype == DType::kFloat32 &&
+                             writes_strided(graph.nodes[producer], kernels[producer], t) &&
                              tensor.consumers.size() == 1 &&
                              std::count(node.inputs.begin(), node.inputs.end(), t) == 1 && t != graph.input &&
                              !contains(graph.outputs, t) && list.plan[t].alias_of < 0 && !taken_over[t];
@@ -312,7 +313,7 @@ Result<SessionPlan> plan_session_memory(const Model& model, const std::vector<Sh
   }
   for (const GraphNode& node : graph.nodes) {
     if (std::string(node.op->type()) != "concat") continue;
-    for (int t : node.inputs) report.concat_bytes += bytes_of(shapes[t]);
+    for (int t : node.inputs) report.concat_bytes += bytes_of(shapes[t], graph.tensors[t].dtype);
   }
   return result;
 }

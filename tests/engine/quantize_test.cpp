@@ -284,15 +284,17 @@ TEST_CASE("quantize: golden quantized file of a small model (tests/fixtures/quan
     FAIL_CHECK("the quantized file differs from " << golden_path << "; what it is now: " << actual_path
                                                   << " (cp it over the golden file if the change is intended)");
   }
-  // The quantized model loads, says what runs simulated, and computes close to the FP32 one.
+  // The quantized model loads, says which layers run on the INT8 kernels, and computes close to the
+  // FP32 one.
   auto q = winfer::Model::load(yaml);
   REQUIRE_MESSAGE(q.ok(), q.status().message());
   CHECK(q.value()->quantized());
   std::map<std::string, std::string> precision;
   for (const winfer::LayerInfo& l : q.value()->layers()) precision[l.name] = l.precision;
   CHECK(precision["conv1"] == "fp32");
-  CHECK(precision["conv2"] == "int8 (simulated)");
-  CHECK(precision["fc1"] == "int8 (simulated)");
+  CHECK(precision["conv2"] == "int8");
+  CHECK(precision["fc1"] == "int8");
+  CHECK(precision["relu1#quantize"].empty());  // the float32 -> u8 node: not a conv2d/linear layer
   CHECK(precision["fc2"] == "fp32");
   auto f = winfer::Model::load(dir.file("tiny.yaml"));
   REQUIRE(f.ok());
@@ -313,7 +315,14 @@ TEST_CASE("quantize: golden quantized file of a small model (tests/fixtures/quan
   INFO("max |int8 - fp32| " << diff << " of max |fp32| " << max_out);
   CHECK(diff > 0);                // the roundings do something
   CHECK(diff < 0.05f * max_out);  // and not much
-  CHECK(contains(qs.value()->last_timings()[1].kernel, "simulated int8"));
+  std::string kernels;
+  for (const winfer::LayerTiming& t : qs.value()->last_timings()) kernels += t.name + ": " + t.kernel + "\n";
+  INFO(kernels);
+  CHECK(contains(kernels, "conv2: int8 im2win"));
+  CHECK(contains(kernels, "fc1: int8 im2win"));
+  CHECK(contains(kernels, "relu1#quantize: float32 -> u8"));
+  CHECK(contains(kernels, "#dequantize: u8 -> float32"));
+  CHECK_FALSE(contains(kernels, "simulated"));
 }
 
 // Rewrites the quantized YAML: `from` (which must occur) replaced by `to`.
@@ -501,7 +510,7 @@ TEST_CASE("quantize: flags and refusals") {
 
 // ---- The CLI ---------------------------------------------------------------------------------
 
-TEST_CASE("quantize: winfer quantize prints the precision table and the ranges; info and run say simulated") {
+TEST_CASE("quantize: winfer quantize prints the precision table and the ranges; info and run say INT8") {
   TempDir dir;
   const std::string model = write_tiny_model(dir);
   // Calibration images: the fixture folder's PNG/PGM files, resized to the model's 6x6 input.
@@ -519,15 +528,24 @@ TEST_CASE("quantize: winfer quantize prints the precision table and the ranges; 
   CHECK(contains(r.stdout_text, "conv1                        conv2d  fp32      first convolution"));
   CHECK(contains(r.stdout_text, "fc2                          linear  int8"));
   CHECK(contains(r.stdout_text, "relu2 "));  // a row of the tensor table
-  CHECK(contains(r.stdout_text, "3 of 4 conv2d/linear layers INT8 (run simulated"));
+  CHECK(contains(r.stdout_text, "3 of 4 conv2d/linear layers INT8 (on the INT8 kernels"));
   auto info = winfer_test::run_cli("info '" + out + "'");
   REQUIRE(info.exit_code == 0);
-  CHECK(contains(info.stdout_text, "+relu2 +pool [int8 (simulated)]"));
+  CHECK(contains(info.stdout_text, "+relu2 +pool [int8]"));
   CHECK(contains(info.stdout_text, "[fp32]"));
-  CHECK(contains(info.stderr_text, "3 INT8 layer(s) run simulated"));
+  CHECK(contains(info.stdout_text, "quantized  3 INT8 layer(s) on the INT8 kernels"));
+  CHECK_FALSE(contains(info.stderr_text, "simulated"));
   auto run = winfer_test::run_cli("run '" + out + "' --profile --repeat 1");
   REQUIRE(run.exit_code == 0);
-  CHECK(contains(run.stdout_text + run.stderr_text, "simulated int8"));
+  const std::string profile = run.stdout_text + run.stderr_text;
+  CHECK(contains(profile, "int8 im2win"));
+  CHECK(contains(profile, "(fused relu) (fused maxpool)"));
+  // Random weights have no s8 values: the INT8 layers run simulated, and the loader says so.
+  auto random = winfer_test::run_cli("run '" + out + "' --random-weights 3 --profile --repeat 1");
+  REQUIRE(random.exit_code == 0);
+  CHECK(contains(random.stdout_text + random.stderr_text, "simulated int8"));
+  CHECK(contains(random.stderr_text, "3 INT8 layer(s) run simulated"));
+  CHECK(contains(random.stderr_text, "conv2 (its weights are not a quantized weights file's)"));
 
   auto bad = winfer_test::run_cli("quantize '" + model + "' -o '" + dir.file("x.yaml") + "'");
   CHECK(bad.exit_code == 1);
@@ -638,7 +656,7 @@ TEST_CASE("quantize: Fashion-MNIST round trip, calibrated on 200 training images
     REQUIRE(fp32.ok());
     REQUIRE_MESSAGE(int8.ok(), int8.status().message());
     const double a = accuracy(fp32.value(), test.value(), 1000), b = accuracy(int8.value(), test.value(), 1000);
-    MESSAGE(name << ": fp32 " << a << " %, int8 (simulated) " << b << " %");
+    MESSAGE(name << ": fp32 " << a << " %, int8 " << b << " %");
     CHECK(std::fabs(a - b) <= 0.3 + 1e-9);
   }
 }

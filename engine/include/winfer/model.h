@@ -46,6 +46,10 @@ struct LoadOptions {
   // then lie inside it (after `..` and symlinks are resolved), or loading fails naming the path.
   // Files the caller gives (weights_path) are not checked. Empty: no confinement.
   std::string confine_to;
+  // A quantized model's INT8 layers run simulated (FP32 kernels between roundings to the u8
+  // grids: the accuracy of INT8 at FP32 speed) instead of on the INT8 kernels: to compare the
+  // two, or to isolate a kernel problem.
+  bool simulate_int8 = false;
 };
 
 // Image preprocessing declared by the model (used by `winfer classify`).
@@ -65,7 +69,8 @@ struct LayerInfo {
   std::vector<std::string> fused;  // names of the layers folded into this one
   int64_t flops = 0;
   int64_t params = 0;
-  // Quantized models (docs/MODEL_FORMAT.md, "Quantized models"): "int8 (simulated)" or "fp32"
+  // Quantized models (docs/MODEL_FORMAT.md, "Quantized models"): "int8" (on the INT8 kernels),
+  // "int8 (simulated)" or "fp32"
   // for conv2d/linear layers; empty otherwise, for every layer of an FP32 model and for a
   // structure-only load (LoadOptions::allow_missing_weights without weights).
   std::string precision;
@@ -121,7 +126,7 @@ class Model {
   const std::string& weights_source() const { return weights_source_; }
   // True when loaded with allow_missing_weights and no weights were found: not runnable.
   bool structure_only() const { return structure_only_; }
-  // True for a model file with a `quantization:` block (INT8 layers, run simulated for now).
+  // True for a model file with a `quantization:` block (INT8 layers).
   bool quantized() const { return quantized_; }
 
   std::vector<LayerInfo> layers() const;  // after fusion, in execution order

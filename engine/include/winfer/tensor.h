@@ -1,4 +1,5 @@
-// Tensor: float32 data with a logical shape and a storage layout.
+// Tensor: float32 (or, inside a quantized model's sessions, u8) data with a logical shape and a
+// storage layout.
 //
 // The graph's semantics (and everything a user passes in or gets out) are NCHW as in PyTorch.
 // The CPU backend stores 4-D activations channels-last (NHWC) because its fast convolutions
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "winfer/shape.h"
@@ -20,6 +22,13 @@ enum class Layout {
 };
 const char* layout_name(Layout layout);
 
+// Element types. Everything a user passes in or gets out is float32; u8 tensors exist only
+// between the INT8 layers of a quantized model (docs/MODEL_FORMAT.md, "Quantized models"),
+// a quarter of the bytes, their real values scale * (q - zero_point) per tensor.
+enum class DType { kFloat32, kUInt8 };
+const char* dtype_name(DType dtype);
+size_t dtype_size(DType dtype);
+
 class Tensor {
  public:
   static constexpr size_t kAlignment = 64;
@@ -27,16 +36,22 @@ class Tensor {
   Tensor() = default;
 
   // Owning, 64-byte aligned, zero-filled storage.
-  static Tensor allocate(const Shape& shape, Layout layout = Layout::kPlain);
+  static Tensor allocate(const Shape& shape, Layout layout = Layout::kPlain, DType dtype = DType::kFloat32);
   // Non-owning view of memory the caller keeps alive.
   static Tensor view(float* data, const Shape& shape, Layout layout = Layout::kPlain);
+  static Tensor view(void* data, const Shape& shape, Layout layout, DType dtype);
 
   const Shape& shape() const { return shape_; }
   Layout layout() const { return layout_; }
+  DType dtype() const { return dtype_; }
+  // The float32 elements (dtype() == kFloat32; for a u8 tensor the address of its bytes).
   float* data() { return data_; }
   const float* data() const { return data_; }
+  // The u8 elements (dtype() == kUInt8).
+  uint8_t* u8() { return reinterpret_cast<uint8_t*>(data_); }
+  const uint8_t* u8() const { return reinterpret_cast<const uint8_t*>(data_); }
   int64_t numel() const { return shape_.numel(); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   bool empty() const { return data_ == nullptr; }
 
   // Same storage, new logical shape with the same element count (no data movement).
@@ -47,6 +62,7 @@ class Tensor {
  private:
   Shape shape_;
   Layout layout_ = Layout::kPlain;
+  DType dtype_ = DType::kFloat32;
   std::shared_ptr<float> storage_;  // null for views
   float* data_ = nullptr;
 };

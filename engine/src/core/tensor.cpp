@@ -23,12 +23,17 @@ const char* layout_name(Layout layout) {
   return "?";
 }
 
-Tensor Tensor::allocate(const Shape& shape, Layout layout) {
+const char* dtype_name(DType dtype) { return dtype == DType::kUInt8 ? "u8" : "float32"; }
+
+size_t dtype_size(DType dtype) { return dtype == DType::kUInt8 ? 1 : sizeof(float); }
+
+Tensor Tensor::allocate(const Shape& shape, Layout layout, DType dtype) {
   Tensor t;
   t.shape_ = shape;
   t.layout_ = layout;
+  t.dtype_ = dtype;
   // Round up to the alignment so aligned_alloc's size rule holds, and never ask for 0 bytes.
-  size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
+  size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
   bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (bytes == 0) bytes = kAlignment;
   void* raw = std::aligned_alloc(kAlignment, bytes);
@@ -61,6 +66,12 @@ Tensor Tensor::view(float* data, const Shape& shape, Layout layout) {
   return t;
 }
 
+Tensor Tensor::view(void* data, const Shape& shape, Layout layout, DType dtype) {
+  Tensor t = view(static_cast<float*>(data), shape, layout);
+  t.dtype_ = dtype;
+  return t;
+}
+
 Tensor Tensor::reshaped(const Shape& shape, Layout layout) const {
   Tensor t = *this;
   t.shape_ = shape;
@@ -70,9 +81,20 @@ Tensor Tensor::reshaped(const Shape& shape, Layout layout) const {
 
 Tensor Tensor::to_layout(Layout layout) const {
   if (empty()) return Tensor();
-  Tensor out = allocate(shape_, layout);
+  Tensor out = allocate(shape_, layout, dtype_);
   const bool four_d = shape_.rank() == 4;
-  if (four_d && layout_ == Layout::kNCHW && layout == Layout::kNHWC) {
+  const bool transpose = four_d && (layout_ == Layout::kNHWC) != (layout == Layout::kNHWC);
+  if (transpose && dtype_ == DType::kUInt8) {
+    // u8 tensors are never user-facing; this byte loop serves tests and debugging.
+    const int64_t n = shape_.n(), c = shape_.c(), hw = shape_.h() * shape_.w();
+    const bool to_nhwc = layout == Layout::kNHWC;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t p = 0; p < hw; ++p) {
+          const int64_t nchw = (i * c + ch) * hw + p, nhwc = (i * hw + p) * c + ch;
+          out.u8()[to_nhwc ? nhwc : nchw] = u8()[to_nhwc ? nchw : nhwc];
+        }
+  } else if (four_d && layout_ == Layout::kNCHW && layout == Layout::kNHWC) {
     nchw_to_nhwc(shape_.n(), shape_.c(), shape_.h(), shape_.w(), data_, out.data(), 1);
   } else if (four_d && layout_ == Layout::kNHWC && layout != Layout::kNHWC) {
     nhwc_to_nchw(shape_.n(), shape_.c(), shape_.h(), shape_.w(), data_, out.data(), 1);

@@ -1,0 +1,133 @@
+// Quantized models on the INT8 kernels (engine/src/quant_model.h, layers/conv2d_int8.h): the
+// lowering (u8 tensors, quantize/dequantize nodes), the real kernels against the simulated INT8
+// path on whole networks (random weights, calibrated on random images), every algorithm and
+// thread count giving the same bits, and the plan's u8 bytes.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/test_files.h"
+#include "model_test_util.h"
+#include "winfer/model.h"
+#include "winfer/quantize.h"
+#include "winfer/session.h"
+
+using winfer::Shape;
+using winfer::Tensor;
+using winfer_test::TempDir;
+
+namespace {
+
+// `name` from the zoo at side x side, quantized with random weights (seed 1) on random images.
+std::string quantized_zoo(const TempDir& dir, const std::string& name, int64_t side) {
+  const std::string path = dir.file(name + ".yaml");
+  winfer_test::write_bytes(path, winfer_test::zoo_yaml_at(name, side));
+  winfer::QuantizeOptions options;
+  options.random_weights_seed = 1;
+  options.random_images = 8;
+  options.batch = 4;
+  const std::string out = dir.file(name + ".int8.yaml");
+  auto report = winfer::quantize_model(path, out, options);
+  REQUIRE_MESSAGE(report.ok(), report.status().message());
+  return out;
+}
+
+std::shared_ptr<const winfer::Model> load(const std::string& path, bool simulate = false) {
+  winfer::LoadOptions options;
+  options.simulate_int8 = simulate;
+  auto model = winfer::Model::load(path, options);
+  REQUIRE_MESSAGE(model.ok(), model.status().message());
+  return model.value();
+}
+
+Tensor run(const std::shared_ptr<const winfer::Model>& model, const Tensor& input, const std::string& conv = "im2win",
+           int threads = 1, size_t* activations = nullptr) {
+  winfer::SessionOptions options;
+  options.batch = input.shape()[0];
+  options.conv_algorithm = conv;
+  options.threads = threads;
+  auto session = winfer::Session::create(model, options);
+  REQUIRE_MESSAGE(session.ok(), session.status().message());
+  if (activations != nullptr) *activations = session.value()->memory_report().activations_sum_bytes;
+  auto out = session.value()->run(input);
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  return out.value();
+}
+
+std::map<std::string, int> count_precisions(const winfer::Model& model) {
+  std::map<std::string, int> counts;
+  for (const winfer::LayerInfo& layer : model.layers()) {
+    if (!layer.precision.empty()) ++counts[layer.precision];
+    ++counts["type:" + layer.type];
+  }
+  return counts;
+}
+
+int64_t argmax_row(const Tensor& t, int64_t row) {
+  const int64_t classes = t.shape()[1];
+  const float* r = t.data() + row * classes;
+  return std::max_element(r, r + classes) - r;
+}
+
+TEST_CASE("int8 engine: every INT8 layer of ResNet-18 and ShuffleNetV2 runs on the INT8 kernels") {
+  TempDir dir;
+  for (const std::string name : {"resnet18", "shufflenet_v2_x1_0"}) {
+    CAPTURE(name);
+    const std::string path = quantized_zoo(dir, name, 64);
+    const auto real = load(path);
+    const auto simulated = load(path, /*simulate=*/true);
+    const auto counts = count_precisions(*real);
+    CHECK(counts.count("int8 (simulated)") == 0);
+    CHECK(counts.at("int8") > 10);
+    CHECK(counts.at("int8") == count_precisions(*simulated).at("int8 (simulated)"));
+    // float32 enters the INT8 layers once after the stem and leaves before the pooling (ResNet);
+    // ShuffleNet's concat and channel shuffle stay float32, with conversions around each unit.
+    CHECK(counts.at("type:quantize") >= 1);
+    CHECK(counts.at("type:dequantize") >= 1);
+    if (name == "resnet18") {
+      CHECK(counts.at("type:quantize") == 1);
+      CHECK(counts.at("type:dequantize") == 1);
+    }
+
+    // The real kernels against the simulated arithmetic: the same u8 grids, the accumulation exact
+    // instead of rounded to float, so an intermediate value may land one u8 step away now and then.
+    const Tensor input = winfer_test::random_tensor(Shape{3, 3, 64, 64}, 7);
+    const Tensor a = run(real, input), b = run(simulated, input);
+    float range = 0;
+    for (int64_t i = 0; i < b.numel(); ++i) range = std::max(range, std::fabs(b.data()[i]));
+    const float diff = winfer_test::max_abs_diff(a, b);
+    MESSAGE(name << ": max |real - simulated| = " << diff << " of logits up to " << range);
+    CHECK(diff <= 0.05f * range);
+    for (int64_t i = 0; i < 3; ++i) CHECK(argmax_row(a, i) == argmax_row(b, i));
+
+    // Integer arithmetic: the same bits whatever the algorithm and the thread count.
+    const Tensor c = run(real, input, "indirect", 1), d = run(real, input, "im2win", 2);
+    CHECK(winfer_test::max_abs_diff(a, c) == 0.0f);
+    CHECK(winfer_test::max_abs_diff(a, d) == 0.0f);
+  }
+}
+
+TEST_CASE("int8 engine: the plan holds u8 tensors, a fraction of the FP32 activations") {
+  TempDir dir;
+  const std::string path = quantized_zoo(dir, "resnet18", 64);
+  const auto int8 = load(path);
+  winfer::LoadOptions fp32_options;
+  fp32_options.random_weights_seed = 1;
+  auto fp32 = winfer::Model::load(dir.file("resnet18.yaml"), fp32_options);
+  REQUIRE(fp32.ok());
+  const Tensor input = winfer_test::random_tensor(Shape{2, 3, 64, 64}, 3);
+  size_t int8_sum = 0, fp32_sum = 0;
+  run(int8, input, "im2win", 1, &int8_sum);
+  run(fp32.value(), input, "im2win", 1, &fp32_sum);
+  MESSAGE("every tensor and workspace, summed: INT8 " << int8_sum << " bytes, FP32 " << fp32_sum);
+  // The stem (FP32 by rule) keeps its float32 tensors; the rest is u8. (The arena's peak is at the
+  // stem: no smaller.)
+  CHECK(int8_sum < fp32_sum / 2);
+  // Weights: s8 plus per-channel bias and multipliers, against float32.
+  CHECK(int8->weight_bytes() < fp32.value()->weight_bytes() * 2 / 5);
+}
+
+}  // namespace
