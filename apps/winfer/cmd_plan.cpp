@@ -68,12 +68,28 @@ Result<std::vector<std::string>> algorithm_list(const std::string& conv) {
   return list;
 }
 
+// --compare-fp32: a column "ALGO/fp32" is the quantized model loaded as FP32 (LoadOptions::Int8Mode::
+// kFloat32: its dequantized weights on the FP32 kernels, float32 tensors) with algorithm ALGO.
+constexpr const char* kFp32Suffix = "/fp32";
+
+bool is_fp32_column(const std::string& column) {
+  const std::string suffix = kFp32Suffix;
+  return column.size() > suffix.size() && column.compare(column.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The algorithm of a column.
+std::string algorithm_of(const std::string& column) {
+  return is_fp32_column(column) ? column.substr(0, column.size() - std::string(kFp32Suffix).size()) : column;
+}
+
 // ---- the measurement (in the child) ------------------------------------------------------------
 
 // Packed at load for `conv`, as the sessions of run and bench are.
-Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, const std::string& conv, ModelFacts* facts) {
+Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, const std::string& column, ModelFacts* facts) {
+  const std::string conv = algorithm_of(column);
   LoadOptions options;
   options.pack_for = pack_for("cpu", conv);
+  if (is_fp32_column(column)) options.int8_mode = LoadOptions::Int8Mode::kFloat32;
   options.weights_path = args.weights;
   options.confine_to = args.confine_to;
   options.random_weights_seed = args.random_weights_seed;
@@ -88,6 +104,9 @@ Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, const std:
     model = Model::load(args.model, options);
   }
   if (!model.ok()) return model.status();
+  if (is_fp32_column(column) && !model.value()->quantized()) {
+    return invalid_argument("--compare-fp32: " + args.model + " is not a quantized model (no `quantization:` block)");
+  }
   facts->name = model.value()->name();
   facts->weights_source = model.value()->weights_source();
   auto input_shape = input_shape_for(*model.value(), args.batch, args.size);
@@ -98,8 +117,11 @@ Result<std::shared_ptr<const Model>> load_model(const PlanArgs& args, const std:
 }
 
 void count_conv_kernels(const Session& session, const std::string& conv, PlanColumn* column) {
-  for (const LayerTiming& layer : session.last_timings()) {
-    if (layer.type != "conv2d") continue;
+  for (const LayerTiming& original : session.last_timings()) {
+    if (original.type != "conv2d") continue;
+    LayerTiming layer = original;
+    // A quantized model's INT8 convolutions: "int8 ALGO (ISA) ...".
+    if (layer.kernel.rfind("int8 ", 0) == 0) layer.kernel.erase(0, 5);
     ++column->conv_layers;
     // A fused pointwise -> depthwise pair is two convolutions, the second depthwise.
     if (layer.kernel.find("then depthwise") != std::string::npos) {
@@ -121,9 +143,9 @@ size_t shapes_bytes(const std::vector<Shape>& shapes) {
 }
 
 // The session `winfer plan` measures for one algorithm.
-SessionOptions plan_session_options(const PlanArgs& args, const std::string& conv, const ModelFacts& facts) {
+SessionOptions plan_session_options(const PlanArgs& args, const std::string& column, const ModelFacts& facts) {
   SessionOptions options;
-  options.conv_algorithm = conv;
+  options.conv_algorithm = algorithm_of(column);
   options.threads = args.threads;
   options.input_shape = facts.input_shape;
   options.concat_alias = args.concat_alias;
@@ -170,7 +192,7 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
   }
   column.available = true;
   column.report = session.value()->memory_report();
-  count_conv_kernels(*session.value(), conv, &column);
+  count_conv_kernels(*session.value(), algorithm_of(conv), &column);
   column.input_bytes = shapes_bytes({session.value()->input_shape()});
   column.output_bytes = shapes_bytes(session.value()->output_shapes());
   if (!args.measure) {
@@ -203,10 +225,6 @@ PlanColumn evaluate(const PlanArgs& args, const std::string& conv, std::optional
   session.value().reset();
   model.value().reset();
   column.measured_warm_bytes = warm_peak_growth([&] { return measure_once(args, conv); });
-  if (getenv("WARM3")) {
-    auto x = warm_peak_growth([&] { return measure_once(args, conv); });
-    fprintf(stderr, "third %zu\n", x ? *x : 0);
-  }
   return column;
 }
 
@@ -585,9 +603,14 @@ int run_plan(const PlanArgs& args) {
   }
   auto algorithms = algorithm_list(args.conv);
   if (!algorithms.ok()) return fail(algorithms.status());
+  std::vector<std::string> column_names;
+  for (const std::string& conv : algorithms.value()) {
+    column_names.push_back(conv);
+    if (args.compare_fp32) column_names.push_back(conv + kFp32Suffix);
+  }
   ModelFacts facts;
   std::vector<PlanColumn> columns;
-  for (const std::string& conv : algorithms.value()) {
+  for (const std::string& conv : column_names) {
     columns.push_back(evaluate_in_child(args, conv, &facts));
     if (!facts.load_error.empty()) return fail(invalid_argument(facts.load_error));
   }

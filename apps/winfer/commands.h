@@ -72,8 +72,9 @@ struct PlanArgs {
   std::string size;  // --size HxW (input_size.h); "": the model's
   bool json = false;
   std::string svg;
-  bool measure = true;       // run once per algorithm in a child process and report its peak memory
-  bool concat_alias = true;  // --no-concat-alias: SessionOptions::concat_alias = false
+  bool measure = true;        // run once per algorithm in a child process and report its peak memory
+  bool concat_alias = true;   // --no-concat-alias: SessionOptions::concat_alias = false
+  bool compare_fp32 = false;  // a quantized model: also each algorithm on the model as FP32
 };
 int run_plan(const PlanArgs& args);
 

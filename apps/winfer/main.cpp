@@ -202,6 +202,9 @@ Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
   plan_cmd->add_flag("!--no-concat-alias", plan.concat_alias,
                      "Give every concat input its own storage and copy (SessionOptions::concat_alias = false; default: "
                      "a convolution writes straight into its channel slice of the concat output)");
+  plan_cmd->add_flag("--compare-fp32", plan.compare_fp32,
+                     "A quantized model: also each algorithm on the same network in FP32 (column ALGO/fp32: its "
+                     "dequantized weights on the FP32 kernels, float32 tensors)");
   add_confine_to(plan_cmd, plan.confine_to);
   return {"plan", plan_cmd, [&plan] { return winfer::cli::run_plan(plan); }};
 }

@@ -199,13 +199,15 @@ class ModelLoader {
     root = YAML::Node();
     WINFER_RETURN_IF_ERROR(load_params(std::move(spec)));
     // A quantized model keeps pointwise -> depthwise pairs apart: the tensor between them is
-    // rounded to u8 like every other (quant_model.h).
-    if (options_.fuse && !model_->structure_only_) fuse_graph(graph, /*conv_pairs=*/!quant_);
-    if (quant_ && !model_->structure_only_) {
+    // rounded to u8 like every other (quant_model.h); its FP32 form (Int8Mode::kFloat32) fuses
+    // them as any FP32 model.
+    const bool as_fp32 = options_.int8_mode == LoadOptions::Int8Mode::kFloat32;
+    if (options_.fuse && !model_->structure_only_) fuse_graph(graph, /*conv_pairs=*/!quant_ || as_fp32);
+    if (quant_ && !model_->structure_only_ && !as_fp32) {
       quant::Int8Lowering lowering;
-      WINFER_RETURN_IF_ERROR(
-          quant::lower_int8_layers(graph, *quant_, int8_weights_.get(), options_.simulate_int8, path_, &lowering));
-      int8_weights_.reset();  // packed by now
+      WINFER_RETURN_IF_ERROR(quant::lower_int8_layers(graph, *quant_, int8_weights_.get(),
+                                                      options_.int8_mode == LoadOptions::Int8Mode::kSimulated, path_,
+                                                      &lowering));
       if (!lowering.simulated.empty()) {
         std::string names;
         for (const std::string& s : lowering.simulated) names += (names.empty() ? "" : ", ") + s;
@@ -215,6 +217,7 @@ class ModelLoader {
                                             names);
       }
     }
+    int8_weights_.reset();  // packed by now
     graph.remove_dead_tensors();
     WINFER_RETURN_IF_ERROR(pack_weights(graph));
     return std::shared_ptr<const Model>(std::move(model_));
@@ -577,7 +580,9 @@ class ModelLoader {
   // The weights file's parameters: a quantized model's INT8 layers read theirs dequantized.
   std::unique_ptr<NamedParamSource> file_params(std::shared_ptr<const SafeTensorsFile> file) {
     if (quant_) {
-      int8_weights_ = std::make_shared<quant::Int8WeightTable>();
+      // The raw s8 weights are kept (until packed) only for the INT8 kernels.
+      if (options_.int8_mode == LoadOptions::Int8Mode::kKernels)
+        int8_weights_ = std::make_shared<quant::Int8WeightTable>();
       return quant::make_quantized_param_source(std::move(file), *model_->graph_, *quant_, int8_weights_);
     }
     return std::make_unique<SafeTensorsParamSource>(std::move(file));

@@ -528,7 +528,7 @@ Status lower_int8_layers(Graph& graph, const ModelQuantization& q, const Int8Wei
     std::vector<TensorQuant> in_q;
     TensorQuant out_q;
     WINFER_RETURN_IF_ERROR(node_grids(graph, node, q, file, &in_q, &out_q));
-    std::string why = simulate ? "LoadOptions::simulate_int8" : "its weights are not a quantized weights file's";
+    std::string why = simulate ? "LoadOptions::int8_mode = kSimulated" : "its weights are not a quantized weights file's";
     const auto raw = weights != nullptr ? weights->find(node.param_prefix) : Int8WeightTable::const_iterator();
     if (!simulate && weights != nullptr && raw != weights->end()) {
       auto op = real_int8_op(graph, node, raw->second, in_q, out_q);

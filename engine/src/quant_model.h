@@ -7,7 +7,7 @@
 // quarter of the bytes), and quantize / dequantize nodes convert where float32 layers (or the
 // model's input and outputs) meet them. A layer whose fusions no INT8 kernel computes (an
 // absorbed pointwise -> depthwise pair or pointwise function), whose weights are not the file's
-// s8 ones (random or inline weights), or every layer under LoadOptions::simulate_int8 runs
+// s8 ones (random or inline weights), or every layer under LoadOptions::int8_mode = kSimulated runs
 // *simulated* instead: its op is wrapped (SimulatedInt8Op) so that its kernel rounds each input to
 // the input tensor's u8 grid (x -> s * (q - z)), runs the FP32 kernel on the s8 weights and s32
 // bias dequantized at load, and rounds its output to the output tensor's u8 grid: the INT8

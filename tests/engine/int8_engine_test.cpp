@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
 #include "core/test_files.h"
 #include "model_test_util.h"
 #include "winfer/model.h"
@@ -37,7 +38,7 @@ std::string quantized_zoo(const TempDir& dir, const std::string& name, int64_t s
 
 std::shared_ptr<const winfer::Model> load(const std::string& path, bool simulate = false) {
   winfer::LoadOptions options;
-  options.simulate_int8 = simulate;
+  options.int8_mode = simulate ? winfer::LoadOptions::Int8Mode::kSimulated : winfer::LoadOptions::Int8Mode::kKernels;
   auto model = winfer::Model::load(path, options);
   REQUIRE_MESSAGE(model.ok(), model.status().message());
   return model.value();
@@ -128,6 +129,22 @@ TEST_CASE("int8 engine: the plan holds u8 tensors, a fraction of the FP32 activa
   CHECK(int8_sum < fp32_sum / 2);
   // Weights: s8 plus per-channel bias and multipliers, against float32.
   CHECK(int8->weight_bytes() < fp32.value()->weight_bytes() * 2 / 5);
+}
+
+TEST_CASE("int8 engine: winfer plan --compare-fp32 shows the INT8 model against itself in FP32") {
+  TempDir dir;
+  const std::string path = quantized_zoo(dir, "resnet18", 64);
+  auto r = winfer_test::run_cli("plan '" + path + "' --compare-fp32 --conv im2win,indirect --no-measure");
+  INFO(r.stdout_text << r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  CHECK(winfer_test::contains(r.stdout_text, "im2win   im2win/fp32      indirect indirect/fp32"));
+  CHECK(winfer_test::contains(r.stdout_text, "im2win uses "));
+  CHECK(winfer_test::contains(r.stdout_text, "less total memory than im2win/fp32"));
+  // An FP32 model has nothing to compare.
+  auto bad = winfer_test::run_cli("plan '" + dir.file("resnet18.yaml") + "' --compare-fp32 --no-measure");
+  CHECK(bad.exit_code != 0);
+  CHECK(winfer_test::contains(bad.stderr_text,
+                              "--compare-fp32: " + dir.file("resnet18.yaml") + " is not a quantized model"));
 }
 
 }  // namespace

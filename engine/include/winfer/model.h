@@ -46,10 +46,15 @@ struct LoadOptions {
   // then lie inside it (after `..` and symlinks are resolved), or loading fails naming the path.
   // Files the caller gives (weights_path) are not checked. Empty: no confinement.
   std::string confine_to;
-  // A quantized model's INT8 layers run simulated (FP32 kernels between roundings to the u8
-  // grids: the accuracy of INT8 at FP32 speed) instead of on the INT8 kernels: to compare the
-  // two, or to isolate a kernel problem.
-  bool simulate_int8 = false;
+  // How a quantized model's INT8 layers run (docs/MODEL_FORMAT.md, "How INT8 layers run"):
+  //   kKernels    on the INT8 kernels, u8 tensors between them (the default);
+  //   kSimulated  FP32 kernels between roundings to the u8 grids: the accuracy of INT8 at FP32
+  //               speed, to compare with the kernels or to isolate a kernel problem;
+  //   kFloat32    the dequantized s8 weights on the FP32 kernels, float32 tensors, no rounding:
+  //               the same network in FP32, for memory and speed comparisons (winfer plan
+  //               --compare-fp32).
+  enum class Int8Mode { kKernels, kSimulated, kFloat32 };
+  Int8Mode int8_mode = Int8Mode::kKernels;
 };
 
 // Image preprocessing declared by the model (used by `winfer classify`).
