@@ -188,14 +188,18 @@ class QuantizedParamSource : public NamedParamSource {
     WINFER_ASSIGN_OR_RETURN(const SafeTensor* t, typed(name, "I8", expected, "s8 weights"));
     const int64_t channels = expected[0];
     WINFER_ASSIGN_OR_RETURN(std::vector<float> scales, weight_scales(prefix, channels));
-    *out = Tensor::allocate(expected);
     const int64_t per = expected.numel() / channels;
     const auto* q = static_cast<const int8_t*>(t->data);
     if (keep_ != nullptr) {
+      // For the INT8 kernels: the s8 copy; the float32 tensor stays untouched (no pages) unless
+      // the layer falls back to simulated (lower_int8_layers fills it then).
       Int8LayerWeights& raw = (*keep_)[prefix];
       raw.weight.assign(q, q + expected.numel());
       raw.weight_scale = scales;
+      *out = Tensor::allocate_untouched(expected);
+      return Status::Ok();
     }
+    *out = Tensor::allocate(expected);
     for (int64_t o = 0; o < channels; ++o) {
       for (int64_t i = 0; i < per; ++i) out->data()[o * per + i] = scales[o] * static_cast<float>(q[o * per + i]);
     }
@@ -388,6 +392,12 @@ Status check_quantization(const Graph& graph, const ModelQuantization& q, const 
                               "or fp32)");
     }
     if (!q.int8(node.name)) continue;
+    for (int consumer : graph.tensors[node.outputs[0]].consumers) {
+      if (graph.nodes[consumer].type != "batchnorm2d") continue;
+      return invalid_argument(node.context(file) + ": INT8 layer is followed by batch norm '" +
+                              graph.nodes[consumer].name +
+                              "'; its s8 weights must have the batch norm folded in (winfer quantize folds it)");
+    }
     const std::string& input = graph.tensors[node.inputs[0]].name;
     if (!q.tensors.count(input)) {
       return invalid_argument(node.context(file) + ": INT8 layer reads tensor " + quoted(input) +
@@ -429,6 +439,23 @@ Status node_grids(const Graph& graph, const GraphNode& node, const ModelQuantiza
   }
   if (node.outputs.size() != 1) return internal_error(node.context(file) + ": an INT8 layer has one output");
   return grid_of(node.outputs[0], "output", out_q);
+}
+
+// The float32 weights of an INT8 layer that falls back to simulated, from its s8 copy: the
+// param source left them untouched (Tensor::allocate_untouched) for the INT8 kernels.
+void fill_float_weights(const Op& op, const Int8LayerWeights& raw) {
+  Tensor weight;  // shares the op's storage
+  if (const auto* conv = dynamic_cast<const Conv2dOp*>(&op)) {
+    auto oihw = conv->weight_oihw("simulated int8");
+    if (oihw.ok()) weight = oihw.value();
+  } else if (const auto* linear = dynamic_cast<const LinearOp*>(&op)) {
+    weight = linear->weight();
+  }
+  if (weight.empty() || static_cast<size_t>(weight.numel()) != raw.weight.size()) return;
+  const size_t per = raw.weight.size() / raw.weight_scale.size();
+  for (size_t i = 0; i < raw.weight.size(); ++i) {
+    weight.data()[i] = raw.weight_scale[i / per] * static_cast<float>(raw.weight[i]);
+  }
 }
 
 // The INT8 op of a conv2d/linear node, or kUnsupported saying why its kernels cannot run it.
@@ -528,7 +555,8 @@ Status lower_int8_layers(Graph& graph, const ModelQuantization& q, const Int8Wei
     std::vector<TensorQuant> in_q;
     TensorQuant out_q;
     WINFER_RETURN_IF_ERROR(node_grids(graph, node, q, file, &in_q, &out_q));
-    std::string why = simulate ? "LoadOptions::int8_mode = kSimulated" : "its weights are not a quantized weights file's";
+    std::string why =
+        simulate ? "LoadOptions::int8_mode = kSimulated" : "its weights are not a quantized weights file's";
     const auto raw = weights != nullptr ? weights->find(node.param_prefix) : Int8WeightTable::const_iterator();
     if (!simulate && weights != nullptr && raw != weights->end()) {
       auto op = real_int8_op(graph, node, raw->second, in_q, out_q);
@@ -540,6 +568,7 @@ Status lower_int8_layers(Graph& graph, const ModelQuantization& q, const Int8Wei
       if (op.status().code() != ErrorCode::kUnsupported) return Status(op.status()).with_context(node.context(file));
       why = op.status().message();
     }
+    if (weights != nullptr && raw != weights->end()) fill_float_weights(*node.op, raw->second);
     node.op = std::make_unique<SimulatedInt8Op>(std::move(node.op), std::move(in_q), out_q);
     report->simulated.push_back(node.name + " (" + why + ")");
   }

@@ -37,6 +37,10 @@ class Tensor {
 
   // Owning, 64-byte aligned, zero-filled storage.
   static Tensor allocate(const Shape& shape, Layout layout = Layout::kPlain, DType dtype = DType::kFloat32);
+  // Owning, zero-filled storage whose pages are committed only when first written (an anonymous
+  // mapping on Linux): for weights that may never be needed (a quantized model's INT8 layers keep
+  // their s8 copy; the float32 one is filled only if the layer falls back to FP32 kernels).
+  static Tensor allocate_untouched(const Shape& shape);
   // Non-owning view of memory the caller keeps alive.
   static Tensor view(float* data, const Shape& shape, Layout layout = Layout::kPlain);
   static Tensor view(void* data, const Shape& shape, Layout layout, DType dtype);

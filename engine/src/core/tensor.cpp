@@ -5,6 +5,7 @@
 #include <unistd.h>
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +65,21 @@ Tensor Tensor::view(float* data, const Shape& shape, Layout layout) {
   t.layout_ = layout;
   t.data_ = data;
   return t;
+}
+
+Tensor Tensor::allocate_untouched(const Shape& shape) {
+#if defined(__linux__)
+  const size_t bytes = std::max<size_t>(static_cast<size_t>(shape.numel()) * sizeof(float), 1);
+  void* raw = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  Tensor t;
+  t.shape_ = shape;
+  t.storage_ = std::shared_ptr<float>(static_cast<float*>(raw), [bytes](float* p) { ::munmap(p, bytes); });
+  t.data_ = t.storage_.get();
+  return t;
+#else
+  return allocate(shape);
+#endif
 }
 
 Tensor Tensor::view(void* data, const Shape& shape, Layout layout, DType dtype) {
