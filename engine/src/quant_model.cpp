@@ -546,9 +546,13 @@ void insert_u8_tensors(Graph& graph, const std::set<int>& real, const ModelQuant
 
 }  // namespace
 
-Status lower_int8_layers(Graph& graph, const ModelQuantization& q, const Int8WeightTable* weights, bool simulate,
+Status lower_int8_layers(Graph& graph, const ModelQuantization& q, Int8WeightTable* weights, bool simulate,
                          const std::string& file, Int8Lowering* report) {
   std::set<int> real;
+  // Each layer's s8 copy is dropped once the last layer reading it is lowered (packed or filled
+  // into float32), so that the copies and the packed weights are never all alive at once.
+  std::map<std::string, int> readers;
+  for (const GraphNode& node : graph.nodes) readers[node.param_prefix] += q.int8(node.name);
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     GraphNode& node = graph.nodes[n];
     if (!q.int8(node.name)) continue;
@@ -557,20 +561,27 @@ Status lower_int8_layers(Graph& graph, const ModelQuantization& q, const Int8Wei
     WINFER_RETURN_IF_ERROR(node_grids(graph, node, q, file, &in_q, &out_q));
     std::string why =
         simulate ? "LoadOptions::int8_mode = kSimulated" : "its weights are not a quantized weights file's";
-    const auto raw = weights != nullptr ? weights->find(node.param_prefix) : Int8WeightTable::const_iterator();
-    if (!simulate && weights != nullptr && raw != weights->end()) {
+    const auto raw = weights != nullptr ? weights->find(node.param_prefix) : Int8WeightTable::iterator();
+    const bool have_raw = weights != nullptr && raw != weights->end();
+    bool lowered = false;
+    if (!simulate && have_raw) {
       auto op = real_int8_op(graph, node, raw->second, in_q, out_q);
       if (op.ok()) {
         node.op = std::move(op.value());
         real.insert(static_cast<int>(n));
-        continue;
+        lowered = true;
+      } else if (op.status().code() != ErrorCode::kUnsupported) {
+        return Status(op.status()).with_context(node.context(file));
+      } else {
+        why = op.status().message();
       }
-      if (op.status().code() != ErrorCode::kUnsupported) return Status(op.status()).with_context(node.context(file));
-      why = op.status().message();
     }
-    if (weights != nullptr && raw != weights->end()) fill_float_weights(*node.op, raw->second);
-    node.op = std::make_unique<SimulatedInt8Op>(std::move(node.op), std::move(in_q), out_q);
-    report->simulated.push_back(node.name + " (" + why + ")");
+    if (!lowered) {
+      if (have_raw) fill_float_weights(*node.op, raw->second);
+      node.op = std::make_unique<SimulatedInt8Op>(std::move(node.op), std::move(in_q), out_q);
+      report->simulated.push_back(node.name + " (" + why + ")");
+    }
+    if (have_raw && --readers[node.param_prefix] == 0) weights->erase(raw);
   }
   report->real = static_cast<int>(real.size());
   if (!real.empty()) insert_u8_tensors(graph, real, q);

@@ -86,7 +86,7 @@ struct Int8Lowering {
 // kernels compute the fused layer, and u8 tensors with quantize/dequantize nodes around them;
 // the others (all with `simulate`) are wrapped in SimulatedInt8Op. Errors name the node and the
 // tensor without a scale, or the weights out of range.
-Status lower_int8_layers(Graph& graph, const ModelQuantization& q, const Int8WeightTable* weights, bool simulate,
+Status lower_int8_layers(Graph& graph, const ModelQuantization& q, Int8WeightTable* weights, bool simulate,
                          const std::string& file, Int8Lowering* report);
 
 // "int8 (simulated)" for a wrapped op, "" otherwise (Model::layers, `winfer info`).
