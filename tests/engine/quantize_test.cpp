@@ -465,6 +465,13 @@ TEST_CASE("quantize: the loader's errors name the file, the layer or tensor, the
     edit_weights(weights, "fc1.bias", [](winfer::RawTensor& t) { t.dtype = "F32"; });
     expect_error(yaml, {"tensor 'fc1.bias'", "dtype F32, expected I32"});
   }
+  SUBCASE("a batch norm after an INT8 layer: its s8 weights would not hold it") {
+    edit_yaml(yaml, "  - {name: relu2, op: relu, input: conv2}",
+              "  - {name: bn2, op: batchnorm2d, num_features: 3, input: conv2}\n"
+              "  - {name: relu2, op: relu, input: bn2}");
+    expect_error(yaml, {"tiny.int8.yaml:", "layer 'conv2' (conv2d)", "followed by batch norm 'bn2'",
+                        "must have the batch norm folded in"});
+  }
 }
 
 TEST_CASE("quantize: flags and refusals") {
