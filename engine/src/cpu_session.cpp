@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include <omp.h>
@@ -30,6 +31,13 @@ std::string algorithm_names() {
   return names;
 }
 
+// WINFER_PAUSE_WORKERS=0 keeps the workers (they spin, then sleep, as libgomp does by itself):
+// read at every run, so that a process may change it between runs (bench/tools/idle_ab.py).
+bool pause_workers() {
+  const char* text = std::getenv("WINFER_PAUSE_WORKERS");
+  return text == nullptr || std::strcmp(text, "0") != 0;
+}
+
 // Puts the calling thread's OpenMP workers to sleep when a multi-threaded run (or session
 // creation) returns, on every way out. Left alone, libgomp's workers spin for about 3 ms after
 // each parallel region (300000 spins, when OMP_WAIT_POLICY and GOMP_SPINCOUNT are unset, read
@@ -39,12 +47,14 @@ std::string algorithm_names() {
 // libgomp retires the calling thread's pool (the next run starts its workers again). LLVM's
 // libomp (clang builds) does not: its workers still spin for KMP_BLOCKTIME (200 ms) after a soft
 // pause (measured), so there the environment's KMP_BLOCKTIME=0 is the remedy. Only the calling
-// thread's own pool is touched, and not from inside a parallel region.
+// thread's own pool is touched, and not from inside a parallel region. The price is a new
+// pool at the next run: after an idle pause, 2-10 ms more on a 2-thread ResNet-18 here, so
+// WINFER_PAUSE_WORKERS=0 leaves the workers to libgomp (docs/PERFORMANCE.md, "Idle workers").
 class IdleWorkersAsleep {
  public:
   explicit IdleWorkersAsleep(int threads) : active_(threads > 1) {}
   ~IdleWorkersAsleep() {
-    if (active_ && !omp_in_parallel()) omp_pause_resource_all(omp_pause_soft);
+    if (active_ && !omp_in_parallel() && pause_workers()) omp_pause_resource_all(omp_pause_soft);
   }
   IdleWorkersAsleep(const IdleWorkersAsleep&) = delete;
   IdleWorkersAsleep& operator=(const IdleWorkersAsleep&) = delete;
