@@ -61,7 +61,7 @@ nb::dict info(const PyModel& self) {
     for (const Shape& s : layer.output_shapes) shapes.append(shape_tuple(s));
     layers.append(make_dict("name", layer.name, "op", layer.type, "inputs", string_list(layer.inputs), "outputs",
                             string_list(layer.outputs), "output_shapes", shapes, "fused", string_list(layer.fused),
-                            "params", layer.params, "flops", layer.flops));
+                            "params", layer.params, "flops", layer.flops, "precision", layer.precision));
   }
   return make_dict("name", m.name(), "path", m.path(), "weights", m.weights_source(), "structure_only",
                    m.structure_only(), "inputs", names_and_shapes({m.input_name()}, {m.input_shape()}), "outputs",
@@ -171,7 +171,8 @@ void bind_model(nb::module_& m) {
            "What the engine sees after loading and fusion, as `winfer info` prints it: a dict with\n"
            "name, path, weights, structure_only, inputs, outputs, batch, params, flops (a multiply-add\n"
            "counts 2), multiply_adds, and layers (each: name, op, inputs, outputs, output_shapes,\n"
-           "fused, params, flops).")
+           "fused, params, flops, precision: for a quantized model's conv2d/linear layers 'int8',\n"
+           "'int8 (simulated)' or 'fp32', else '').")
       .def("session", &session, "batch"_a = nb::none(), "threads"_a = nb::none(), "conv"_a = "im2win",
            "device"_a = "cpu", "memory_budget"_a = nb::none(), "input_shape"_a = nb::none(),
            "A session that runs the model: it plans and allocates all of its memory now.\n\n"

@@ -21,7 +21,10 @@ def test_model_description():
     assert {"name", "path", "weights", "inputs", "outputs", "layers", "params", "flops", "multiply_adds"} <= set(info)
     assert info["params"] == sum(layer["params"] for layer in info["layers"]) > 0
     assert info["flops"] == sum(layer["flops"] for layer in info["layers"]) > 0
-    assert {"name", "op", "inputs", "outputs", "output_shapes", "fused", "params", "flops"} == set(info["layers"][0])
+    assert {"name", "op", "inputs", "outputs", "output_shapes", "fused", "params", "flops", "precision"} == set(
+        info["layers"][0]
+    )
+    assert all(layer["precision"] == "" for layer in info["layers"])  # an FP32 model
     assert "winfer.Model" in repr(m)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import winfer
-from conftest import FASHION, ROOT, TINY, ZOO_RESNET18, random_input, run_cli
+from conftest import FASHION, FASHION_EXAMPLES, ROOT, TINY, ZOO_RESNET18, random_input, run_cli
 
 
 def cli_output(cli, tmp_path, model, x, *flags):
@@ -136,3 +136,16 @@ def test_onnx_model_equals_cli_bitwise(cli, tmp_path):
     x = random_input((1, 3, 8, 8), seed=4)
     want = cli_output(cli, tmp_path, path, x, "--threads", "1")
     assert same_bits(m.session(threads=1).run(x), want)
+
+
+def test_quantized_model_runs_like_the_cli(cli, tmp_path):
+    """A model from `winfer quantize` loads and runs in Python as any other, on the INT8 kernels."""
+    out = tmp_path / "fashion_resnet.int8.yaml"
+    run_cli(cli, "quantize", FASHION, "--calibrate", FASHION_EXAMPLES, "-o", out)
+    x = random_input((3, 1, 28, 28), seed=4)
+    want = cli_output(cli, tmp_path, out, x, "--threads", "1")
+    m = winfer.Model(str(out))
+    precisions = [layer["precision"] for layer in m.info()["layers"]]
+    assert precisions.count("int8") >= 8 and "int8 (simulated)" not in precisions
+    got = m.session(batch=3, threads=1).run(x)
+    assert same_bits(got, want)
