@@ -45,8 +45,11 @@ std::shared_ptr<const winfer::Model> load(const std::string& path, bool simulate
 }
 
 Tensor run(const std::shared_ptr<const winfer::Model>& model, const Tensor& input, const std::string& conv = "im2win",
-           int threads = 1, size_t* activations = nullptr) {
+           int threads = 1, size_t* activations = nullptr, bool poison = false) {
   winfer::SessionOptions options;
+  // Every arena byte no live tensor holds is overwritten before each step: a u8 tensor read
+  // outside its planned lifetime, or written over in place too early, changes the result.
+  options.poison_unused_memory = poison;
   options.batch = input.shape()[0];
   options.conv_algorithm = conv;
   options.threads = threads;
@@ -116,6 +119,7 @@ TEST_CASE("int8 engine: ResNet-18, ShuffleNetV2 and MobileNetV3 on the INT8 kern
     const Tensor c = run(real, input, "indirect", 1), d = run(real, input, "im2win", 2);
     CHECK(winfer_test::max_abs_diff(a, c) == 0.0f);
     CHECK(winfer_test::max_abs_diff(a, d) == 0.0f);
+    CHECK(winfer_test::max_abs_diff(a, run(real, input, "im2win", 1, nullptr, /*poison=*/true)) == 0.0f);
   }
 }
 
