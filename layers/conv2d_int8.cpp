@@ -17,11 +17,7 @@ Result<std::unique_ptr<Op>> Conv2dInt8Op::from(const Conv2dOp& fp32, const Shape
   if (!fused || (fp32.pool() && !op->shape_.absorb_pool(*fp32.pool()))) {
     return internal_error("the INT8 convolution could not take the layer's fusions");
   }
-  int64_t params = fp32.fused_param_count();
-  for (const std::string& name : fp32.fused_names()) {
-    op->record_fused(name, params);
-    params = 0;
-  }
+  op->record_fused_of(fp32);
   WINFER_ASSIGN_OR_RETURN(op->packed_, pack_int8_conv(fp32.params_for(input), weights, quant, fp32.activation()));
   op->quant_ = quant;
   return std::unique_ptr<Op>(std::move(op));

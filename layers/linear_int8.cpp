@@ -16,11 +16,7 @@ Result<std::unique_ptr<Op>> LinearInt8Op::from(const LinearOp& fp32, const Int8L
   if (quant.residual) return internal_error("a linear layer has no residual");
   std::unique_ptr<LinearInt8Op> op(new LinearInt8Op(fp32.in_features(), fp32.out_features(), fp32.has_bias()));
   op->activation_ = fp32.activation();
-  int64_t params = fp32.fused_param_count();
-  for (const std::string& name : fp32.fused_names()) {
-    op->record_fused(name, params);
-    params = 0;
-  }
+  op->record_fused_of(fp32);
   WINFER_ASSIGN_OR_RETURN(op->packed_, pack_int8_conv(op->params_for(1), weights, quant, fp32.activation()));
   op->quant_ = quant;
   return std::unique_ptr<Op>(std::move(op));

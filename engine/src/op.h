@@ -119,6 +119,12 @@ class Op {
     fused_names_.push_back(name);
     fused_params_ += params;
   }
+  // An op that takes another's place in the graph (a quantized model's INT8 form of a layer)
+  // carries over what that one absorbed.
+  void record_fused_of(const Op& replaced) {
+    fused_names_.insert(fused_names_.end(), replaced.fused_names_.begin(), replaced.fused_names_.end());
+    fused_params_ += replaced.fused_params_;
+  }
 
  private:
   std::vector<std::string> fused_names_;

@@ -281,11 +281,7 @@ class SimulatedInt8Op : public Op {
  public:
   SimulatedInt8Op(std::unique_ptr<Op> inner, std::vector<TensorQuant> in_q, TensorQuant out_q)
       : inner_(std::move(inner)), in_q_(std::move(in_q)), out_q_(out_q) {
-    int64_t params = inner_->fused_param_count();
-    for (const std::string& name : inner_->fused_names()) {
-      record_fused(name, params);
-      params = 0;
-    }
+    record_fused_of(*inner_);
   }
   // Not the inner op's type: backends that map op types to kernels (CUDA) must not take the
   // wrapper for the op it wraps.
