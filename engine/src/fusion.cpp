@@ -26,9 +26,10 @@ const std::vector<const RewriteRule*>& rules() {
   return all;
 }
 
-bool apply_one(Graph& graph, int n, bool conv_pairs) {
+bool apply_one(Graph& graph, int n, const FusionOptions& options) {
   for (const RewriteRule* rule : rules()) {
-    if (!conv_pairs && rule == &pointwise_depthwise_rule()) continue;
+    if (!options.conv_pairs && rule == &pointwise_depthwise_rule()) continue;
+    if (options.no_pointwise && rule == &conv_pointwise_rule() && options.no_pointwise(graph.nodes[n])) continue;
     if (rule->apply(graph, n)) return true;
   }
   return false;
@@ -36,14 +37,14 @@ bool apply_one(Graph& graph, int n, bool conv_pairs) {
 
 }  // namespace
 
-int fuse_graph(Graph& graph, bool conv_pairs) {
+int fuse_graph(Graph& graph, const FusionOptions& options) {
   graph.link();
   const size_t nodes = graph.nodes.size();
   for (int n = 0; n < static_cast<int>(graph.nodes.size()); ++n) {
     // Fold into node n as long as a rule applies (conv <- bn <- add <- relu is three steps),
     // then move on: a rewrite leaves the nodes before n as they are, so they are never tried
     // again, and node n's new consumer (the one after what it absorbed) is tried next.
-    while (apply_one(graph, n, conv_pairs)) {
+    while (apply_one(graph, n, options)) {
     }
   }
   return static_cast<int>(nodes - graph.nodes.size());

@@ -5,13 +5,24 @@
 // (Graph::remove_dead_tensors). docs/ARCHITECTURE.md, loading step 6, describes every fusion.
 #pragma once
 
+#include <functional>
+
 #include "engine/src/graph.h"
 
 namespace winfer {
 
-// Rewrites the graph; returns the number of nodes removed. conv_pairs false: no pointwise ->
-// depthwise fusion (quantized models, whose tensor between the two is rounded to u8).
-int fuse_graph(Graph& graph, bool conv_pairs = true);
+struct FusionOptions {
+  // false: no pointwise -> depthwise fusion (quantized models, whose tensor between the two is
+  // rounded to u8).
+  bool conv_pairs = true;
+  // Layers that absorb no element-wise function (sigmoid, hardswish, ...; rule conv_pointwise):
+  // a quantized model's INT8 layers, whose kernels apply none. The function then stays a float32
+  // layer after the layer's dequantized output. Null: none.
+  std::function<bool(const GraphNode&)> no_pointwise;
+};
+
+// Rewrites the graph; returns the number of nodes removed.
+int fuse_graph(Graph& graph, const FusionOptions& options = {});
 
 // The rules whose pattern is a node and the node that alone reads its output, applied to two ops
 // outside a graph, in the pass's order: true when one folded `consumer` into `producer` (what

@@ -198,11 +198,18 @@ class ModelLoader {
     // allocated, so that they reuse its pages instead of adding to the peak.
     root = YAML::Node();
     WINFER_RETURN_IF_ERROR(load_params(std::move(spec)));
-    // A quantized model keeps pointwise -> depthwise pairs apart: the tensor between them is
-    // rounded to u8 like every other (quant_model.h); its FP32 form (Int8Mode::kFloat32) fuses
-    // them as any FP32 model.
+    // A quantized model keeps pointwise -> depthwise pairs apart (the tensor between them is
+    // rounded to u8 like every other, quant_model.h), and its INT8 layers' element-wise
+    // functions (a sigmoid, hardswish, SiLU) run as float32 layers after them, on their own
+    // output's grid; its FP32 form (Int8Mode::kFloat32) fuses as any FP32 model.
     const bool as_fp32 = options_.int8_mode == LoadOptions::Int8Mode::kFloat32;
-    if (options_.fuse && !model_->structure_only_) fuse_graph(graph, /*conv_pairs=*/!quant_ || as_fp32);
+    FusionOptions fusion;
+    fusion.conv_pairs = !quant_ || as_fp32;
+    if (quant_ && !as_fp32) {
+      const quant::ModelQuantization* q = &*quant_;
+      fusion.no_pointwise = [q](const GraphNode& node) { return q->int8(node.name); };
+    }
+    if (options_.fuse && !model_->structure_only_) fuse_graph(graph, fusion);
     if (quant_ && !model_->structure_only_ && !as_fp32) {
       quant::Int8Lowering lowering;
       WINFER_RETURN_IF_ERROR(quant::lower_int8_layers(graph, *quant_, int8_weights_.get(),

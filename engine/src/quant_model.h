@@ -5,8 +5,9 @@
 // becomes a conv2d_int8 / linear_int8 op (layers/), whose kernels compute on u8 tensors with the
 // s8 weights of the file (kernels/cpu/conv_s8.h); the tensors between such layers are u8 (a
 // quarter of the bytes), and quantize / dequantize nodes convert where float32 layers (or the
-// model's input and outputs) meet them. A layer whose fusions no INT8 kernel computes (an
-// absorbed pointwise -> depthwise pair or pointwise function), whose weights are not the file's
+// model's input and outputs) meet them (the loader fuses no pointwise -> depthwise pair and no
+// element-wise function into an INT8 layer). A layer whose fusions no INT8 kernel computes (a
+// residual added to a depthwise convolution), whose weights are not the file's
 // s8 ones (random or inline weights), or every layer under LoadOptions::int8_mode = kSimulated runs
 // *simulated* instead: its op is wrapped (SimulatedInt8Op) so that its kernel rounds each input to
 // the input tensor's u8 grid (x -> s * (q - z)), runs the FP32 kernel on the s8 weights and s32

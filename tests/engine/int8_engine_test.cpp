@@ -76,9 +76,9 @@ int64_t argmax_row(const Tensor& t, int64_t row) {
   return std::max_element(r, r + classes) - r;
 }
 
-// MobileNetV3's, EfficientNet's and RegNetY's convolutions with a fused hardswish/SiLU/sigmoid (the
-// latter in squeeze-excitation) have no INT8 kernel: they run simulated, on float32 weights filled
-// from the s8 ones at load, next to the INT8 ones. ResNeXt and RegNet have grouped convolutions.
+// MobileNetV3's, EfficientNet's and RegNetY's INT8 convolutions followed by a hardswish/SiLU/sigmoid
+// (the latter in squeeze-excitation) keep the function as a float32 layer after them. ResNeXt and
+// RegNet have grouped convolutions.
 TEST_CASE("int8 engine: zoo networks on the INT8 kernels against the simulated path") {
   TempDir dir;
   for (const std::string name : {"resnet18", "shufflenet_v2_x1_0", "mobilenet_v3_small", "resnext50_32x4d",
@@ -88,15 +88,10 @@ TEST_CASE("int8 engine: zoo networks on the INT8 kernels against the simulated p
     const auto real = load(path);
     const auto simulated = load(path, /*simulate=*/true);
     const auto counts = count_precisions(*real);
-    const auto all_simulated = count_precisions(*simulated);
     const int fallback = counts.count("int8 (simulated)") ? counts.at("int8 (simulated)") : 0;
     CHECK(counts.at("int8") > 10);
-    CHECK(counts.at("int8") + fallback == all_simulated.at("int8 (simulated)"));
-    if (name == "mobilenet_v3_small" || name == "efficientnet_b0" || name == "regnet_y_400mf") {
-      CHECK(fallback > 0);
-    } else {
-      CHECK(fallback == 0);
-    }
+    CHECK(counts.at("int8") == count_precisions(*simulated).at("int8 (simulated)"));
+    CHECK(fallback == 0);
     // float32 enters the INT8 layers once after the stem and leaves before the pooling (ResNet);
     // ShuffleNet's concat and channel shuffle stay float32, with conversions around each unit.
     CHECK(counts.at("type:quantize") >= 1);
@@ -159,6 +154,43 @@ TEST_CASE("int8 engine: winfer plan --compare-fp32 shows the INT8 model against 
   CHECK(bad.exit_code != 0);
   CHECK(winfer_test::contains(bad.stderr_text,
                               "--compare-fp32: " + dir.file("resnet18.yaml") + " is not a quantized model"));
+}
+
+// A depthwise convolution with a fused residual has no INT8 kernel: it runs simulated, its float32
+// weights filled at load from the file's s8 ones (the loader leaves them untouched for the INT8
+// kernels), next to an INT8 layer.
+TEST_CASE("int8 engine: a layer without an INT8 kernel runs simulated on its s8 weights, next to INT8 ones") {
+  TempDir dir;
+  const std::string path = dir.file("dw_residual.yaml");
+  winfer_test::write_bytes(path, winfer_test::model_header(3, 10, 10) + R"(name: dw_residual
+layers:
+  - {name: conv1, op: conv2d, in_channels: 3, out_channels: 8, kernel_size: 3, padding: 1}
+  - {name: dw, op: conv2d, in_channels: 8, out_channels: 8, kernel_size: 3, padding: 1, groups: 8}
+  - {name: add, op: add, inputs: [dw, conv1]}
+  - {name: relu, op: relu}
+  - {name: conv3, op: conv2d, in_channels: 8, out_channels: 8, kernel_size: 1}
+  - {name: pool, op: adaptive_avgpool2d, output_size: 1}
+  - {name: flatten, op: flatten}
+  - {name: fc, op: linear, in_features: 8, out_features: 5}
+)");
+  winfer::QuantizeOptions options;
+  options.random_weights_seed = 3;
+  options.random_images = 4;
+  const std::string out = dir.file("dw_residual.int8.yaml");
+  auto report = winfer::quantize_model(path, out, options);
+  REQUIRE_MESSAGE(report.ok(), report.status().message());
+  const auto real = load(out), simulated = load(out, /*simulate=*/true);
+  std::map<std::string, std::string> precision;
+  for (const winfer::LayerInfo& layer : real->layers()) precision[layer.name] = layer.precision;
+  CHECK(precision["dw"] == "int8 (simulated)");
+  CHECK(precision["conv3"] == "int8");
+  const Tensor input = winfer_test::random_tensor(Shape{2, 3, 10, 10}, 5);
+  const Tensor a = run(real, input), b = run(simulated, input);
+  float range = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) range = std::max(range, std::fabs(b.data()[i]));
+  INFO("max |real - simulated| " << winfer_test::max_abs_diff(a, b) << " of logits up to " << range);
+  CHECK(range > 0);
+  CHECK(winfer_test::max_abs_diff(a, b) <= 0.05f * range);
 }
 
 }  // namespace
