@@ -35,13 +35,7 @@ void add_generic(const uint8_t* a, const uint8_t* b, uint8_t* out, int64_t n, co
 
 #if WINFER_X86_DISPATCH
 
-#if !defined(__clang__)
-// GCC 12's AVX-512 headers initialise their _mm512_undefined_* placeholders from themselves,
-// which it reports as uninitialised once inlined (GCC bug 105593, fixed in GCC 13).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+WINFER_AVX512_WARNINGS_BEGIN
 
 struct Avx512Consts {
   __m512i za, zb, zy, lo, hi;
@@ -74,9 +68,7 @@ WINFER_TARGET_AVX512 void add_avx512(const uint8_t* a, const uint8_t* b, uint8_t
   }
 }
 
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+WINFER_AVX512_WARNINGS_END
 
 struct Avx2Consts {
   __m256i za, zb, zy, lo, hi;

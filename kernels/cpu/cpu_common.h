@@ -44,6 +44,19 @@
 #define WINFER_TARGET_AVX2
 #endif
 
+// Around AVX-512 intrinsic code: GCC 12's AVX-512 headers initialise their _mm512_undefined_*
+// placeholders from themselves, which it reports as uninitialised once inlined (GCC bug 105593,
+// a false positive fixed in GCC 13).
+#if defined(__clang__)
+#define WINFER_AVX512_WARNINGS_BEGIN
+#define WINFER_AVX512_WARNINGS_END
+#else
+#define WINFER_AVX512_WARNINGS_BEGIN                                                   \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
+      _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define WINFER_AVX512_WARNINGS_END _Pragma("GCC diagnostic pop")
+#endif
+
 // GCC warns (-Wpsabi) that returning a 32/64-byte vector by value has a different ABI with and
 // without AVX, at every call of the helpers below from a default-target function. They are
 // always_inline and never called across an ABI boundary, so the warning is silenced for the

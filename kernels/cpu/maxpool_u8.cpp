@@ -56,13 +56,7 @@ void max_row_generic(const PoolParams& p, const uint8_t* image, int64_t oh, uint
 
 #if WINFER_X86_DISPATCH
 
-#if !defined(__clang__)
-// GCC 12's AVX-512 headers initialise their _mm512_undefined_* placeholders from themselves,
-// which it reports as uninitialised once inlined (GCC bug 105593, fixed in GCC 13).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+WINFER_AVX512_WARNINGS_BEGIN
 
 WINFER_TARGET_AVX512 void max_row_avx512(const PoolParams& p, const uint8_t* image, int64_t oh, uint8_t* out_row) {
   const int64_t c_total = p.channels;
@@ -97,9 +91,7 @@ WINFER_TARGET_AVX512 void max_row_avx512(const PoolParams& p, const uint8_t* ima
   }
 }
 
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+WINFER_AVX512_WARNINGS_END
 
 WINFER_TARGET_AVX2 void max_row_avx2(const PoolParams& p, const uint8_t* image, int64_t oh, uint8_t* out_row) {
   const int64_t c_total = p.channels;

@@ -31,13 +31,7 @@ void dequantize_generic(const uint8_t* in, float* out, int64_t n, float scale, i
 
 #if WINFER_X86_DISPATCH
 
-#if !defined(__clang__)
-// GCC 12's AVX-512 headers initialise their _mm512_undefined_* placeholders from themselves,
-// which it reports as uninitialised once inlined (GCC bug 105593, fixed in GCC 13).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+WINFER_AVX512_WARNINGS_BEGIN
 
 WINFER_TARGET_AVX512 inline __m512i quantize16_avx512(__m512 x, __m512 scale, __m512 zero, __m512 lo, __m512 hi) {
   __m512 v = _mm512_roundscale_ps(_mm512_div_ps(x, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -86,9 +80,7 @@ WINFER_TARGET_AVX512 void dequantize_avx512(const uint8_t* in, float* out, int64
   }
 }
 
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+WINFER_AVX512_WARNINGS_END
 
 WINFER_TARGET_AVX2 inline __m256i quantize8_avx2(__m256 x, __m256 scale, __m256 zero, __m256 lo, __m256 hi) {
   __m256 v = _mm256_round_ps(_mm256_div_ps(x, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -20,6 +20,7 @@ namespace {
 volatile int32_t g_sink = 0;
 
 #if WINFER_X86_DISPATCH
+WINFER_AVX512_WARNINGS_BEGIN
 
 // 16 chains: vpdpbusd has a latency of 5 cycles and issues up to twice per cycle on cores with
 // two 512-bit ports, so 10 chains are the minimum; 16 leave margin and fit the 32 zmm with the
@@ -74,6 +75,7 @@ int usable_cpus() {
   return std::max(CPU_COUNT(&set), 1);
 }
 
+WINFER_AVX512_WARNINGS_END
 #endif
 
 }  // namespace
