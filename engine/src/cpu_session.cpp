@@ -6,14 +6,13 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <omp.h>
-
 #include "engine/src/conv_autotune.h"
 #include "engine/src/graph.h"
 #include "engine/src/session_impl.h"
 #include "engine/src/session_plan.h"
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/layout.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace winfer {
 namespace {
@@ -31,30 +30,24 @@ std::string algorithm_names() {
   return names;
 }
 
-// WINFER_PAUSE_WORKERS=0 keeps the workers (they spin, then sleep, as libgomp does by itself):
-// read at every run, so that a process may change it between runs (bench/tools/idle_ab.py).
-bool pause_workers() {
+// WINFER_PAUSE_WORKERS=0 keeps the workers spinning for the next call (for 2 ms, then they
+// sleep): read at every run, so that a process may change it between runs
+// (bench/tools/idle_ab.py).
+bool rest_workers_after_run() {
   const char* text = std::getenv("WINFER_PAUSE_WORKERS");
   return text == nullptr || std::strcmp(text, "0") != 0;
 }
 
-// Puts the calling thread's OpenMP workers to sleep when a multi-threaded run (or session
-// creation) returns, on every way out. Left alone, libgomp's workers spin for about 3 ms after
-// each parallel region (300000 spins, when OMP_WAIT_POLICY and GOMP_SPINCOUNT are unset, read
-// once when libgomp loads), which is what keeps the layers of one run fast, but after the
-// run's last layer that spin takes the cores from whatever the process does next
-// (docs/PERFORMANCE.md, "Idle workers"). omp_pause_resource_all(omp_pause_soft) ends it:
-// libgomp retires the calling thread's pool (the next run starts its workers again). LLVM's
-// libomp (clang builds) does not: its workers still spin for KMP_BLOCKTIME (200 ms) after a soft
-// pause (measured), so there the environment's KMP_BLOCKTIME=0 is the remedy. Only the calling
-// thread's own pool is touched, and not from inside a parallel region. The price is a new
-// pool at the next run: after an idle pause, 2-10 ms more on a 2-thread ResNet-18 here, so
-// WINFER_PAUSE_WORKERS=0 leaves the workers to libgomp (docs/PERFORMANCE.md, "Idle workers").
+// Sends the calling thread's pool workers (kernels/cpu/thread_pool.h) to sleep when a
+// multi-threaded run (or session creation) returns, on every way out. Between the layers of
+// a run they spin for the next one; after its last layer that spin would take the cores from
+// whatever the process does next (docs/PERFORMANCE.md, "Idle workers"). They stay alive,
+// asleep: the next run wakes them, and does not wait for them meanwhile (the caller works).
 class IdleWorkersAsleep {
  public:
   explicit IdleWorkersAsleep(int threads) : active_(threads > 1) {}
   ~IdleWorkersAsleep() {
-    if (active_ && !omp_in_parallel() && pause_workers()) omp_pause_resource_all(omp_pause_soft);
+    if (active_ && rest_workers_after_run()) cpu::rest_workers();
   }
   IdleWorkersAsleep(const IdleWorkersAsleep&) = delete;
   IdleWorkersAsleep& operator=(const IdleWorkersAsleep&) = delete;

@@ -136,11 +136,10 @@ void add_u8(const uint8_t* a, int32_t a_zero, float ra, const uint8_t* b, int32_
     return;
   }
   const int64_t steps = ceil_div(count, 64);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int t = 0; t < nt; ++t) {
-    const int64_t begin = std::min(count, steps * t / nt * 64), end = std::min(count, steps * (t + 1) / nt * 64);
-    if (end > begin) fn(a + begin, b + begin, out + begin, end - begin, g);
-  }
+  parallel_pieces(nt, steps, pieces_for(nt, steps), [&](int64_t first, int64_t last, int) {
+    const int64_t begin = first * 64, end = std::min(count, last * 64);
+    fn(a + begin, b + begin, out + begin, end - begin, g);
+  });
 }
 
 }  // namespace cpu

@@ -157,21 +157,22 @@ void bias_residual_activation_strided_rows(float* out, int64_t out_stride, int64
   if (bias == nullptr && residual == nullptr && act == Activation::kNone) return;
   const Clamp clip = activation_clamp(act);
   const int nt = threads_for_work(threads, pixels * channels / 4);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int64_t px = 0; px < pixels; ++px) {
-    float* row = out + px * out_stride;
-    const float* res = residual != nullptr ? residual + px * channels : nullptr;
-    // bias first, then the residual: the order of the unfused conv-then-add, so that fusing
-    // does not change the rounding.
-    if (bias != nullptr && res != nullptr)
-      for (int64_t c = 0; c < channels; ++c) row[c] = clamp((row[c] + bias[c]) + res[c], clip);
-    else if (bias != nullptr)
-      for (int64_t c = 0; c < channels; ++c) row[c] = clamp(row[c] + bias[c], clip);
-    else if (res != nullptr)
-      for (int64_t c = 0; c < channels; ++c) row[c] = clamp(row[c] + res[c], clip);
-    else
-      for (int64_t c = 0; c < channels; ++c) row[c] = clamp(row[c], clip);
-  }
+  parallel_pieces(nt, pixels, pieces_for(nt, pixels), [&](int64_t first, int64_t last, int) {
+    for (int64_t px = first; px < last; ++px) {
+      float* row = out + px * out_stride;
+      const float* res = residual != nullptr ? residual + px * channels : nullptr;
+      // bias first, then the residual: the order of the unfused conv-then-add, so that fusing
+      // does not change the rounding.
+      if (bias != nullptr && res != nullptr)
+        for (int64_t c = 0; c < channels; ++c) row[c] = clamp((row[c] + bias[c]) + res[c], clip);
+      else if (bias != nullptr)
+        for (int64_t c = 0; c < channels; ++c) row[c] = clamp(row[c] + bias[c], clip);
+      else if (res != nullptr)
+        for (int64_t c = 0; c < channels; ++c) row[c] = clamp(row[c] + res[c], clip);
+      else
+        for (int64_t c = 0; c < channels; ++c) row[c] = clamp(row[c], clip);
+    }
+  });
 }
 
 void add_residual(const ConvParams& p, const float* residual, float* output, Activation act, int threads) {

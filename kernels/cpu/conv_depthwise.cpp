@@ -391,12 +391,10 @@ class DepthwiseConv final : public ConvAlgorithm {
         if (c0 < c1) row_fn(args, r / out_h, r % out_h, 1, c0, c1);
       }
     };
-    if (nt <= 1) {
+    if (nt <= 1)
       run_items(0, items);
-    } else {
-#pragma omp parallel for num_threads(nt) schedule(static)
-      for (int t = 0; t < nt; ++t) run_items(items * t / nt, items * (t + 1) / nt);
-    }
+    else
+      parallel_pieces(nt, items, pieces_for(nt, items), [&](int64_t first, int64_t last, int) { run_items(first, last); });
     add_residual(p, residual_nhwc, output_nhwc, act, threads);
   }
 };

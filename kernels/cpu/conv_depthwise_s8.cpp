@@ -18,7 +18,6 @@
 //     lane = x * w + 0 * (w's sign bits) = x * w exactly.
 // The input's last channels are read with masked loads (AVX-512) or through a copy (AVX2):
 // nothing past the tensor is touched; padding taps read a row of z_x.
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>

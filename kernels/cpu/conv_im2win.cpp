@@ -39,22 +39,22 @@
 // input's pixel rows are already the window rows, and the kernel reads them in place
 // (workspace 0).
 //
-// Threads, two schedules (Im2winRun):
-//   own rows (weights fit in L2, rows split fairly, at most R threads): each thread takes a
-//     contiguous share of all output rows and its own R/threads slots; it transforms a few
-//     rows, computes them for every channel panel, and moves on. No barriers, and the window
-//     rows are still in L1/L2 when read.
+// Threads, two schedules (Im2winRun), both as tasks of the thread pool (thread_pool.h: the
+// caller works too, and a late worker only takes what is left):
+//   own rows (weights fit in L2, rows split fairly, at most R threads): the output rows are
+//     cut into a few contiguous pieces per thread; a thread takes a piece and, in its own
+//     R/threads slots, transforms a few rows, computes them for every channel panel, and moves
+//     on. No waiting, and the window rows are still in L1/L2 when read.
 //   shared blocks (deep layers: weights beyond L2, few rows): per block of R rows the threads
-//     transform disjoint rows, meet at a barrier, compute disjoint channel panels for all
-//     tiles (each thread streams only its share of the weights, once per block), and meet
-//     again before the next block overwrites the slots. Such weights come from memory on
+//     transform disjoint rows, and when all are done compute disjoint parts of the channel
+//     panels for all tiles (each part streams only its share of the weights, once per block),
+//     all done again before the next block overwrites the slots. Such weights come from memory on
 //     every run (a network's do not stay in the caches), so each tile of a panel also
-//     prefetches its share of the thread's next panel into L2 (TileArgs::prefetch): the
+//     prefetches its share of the part's next panel into L2 (TileArgs::prefetch): the
 //     stream overlaps the arithmetic instead of stalling each panel's first tile (ResNet-50's
 //     7x7 stage: 15.3 -> 12.4 ms at 1 thread).
 // Either way each output element is computed by the same kernel call whatever the thread
 // count, so results do not depend on it (bitwise).
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -309,8 +309,8 @@ struct RowRun {
   int64_t n, g, oh0, slot0, rows;
 };
 
-// One run() as seen by each thread of the team: which rows and channels it computes, in which
-// order, and when it waits for the others.
+// One run(): which rows and channels each task computes, in which order, and when the threads
+// wait for each other.
 class Im2winRun {
  public:
   Im2winRun(const ConvParams& p, const float* input, const float* packed, const float* bias, const float* residual,
@@ -327,19 +327,22 @@ class Im2winRun {
         window_(window),
         clip_(activation_clamp(act)) {}
 
-  // Thread t of a team of `team` (inside an OpenMP parallel region, or t = 0, team = 1).
-  void thread_body(int t, int team) const {
-    if (own_rows_pay(team))
-      own_rows(t, team);
-    else
-      shared_blocks(t, team);
+  // The whole convolution on up to `team` threads (thread_pool.h).
+  void run(int team) const {
+    if (own_rows_pay(team)) {
+      const int64_t units = p_.batch * p_.groups * geo_.ho;
+      parallel_pieces(team, units, pieces_for(team, units),
+                      [&](int64_t u_begin, int64_t u_end, int slot) { own_rows(u_begin, u_end, slot, team); });
+    } else {
+      shared_blocks(team);
+    }
   }
 
  private:
-  // Own rows: each thread takes a contiguous share of all output rows (every image and group)
-  // and, one step of a few rows at a time, transforms them into window slots only it uses and
-  // computes them for every channel, tile by tile. No barriers, and a row's window is still in
-  // L1/L2 when it is read. Needs a slot per thread, a fair split of the rows, and weights that
+  // Own rows: the output rows (every image and group) are cut into a few pieces per thread;
+  // a thread takes a piece and, one step of a few rows at a time, transforms them into window
+  // slots only it uses and computes them for every channel, tile by tile. No barriers, and a
+  // row's window is still in L1/L2 when it is read. Needs a slot per thread, a fair split of the rows, and weights that
   // stay in L2 while the tiles stream through them (every tile reads all of them).
   bool own_rows_pay(int team) const {
     const int64_t units = p_.batch * p_.groups * geo_.ho;
@@ -348,15 +351,14 @@ class Im2winRun {
     return slots && fair && geo_.weights_fit_l2;
   }
 
-  void own_rows(int t, int team) const {
-    const int64_t units = p_.batch * p_.groups * geo_.ho;
-    const int64_t u_end = units * (t + 1) / team;
-    const int64_t slot0 = geo_.block_rows * t / team;
+  // Rows [u_begin, u_end) (counted over every image and group) on the thread of slot `slot`.
+  void own_rows(int64_t u_begin, int64_t u_end, int slot, int team) const {
+    const int64_t slot0 = geo_.block_rows * slot / team;
     // The thread's slots; reading the input in place needs none, and then a step is any number of
     // rows (with fewer rows than threads, e.g. a squeeze-excite 1x1 convolution on a 1x1 map at
     // batch 8 and 2 threads, the slot share of thread 0 is 0 rows: a step of 0 never ended).
-    const int64_t step_rows = geo_.in_place ? geo_.ho : geo_.block_rows * (t + 1) / team - slot0;
-    for (int64_t u = units * t / team; u < u_end;) {
+    const int64_t step_rows = geo_.in_place ? geo_.ho : geo_.block_rows * (slot + 1) / team - slot0;
+    for (int64_t u = u_begin; u < u_end;) {
       const int64_t oh = u % geo_.ho, ng = u / geo_.ho;
       RowRun run{ng / p_.groups, ng % p_.groups, oh, slot0, std::min({step_rows, u_end - u, geo_.ho - oh})};
       if (!geo_.in_place) transform(run);
@@ -365,26 +367,22 @@ class Im2winRun {
     }
   }
 
-  // Shared blocks: for each block of window rows, the threads transform disjoint rows, meet at
-  // a barrier, compute disjoint (panel, tile) pairs panel by panel (each thread streams only
-  // its share of the weights, once per block), and meet again before the next block
-  // overwrites the window. For deep layers (weights beyond L2, few output rows).
-  void shared_blocks(int t, int team) const {
-    const bool sync = !geo_.in_place && team > 1;
+  // Shared blocks: for each block of window rows, the threads transform disjoint rows, then
+  // (once all are done) compute disjoint parts of the (panel, tile) pairs panel by panel (each
+  // part streams only its share of the weights, once per block); the next block overwrites
+  // the window when they are all done. For deep layers (weights beyond L2, few output rows).
+  void shared_blocks(int team) const {
     for (int64_t n = 0; n < p_.batch; ++n)
       for (int64_t g = 0; g < p_.groups; ++g)
         for (int64_t r0 = 0; r0 < geo_.ho; r0 += geo_.block_rows) {
           const int64_t rows = std::min(geo_.block_rows, geo_.ho - r0);
-          if (!geo_.in_place) {
-            transform({n, g, r0 + rows * t / team, rows * t / team, rows * (t + 1) / team - rows * t / team});
-            if (sync) {
-#pragma omp barrier
-            }
-          }
-          compute({n, g, r0, 0, rows}, t, team, /*tile_major=*/false);
-          if (sync) {
-#pragma omp barrier
-          }
+          if (!geo_.in_place)
+            parallel_pieces(team, rows, pieces_for(team, rows),
+                            [&](int64_t first, int64_t last, int) { transform({n, g, r0 + first, first, last - first}); });
+          const RowRun run{n, g, r0, 0, rows};
+          const int64_t parts = pieces_for(team, geo_.panels * rows * geo_.wo);
+          auto part = [&](int64_t k, int) { compute(run, static_cast<int>(k), static_cast<int>(parts), /*tile_major=*/false); };
+          parallel_tasks(team, parts, TaskFn(part));
         }
   }
 
@@ -573,10 +571,7 @@ class Im2winConv final : public PanelWeightsAlgorithm {
            int threads) const override {
     const ConvParams m = merge_small_groups(p);  // as the weights were packed (conv_common.h)
     const Im2winRun job(m, input_nhwc, packed, bias, residual_nhwc, output_nhwc, static_cast<float*>(workspace), act);
-    const int nt = threads_for_work(threads, p.flops() / 2);
-    // The team may be smaller than nt (a nested region gets one thread): split by its size.
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    job.thread_body(omp_get_thread_num(), omp_get_num_threads());
+    job.run(threads_for_work(threads, p.flops() / 2));
   }
 };
 

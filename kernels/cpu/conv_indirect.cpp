@@ -48,7 +48,6 @@
 // merge_small_groups): run() hands the merged params to everything below.
 #include "kernels/cpu/conv_indirect.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -122,7 +121,7 @@ namespace {
 // this many per thread, so that the split stays fair.
 constexpr int64_t kMinTilesPerThread = 4;
 
-// One run() as seen by each thread of the team.
+// One run(), as tasks of the thread pool (thread_pool.h).
 class IndirectRun {
  public:
   IndirectRun(const ConvParams& p, const float* input, const float* packed, const float* bias, const float* residual,
@@ -143,33 +142,38 @@ class IndirectRun {
         panels_(ceil_div(cog_, kPanel)),
         tile_major_(cog_ * layout_.taps * cg_ * int64_t{sizeof(float)} <= kL2WeightBytes) {}
 
-  // Thread t of a team of `team`.
-  void thread_body(int t, int team) const {
+  // The whole convolution on up to `team` threads.
+  void run(int team) const {
     const int64_t all_tiles = p_.batch * layout_.tiles;
-    if (t == 0) std::memset(zero_vector(layout_, workspace_), 0, sizeof(float) * static_cast<size_t>(p_.in_channels));
+    std::memset(zero_vector(layout_, workspace_), 0, sizeof(float) * static_cast<size_t>(p_.in_channels));
     if (tile_major_ && all_tiles >= kMinTilesPerThread * team) {
-      // Each thread builds the slots of one tile and computes all of it at once, while they
+      // Each task builds the slots of one tile and computes all of it at once, while they
       // are in L1: the buffer never goes to memory (the 7x7/2 stem's is 4.9 MB).
-      if (team > 1) {
-#pragma omp barrier
-      }
-      for (int64_t u = all_tiles * t / team, end = all_tiles * (t + 1) / team; u < end; ++u) {
-        build_indirection(p_, layout_, input_, workspace_, u, u + 1);
-        for (int64_t g = 0; g < p_.groups; ++g)
-          for (int64_t panel = 0; panel < panels_; ++panel)
-            compute_tile(u / layout_.tiles, g, u % layout_.tiles, panel);
-      }
+      parallel_pieces(team, all_tiles, pieces_for(team, all_tiles), [&](int64_t first, int64_t last, int) {
+        for (int64_t u = first; u < last; ++u) {
+          build_indirection(p_, layout_, input_, workspace_, u, u + 1);
+          for (int64_t g = 0; g < p_.groups; ++g)
+            for (int64_t panel = 0; panel < panels_; ++panel)
+              compute_tile(u / layout_.tiles, g, u % layout_.tiles, panel);
+        }
+      });
       return;
     }
-    // Otherwise (few tiles, or weights beyond L2) the threads build the whole buffer, wait
-    // for each other, and split the (image, group, tile, panel) items.
-    build_indirection(p_, layout_, input_, workspace_, all_tiles * t / team, all_tiles * (t + 1) / team);
-    if (team > 1) {
-#pragma omp barrier
-    }
+    // Otherwise (few tiles, or weights beyond L2) the threads build the whole buffer, then
+    // (all done) split the (image, group, tile, panel) items.
+    parallel_pieces(team, all_tiles, pieces_for(team, all_tiles), [&](int64_t first, int64_t last, int) {
+      build_indirection(p_, layout_, input_, workspace_, first, last);
+    });
+    const int64_t items = p_.batch * p_.groups * layout_.tiles * panels_;
+    parallel_pieces(team, items, pieces_for(team, items),
+                    [&](int64_t first, int64_t last, int) { compute_items(first, last); });
+  }
+
+ private:
+  // Items [first, last) of the (image, group, tile, panel) items.
+  void compute_items(int64_t first, int64_t end) const {
     const int64_t per_group = layout_.tiles * panels_;
-    const int64_t items = p_.batch * p_.groups * per_group;
-    for (int64_t i = items * t / team, end = items * (t + 1) / team; i < end; ++i) {
+    for (int64_t i = first; i < end; ++i) {
       const int64_t ng = i / per_group, j = i % per_group;
       const int64_t tile = tile_major_ ? j / panels_ : j % layout_.tiles;
       const int64_t panel = tile_major_ ? j % panels_ : j / layout_.tiles;
@@ -180,7 +184,6 @@ class IndirectRun {
     }
   }
 
- private:
   // The pixels of tile `tile` of image n x the channels of one panel of group g; with
   // prefetch_next, the tile's share of the next panel is prefetched meanwhile.
   void compute_tile(int64_t n, int64_t g, int64_t tile, int64_t panel, bool prefetch_next = false) const {
@@ -251,10 +254,7 @@ class IndirectConv final : public PanelWeightsAlgorithm {
            int threads) const override {
     const ConvParams m = merge_small_groups(p);  // as the weights were packed (conv_common.h)
     const IndirectRun job(m, input_nhwc, packed, bias, residual_nhwc, output_nhwc, workspace, act);
-    const int nt = threads_for_work(threads, p.flops() / 2);
-    // The team may be smaller than nt (a nested region gets one thread): split by its size.
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    job.thread_body(omp_get_thread_num(), omp_get_num_threads());
+    job.run(threads_for_work(threads, p.flops() / 2));
   }
 };
 

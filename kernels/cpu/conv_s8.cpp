@@ -30,7 +30,6 @@
 //
 // A residual (S8Residual) is addressed like the output, tile by tile and panel by panel: the
 // micro-kernel reads each output value's residual byte just before storing that value.
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -296,9 +295,9 @@ void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packe
   const int64_t image_bytes = p.in_h * p.in_w * p.in_channels;
   // Workspace slots are per thread of the team asked for; a smaller team uses the first ones.
   const int nt = std::max(1, std::min<int>(threads_for_work(threads, p.flops() / 2), static_cast<int>(units)));
-  auto body = [&](int t, int team) {
-    uint8_t* slots = static_cast<uint8_t*>(workspace) + t * geo.workspace_bytes_per_thread();
-    const int64_t u_end = units * (t + 1) / team;
+  // Units [u_begin, u_end) on the thread of workspace slot `slot`.
+  auto body = [&](int64_t u_begin, int64_t u_end, int slot) {
+    uint8_t* slots = static_cast<uint8_t*>(workspace) + slot * geo.workspace_bytes_per_thread();
     S8TileArgs a{};
     set_epilogue(a, h, residual);
     a.segments = geo.segments;
@@ -309,7 +308,7 @@ void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packe
     a.out_stride = out_stride;
     const uint8_t* pixels[kS8MaxRows];
     a.pixels = pixels;
-    for (int64_t u = units * t / team; u < u_end;) {
+    for (int64_t u = u_begin; u < u_end;) {
       const int64_t oh0 = u % geo.ho, ng = u / geo.ho, n = ng / p.groups, g = ng % p.groups;
       const int64_t rows = std::min({geo.block_rows, u_end - u, geo.ho - oh0});
       const uint8_t* image = input + n * image_bytes;
@@ -340,12 +339,7 @@ void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packe
       u += rows;
     }
   };
-  if (nt <= 1) {
-    body(0, 1);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  body(omp_get_thread_num(), omp_get_num_threads());
+  parallel_pieces(nt, units, pieces_for(nt, units), body);
 }
 
 void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* packed, uint8_t* output, int threads,
@@ -359,7 +353,7 @@ void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* pac
   const int64_t taps = p.kernel_h * p.kernel_w, units = p.batch * tiles, out_stride = p.out_stride();
   const std::vector<uint8_t> zero_row(static_cast<size_t>(p.in_channels), static_cast<uint8_t>(h.in_zero));
   const int nt = std::max(1, std::min<int>(threads_for_work(threads, p.flops() / 2), static_cast<int>(units)));
-  auto body = [&](int t, int team) {
+  auto body = [&](int64_t u_begin, int64_t u_end, int) {
     std::vector<const uint8_t*> ptrs(static_cast<size_t>(taps * uk.max_rows));
     S8TileArgs a{};
     set_epilogue(a, h, residual);
@@ -370,7 +364,7 @@ void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* pac
     a.pixels_stride = uk.max_rows;
     a.w_seg_stride = pk.cg4 * kS8Panel;
     a.out_stride = out_stride;
-    for (int64_t u = units * t / team; u < units * (t + 1) / team; ++u) {
+    for (int64_t u = u_begin; u < u_end; ++u) {
       const int64_t n = u / tiles, tile = u % tiles, p0 = npix * tile / tiles, p1 = npix * (tile + 1) / tiles;
       const uint8_t* image = input + n * p.in_h * p.in_w * p.in_channels;
       for (int64_t px = p0; px < p1; ++px) {
@@ -398,12 +392,7 @@ void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* pac
       }
     }
   };
-  if (nt <= 1) {
-    body(0, 1);
-    return;
-  }
-#pragma omp parallel num_threads(nt)
-  body(omp_get_thread_num(), omp_get_num_threads());
+  parallel_pieces(nt, units, pieces_for(nt, units), body);
 }
 
 }  // namespace cpu

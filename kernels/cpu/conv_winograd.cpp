@@ -50,7 +50,6 @@
 // through unpack + pack. Workspace: one block's V and M, plus a zero row for the padding.
 #include "kernels/cpu/conv_winograd.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <cstring>
@@ -479,25 +478,36 @@ class WinogradConv final : public ConvAlgorithm {
     const int64_t pairs = geo.positions * geo.panels;
     const bool stream_weights = weights_stream(p, t_edge);
     const int nt = threads_for_work(threads, p.flops() / 2);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-      const int t = omp_get_thread_num(), team = omp_get_num_threads();
-      for (int64_t g0 = 0; g0 < geo.tiles; g0 += j.block) {
-        const int64_t rows = std::min(j.block, geo.tiles - g0);
-        transforms.input(j, g0, rows * t / team, rows * (t + 1) / team);
-#pragma omp barrier
-        const int64_t pair_end = pairs * (t + 1) / team;
-        for (int64_t pair = pairs * t / team; pair < pair_end; ++pair) {
+    // Per block of tiles, three steps, each split into tasks of the thread pool
+    // (thread_pool.h), each starting when the one before is done: input transform (writes
+    // V), the GEMMs of the (position, panel) pairs (V -> M), output transform (reads M). The
+    // output transform of one block and the input transform of the next are one step: the
+    // latter writes V only, and the GEMM that overwrites M comes after both.
+    auto block_rows = [&](int64_t g0) { return std::min(j.block, geo.tiles - g0); };
+    auto transform_step = [&](int64_t out_g0, int64_t in_g0) {  // either may be -1: none
+      const int64_t out_rows = out_g0 >= 0 ? block_rows(out_g0) : 0, in_rows = in_g0 >= 0 ? block_rows(in_g0) : 0;
+      const int64_t out_pieces = out_rows > 0 ? pieces_for(nt, out_rows) : 0;
+      const int64_t in_pieces = in_rows > 0 ? pieces_for(nt, in_rows) : 0;
+      auto piece = [&](int64_t k, int) {
+        if (k < out_pieces)
+          transforms.output(j, out_g0, out_rows * k / out_pieces, out_rows * (k + 1) / out_pieces);
+        else
+          transforms.input(j, in_g0, in_rows * (k - out_pieces) / in_pieces, in_rows * (k - out_pieces + 1) / in_pieces);
+      };
+      parallel_tasks(nt, out_pieces + in_pieces, TaskFn(piece));
+    };
+    transform_step(-1, 0);
+    for (int64_t g0 = 0; g0 < geo.tiles; g0 += j.block) {
+      const int64_t rows = block_rows(g0);
+      parallel_pieces(nt, pairs, pieces_for(nt, pairs), [&](int64_t first, int64_t last, int) {
+        for (int64_t pair = first; pair < last; ++pair) {
           const int64_t next = pair + 1;
           const float* next_u =
-              stream_weights && next < pair_end ? u_panel(j, next / geo.panels, next % geo.panels) : nullptr;
+              stream_weights && next < last ? u_panel(j, next / geo.panels, next % geo.panels) : nullptr;
           gemm(j, pair / geo.panels, pair % geo.panels, rows, next_u);
         }
-#pragma omp barrier
-        transforms.output(j, g0, rows * t / team, rows * (t + 1) / team);
-        // The next block's input transform writes V only; its GEMM, which overwrites M, starts
-        // after the next barrier, when every thread is done reading this block's M.
-      }
+      });
+      transform_step(g0, g0 + j.block < geo.tiles ? g0 + j.block : -1);
     }
   }
 

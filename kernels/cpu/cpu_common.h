@@ -28,6 +28,7 @@
 #include <limits>
 
 #include "kernels/common/conv_params.h"
+#include "kernels/cpu/thread_pool.h"
 
 #if !defined(__GNUC__) && !defined(__clang__)
 #error "winfer's CPU kernels use GCC/Clang extensions (vector types, always_inline, target)"
@@ -193,8 +194,8 @@ inline float clamp(float v, Clamp c) {
   return v > c.hi ? c.hi : v;
 }
 
-// Runs body(begin, end) over [0, count) in contiguous chunks, one per thread; each item costs
-// about `item_work` element operations.
+// Runs body(begin, end) over [0, count) in contiguous chunks, a few per thread (thread_pool.h);
+// each item costs about `item_work` element operations.
 template <typename Body>
 void parallel_chunks(int64_t count, int64_t item_work, int threads, Body body) {
   const int nt = threads_for_work(threads, count * item_work);
@@ -202,8 +203,7 @@ void parallel_chunks(int64_t count, int64_t item_work, int threads, Body body) {
     body(int64_t{0}, count);
     return;
   }
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int t = 0; t < nt; ++t) body(count * t / nt, count * (t + 1) / nt);
+  parallel_pieces(nt, count, pieces_for(nt, count), [&](int64_t begin, int64_t end, int) { body(begin, end); });
 }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -2,7 +2,6 @@
 // numerically stable row softmax.
 #include "kernels/cpu/linear.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -129,10 +128,9 @@ void linear(const float* in, const float* weight, const float* bias, float* out,
   const int64_t extent = split_rows ? rows : out_features;
   const int nt =
       static_cast<int>(std::min<int64_t>(cpu::threads_for_work(threads, rows * in_features * out_features), extent));
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-    const int t = omp_get_thread_num(), team = omp_get_num_threads();
-    const int64_t first = extent * t / team, count = extent * (t + 1) / team - first;
+  // One piece per thread: each is a GEMM of its own, which runs best as large as it can be.
+  cpu::parallel_pieces(nt, extent, nt, [&](int64_t first, int64_t last, int) {
+    const int64_t count = last - first;
     if (count > 0 && split_rows) {
       sgemm(false, true, count, out_features, in_features, 1.f, in + first * in_features, in_features, weight,
             in_features, 0.f, out + first * out_features, out_features);
@@ -143,7 +141,7 @@ void linear(const float* in, const float* weight, const float* bias, float* out,
       for (int64_t r = 0; r < rows; ++r)
         cpu::bias_activation_rows(out + r * out_features + first, 1, count, bias ? bias + first : nullptr, act, 1);
     }
-  }
+  });
 }
 
 // out = exp(x - max) / sum(exp(x - max)): every exponent is <= 0, so nothing overflows

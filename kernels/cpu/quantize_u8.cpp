@@ -127,11 +127,10 @@ void run_split(Fn fn, const In* in, Out* out, int64_t count, float scale, int32_
     return;
   }
   const int64_t steps = ceil_div(count, 64);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int t = 0; t < nt; ++t) {
-    const int64_t b = std::min(count, steps * t / nt * 64), e = std::min(count, steps * (t + 1) / nt * 64);
-    if (e > b) fn(in + b, out + b, e - b, scale, zero);
-  }
+  parallel_pieces(nt, steps, pieces_for(nt, steps), [&](int64_t first, int64_t last, int) {
+    const int64_t b = first * 64, e = std::min(count, last * 64);
+    fn(in + b, out + b, e - b, scale, zero);
+  });
 }
 
 }  // namespace

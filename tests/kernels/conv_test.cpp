@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/conv_algorithm.h"
@@ -243,8 +244,9 @@ TEST_CASE("conv algorithms: threads > 1 give the same result as threads = 1") {
 }
 
 TEST_CASE("conv run() is safe to call concurrently") {
-  // Two OpenMP threads run the same algorithm on the same packed weights at once (distinct
-  // outputs and workspaces) and must both produce the single-threaded result.
+  // Two threads run the same algorithm on the same packed weights at once (distinct outputs
+  // and workspaces), each call on 1 or 2 threads (each caller its own pool workers), and must
+  // all produce the single-threaded result.
   const ConvParams p = Conv(1, 16, 15, 13, 24).k(3, 3).s(1, 1).pad(1).p;
   const ConvData d = make_data(p, 4242);
   for (const ConvAlgorithm* algo : conv_algorithms()) {
@@ -256,10 +258,14 @@ TEST_CASE("conv run() is safe to call concurrently") {
     const size_t out_count = want.size();
     std::vector<std::vector<float>> outs(4, std::vector<float>(out_count));
     std::vector<std::vector<unsigned char>> workspaces(4, std::vector<unsigned char>(algo->workspace_bytes(p)));
-#pragma omp parallel for num_threads(2) schedule(static, 1)
-    for (int i = 0; i < 4; ++i)
-      algo->run(p, d.input.data(), packed.data(), d.bias.data(), outs[i].data(),
-                workspaces[i].empty() ? nullptr : workspaces[i].data(), kRelu, 1);
+    auto calls = [&](int first) {
+      for (int i = first; i < 4; i += 2)
+        algo->run(p, d.input.data(), packed.data(), d.bias.data(), outs[i].data(),
+                  workspaces[i].empty() ? nullptr : workspaces[i].data(), kRelu, 1 + i / 2);
+    };
+    std::thread other(calls, 1);
+    calls(0);
+    other.join();
     for (int i = 0; i < 4; ++i) CHECK(test::bitwise_equal(outs[i].data(), want.data(), out_count));
   }
 }

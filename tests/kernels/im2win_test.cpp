@@ -99,15 +99,17 @@ TEST_CASE("im2win workspace_bytes is exactly the window block it fills") {
     INFO(test::describe(c));
     const size_t bytes = im2win().workspace_bytes(p);
     CHECK(bytes == expected_workspace(p));
-    // Every float of the workspace is written (the size is not over-reported) and nothing past
-    // it (not under-reported), whatever the thread count.
+    // Every float of the workspace is written at one thread (the size is not over-reported)
+    // and nothing past it (not under-reported) whatever the thread count. At 3 threads the
+    // slots of a thread that took no piece of the work (a worker that woke after the others
+    // had done it all: thread_pool.h) stay unwritten, so only the guard is checked there.
     const ConvData d = test::make_data(p, seed += 10);
     GuardedBuffer packed(im2win().packed_weight_bytes(p));
     im2win().pack_weights(p, d.weight.data(), packed.floats());
     for (int threads : {1, 3}) {
       INFO("threads ", threads);
       GuardedBuffer workspace = test::run_on_marked_workspace(im2win(), c, d, packed.floats(), threads);
-      CHECK(test::unwritten_words<uint32_t>(workspace.data_bytes(), workspace.bytes()) == 0);
+      if (threads == 1) CHECK(test::unwritten_words<uint32_t>(workspace.data_bytes(), workspace.bytes()) == 0);
     }
   }
 }

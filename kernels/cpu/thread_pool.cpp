@@ -1,0 +1,219 @@
+// The pool behind parallel_tasks() (kernels/cpu/thread_pool.h): one per calling thread.
+//
+// One call is a "job": the caller writes the job's fields, then opens it by storing a new
+// value of `state_` (epoch << 1 | 1). Workers that see it open announce themselves in
+// `in_job_`, check again that this job is still open, and claim task indices from `next_`
+// until they run out; `done_` counts finished tasks. The caller claims tasks too; when all are
+// done it closes the job (state_ = epoch << 1) and waits until no worker is inside it, so that
+// the next job may rewrite the fields. A worker's "in_job_ += 1; state_ still open?" and the
+// caller's "close; in_job_ == 0?" are both sequentially consistent: either the caller sees the
+// worker and waits, or the worker sees the job closed and touches nothing.
+#include "kernels/cpu/thread_pool.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define WINFER_SPIN_PAUSE() _mm_pause()
+#else
+#define WINFER_SPIN_PAUSE() ((void)0)
+#endif
+
+namespace winfer {
+namespace cpu {
+namespace {
+
+// How long a worker keeps spinning for the next job after its last task before it sleeps.
+// Layers of one run follow each other within microseconds; a sleeping worker costs ~7 ms to
+// wake on this machine (and the caller does not wait for it meanwhile). After a run the
+// session calls rest_workers(), so this spin never outlives a run by more than a job.
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(2000);
+
+// True on pool workers, and on a caller while it runs tasks: parallel_tasks() from there runs
+// inline (a nested call), as an OpenMP nested region gets one thread.
+thread_local bool t_inside_task = false;
+
+// Spins until ready() is true; yields the core now and then, in case the thread it waits for
+// has lost its core to this one.
+template <class Ready>
+void spin_until(Ready ready) {
+  for (int spins = 1; !ready(); ++spins) {
+    WINFER_SPIN_PAUSE();
+    if (spins % 4096 == 0) std::this_thread::yield();
+  }
+}
+
+class Pool {
+ public:
+  Pool() = default;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool() {
+    stop_.store(true, std::memory_order_seq_cst);
+    for (auto& w : workers_) {
+      {
+        std::lock_guard<std::mutex> lock(w->mutex);
+        w->wake.notify_one();
+      }
+      w->thread.join();
+    }
+  }
+
+  void run(int threads, int64_t tasks, TaskFn fn) {
+    add_workers(threads - 1);
+    fn_ = &fn;
+    tasks_ = tasks;
+    threads_ = threads;
+    next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    resting_.store(false, std::memory_order_relaxed);
+    const uint64_t epoch = (state_.load(std::memory_order_relaxed) >> 1) + 1;
+    state_.store(epoch << 1 | 1, std::memory_order_seq_cst);  // open: publishes the fields
+    // Wake the sleeping workers this job may use (only those: a worker woken for nothing
+    // would spin for nothing).
+    for (int i = 0; i + 1 < threads; ++i) {
+      Worker& w = *workers_[static_cast<size_t>(i)];
+      if (w.asleep.load(std::memory_order_seq_cst)) {
+        std::lock_guard<std::mutex> lock(w.mutex);
+        w.wake.notify_one();
+      }
+    }
+    t_inside_task = true;
+    claim_tasks(0);
+    t_inside_task = false;
+    spin_until([&] { return done_.load(std::memory_order_acquire) >= tasks; });
+    state_.store(epoch << 1, std::memory_order_seq_cst);  // closed
+    spin_until([&] { return in_job_.load(std::memory_order_seq_cst) == 0; });
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+  }
+
+  void rest() { resting_.store(true, std::memory_order_relaxed); }
+
+  int worker_count() const { return static_cast<int>(workers_.size()); }
+
+ private:
+  // A worker thread and where it sleeps.
+  struct Worker {
+    std::thread thread;
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::atomic<bool> asleep{false};
+  };
+
+  void add_workers(int wanted) {
+    while (static_cast<int>(workers_.size()) < wanted) {
+      workers_.push_back(std::make_unique<Worker>());
+      Worker* w = workers_.back().get();
+      const int slot = static_cast<int>(workers_.size());
+      w->thread = std::thread([this, w, slot] { worker_main(*w, slot); });
+    }
+  }
+
+  void claim_tasks(int slot) {
+    const TaskFn& fn = *fn_;
+    const int64_t tasks = tasks_;
+    for (int64_t task = next_.fetch_add(1, std::memory_order_relaxed); task < tasks;
+         task = next_.fetch_add(1, std::memory_order_relaxed)) {
+      try {
+        fn(task, slot);
+      } catch (...) {  // kept for the caller; the other tasks still run (none of ours throws)
+        std::lock_guard<std::mutex> lock(failure_mutex_);
+        if (!failure_) failure_ = std::current_exception();
+      }
+      done_.fetch_add(1, std::memory_order_release);
+    }
+  }
+
+  void worker_main(Worker& me, int slot) {
+    t_inside_task = true;
+    uint64_t seen = 0;
+    bool wanted = true;  // whether the last job had a slot for this worker: then spin for the next
+    for (;;) {
+      const uint64_t state = wait_for_change(me, seen, wanted);
+      if (stop_.load(std::memory_order_relaxed)) return;
+      seen = state;
+      wanted = true;
+      if ((state & 1) == 0) continue;  // a job closed before this worker looked
+      in_job_.fetch_add(1, std::memory_order_seq_cst);
+      if (state_.load(std::memory_order_seq_cst) == state) {
+        wanted = slot < threads_;
+        if (wanted) claim_tasks(slot);
+      }
+      in_job_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+
+  // The first value of state_ other than `seen` (or anything, once stopping): spins for a
+  // while unless told to rest, then sleeps until a job that wants this worker wakes it (a
+  // sleeping worker is only woken by a job with a slot for it).
+  uint64_t wait_for_change(Worker& me, uint64_t seen, bool spin) {
+    const auto until = std::chrono::steady_clock::now() + (spin ? kSpinBeforeSleep : std::chrono::microseconds(0));
+    for (int spins = 0;; ++spins) {
+      const uint64_t state = state_.load(std::memory_order_acquire);
+      if (state != seen || stop_.load(std::memory_order_relaxed)) return state;
+      if (resting_.load(std::memory_order_relaxed)) break;
+      if ((spins & 255) == 255 && std::chrono::steady_clock::now() > until) break;
+      WINFER_SPIN_PAUSE();
+    }
+    std::unique_lock<std::mutex> lock(me.mutex);
+    me.asleep.store(true, std::memory_order_seq_cst);
+    uint64_t state = seen;
+    me.wake.wait(lock, [&] {
+      state = state_.load(std::memory_order_seq_cst);
+      return state != seen || stop_.load(std::memory_order_seq_cst);
+    });
+    me.asleep.store(false, std::memory_order_relaxed);
+    return state;
+  }
+
+  std::vector<std::unique_ptr<Worker>> workers_;
+  // The job: written by the caller while no worker is inside one, read by workers inside it.
+  const TaskFn* fn_ = nullptr;
+  int64_t tasks_ = 0;
+  int threads_ = 1;
+  std::atomic<int64_t> next_{0};
+  std::atomic<int64_t> done_{0};
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int> in_job_{0};
+  std::exception_ptr failure_;  // the first exception a task threw (under failure_mutex_)
+  // Sleeping.
+  std::atomic<bool> resting_{false};
+  std::atomic<bool> stop_{false};
+  std::mutex failure_mutex_;
+};
+
+thread_local std::unique_ptr<Pool> t_pool;
+
+Pool& this_threads_pool() {
+  if (!t_pool) t_pool = std::make_unique<Pool>();
+  return *t_pool;
+}
+
+}  // namespace
+
+void parallel_tasks(int threads, int64_t tasks, TaskFn fn) {
+  if (tasks <= 0) return;
+  if (threads > tasks) threads = static_cast<int>(tasks);
+  if (threads <= 1 || t_inside_task) {
+    for (int64_t task = 0; task < tasks; ++task) fn(task, 0);
+    return;
+  }
+  this_threads_pool().run(threads, tasks, fn);
+}
+
+void rest_workers() {
+  if (t_pool && !t_inside_task) t_pool->rest();
+}
+
+int pool_worker_count() { return t_pool ? t_pool->worker_count() : 0; }
+
+}  // namespace cpu
+}  // namespace winfer

@@ -1,0 +1,184 @@
+// The kernels' thread pool (kernels/cpu/thread_pool.h): every task once, slots unique per
+// running thread, no static split (a thread never waits for a share it did not start), nested
+// calls inline, exceptions carried to the caller, one pool per calling thread, and workers that
+// stop spinning when told to.
+#include "kernels/cpu/thread_pool.h"
+
+#include <doctest/doctest.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace winfer {
+namespace {
+
+using cpu::parallel_pieces;
+using cpu::parallel_tasks;
+using cpu::TaskFn;
+
+double cpu_ms(int who) {
+  rusage u{};
+  getrusage(who, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-3;
+}
+
+// CPU milliseconds the process's other threads use while this one sleeps for 20 ms, from 1 ms
+// after the call.
+double other_threads_cpu_ms_while_sleeping() {
+  // Linux adds a running thread's CPU time to the counts when it stops running: a worker busy
+  // with the call's last tasks would have that work counted here as well. 1 ms later it has
+  // either gone to sleep (counted before) or is still spinning (counted when it stops).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double self = cpu_ms(RUSAGE_SELF), thread = cpu_ms(RUSAGE_THREAD);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return (cpu_ms(RUSAGE_SELF) - self) - (cpu_ms(RUSAGE_THREAD) - thread);
+}
+
+TEST_CASE("thread pool: every task runs once, on a slot below the thread count used by one thread at a time") {
+  for (int threads : {1, 2, 3, 8})
+    for (int64_t tasks : {1, 2, 7, 1000}) {
+      CAPTURE(threads);
+      CAPTURE(tasks);
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(tasks));
+      std::vector<std::atomic<int>> busy(8);
+      std::atomic<int> bad_slot{0}, shared_slot{0};
+      auto task = [&](int64_t i, int slot) {
+        if (slot < 0 || slot >= threads) {
+          bad_slot.fetch_add(1);
+          return;
+        }
+        if (busy[static_cast<size_t>(slot)].exchange(1) != 0) shared_slot.fetch_add(1);
+        runs[static_cast<size_t>(i)].fetch_add(1);
+        volatile double x = 1;  // a little work, so that tasks overlap
+        for (int k = 0; k < 2000; ++k) x = x * 1.0000001;
+        busy[static_cast<size_t>(slot)].store(0);
+      };
+      parallel_tasks(threads, tasks, TaskFn(task));
+      int wrong = 0;
+      for (auto& r : runs) wrong += r.load() != 1;
+      CHECK(wrong == 0);
+      CHECK(bad_slot.load() == 0);
+      CHECK(shared_slot.load() == 0);
+    }
+}
+
+TEST_CASE("thread pool: parallel_pieces covers [0, count) with contiguous, disjoint pieces") {
+  for (int64_t count : {1, 5, 64, 1001})
+    for (int64_t pieces : {1, 3, 8, 2000}) {
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(count));
+      std::atomic<int> empty{0};
+      parallel_pieces(2, count, pieces, [&](int64_t begin, int64_t end, int) {
+        if (end <= begin) empty.fetch_add(1);
+        for (int64_t i = begin; i < end; ++i) seen[static_cast<size_t>(i)].fetch_add(1);
+      });
+      int wrong = 0;
+      for (auto& s : seen) wrong += s.load() != 1;
+      CHECK(wrong == 0);
+      CHECK(empty.load() == 0);
+    }
+}
+
+TEST_CASE("thread pool: no static split: the caller does tasks a worker has not started") {
+  // Task 0 waits until every other task has finished. With shares fixed per thread (OpenMP's
+  // static schedule) the thread holding task 0 would also hold tasks it never reaches, and
+  // the call would hang; here whoever is free takes them. A deadline keeps a failure a failure.
+  for (int threads : {2, 4}) {
+    constexpr int64_t kTasks = 64;
+    std::atomic<int64_t> finished{0};
+    std::atomic<bool> timed_out{false};
+    auto task = [&](int64_t i, int) {
+      if (i == 0) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (finished.load() < kTasks - 1)
+          if (std::chrono::steady_clock::now() > deadline) {
+            timed_out = true;
+            break;
+          }
+      }
+      finished.fetch_add(1);
+    };
+    parallel_tasks(threads, kTasks, TaskFn(task));
+    CHECK_FALSE(timed_out.load());
+    CHECK(finished.load() == kTasks);
+  }
+}
+
+TEST_CASE("thread pool: a nested call runs its tasks on the calling thread") {
+  std::atomic<int> inner_runs{0}, inner_off_thread{0};
+  auto outer = [&](int64_t, int) {
+    const std::thread::id me = std::this_thread::get_id();
+    auto inner = [&](int64_t, int slot) {
+      inner_runs.fetch_add(1);
+      if (std::this_thread::get_id() != me || slot != 0) inner_off_thread.fetch_add(1);
+    };
+    parallel_tasks(4, 10, TaskFn(inner));
+  };
+  parallel_tasks(2, 6, TaskFn(outer));
+  CHECK(inner_runs.load() == 60);
+  CHECK(inner_off_thread.load() == 0);
+}
+
+TEST_CASE("thread pool: a task's exception reaches the caller after the other tasks ran") {
+  std::atomic<int> ran{0};
+  auto task = [&](int64_t i, int) {
+    ran.fetch_add(1);
+    if (i == 3) throw std::runtime_error("task 3 failed");
+  };
+  CHECK_THROWS_WITH(parallel_tasks(2, 20, TaskFn(task)), "task 3 failed");
+  CHECK(ran.load() == 20);
+  // The pool is usable afterwards.
+  std::atomic<int> again{0};
+  auto count = [&](int64_t, int) { again.fetch_add(1); };
+  parallel_tasks(2, 20, TaskFn(count));
+  CHECK(again.load() == 20);
+}
+
+TEST_CASE("thread pool: concurrent callers from several threads each get all their tasks done") {
+  constexpr int kCallers = 3, kCalls = 200;
+  std::vector<int> wrong(kCallers, 0);
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c)
+    callers.emplace_back([c, &wrong] {
+      for (int call = 0; call < kCalls; ++call) {
+        std::vector<int64_t> out(37, -1);
+        auto task = [&](int64_t i, int) { out[static_cast<size_t>(i)] = i * (c + 1); };
+        parallel_tasks(2, static_cast<int64_t>(out.size()), TaskFn(task));
+        for (size_t i = 0; i < out.size(); ++i) wrong[static_cast<size_t>(c)] += out[i] != int64_t(i) * (c + 1);
+      }
+      CHECK(cpu::pool_worker_count() == 1);  // its own pool: one worker for 2 threads
+    });
+  for (std::thread& t : callers) t.join();
+  for (int c = 0; c < kCallers; ++c) CHECK(wrong[static_cast<size_t>(c)] == 0);
+}
+
+TEST_CASE("thread pool: workers spin briefly after a call, and not at all once told to rest") {
+  std::atomic<int64_t> sink{0};
+  auto work = [&](int64_t i, int) {
+    int64_t x = i;
+    for (int k = 0; k < 20000; ++k) x = x * 6364136223846793005LL + 1442695040888963407LL;
+    sink.fetch_add(x & 1);
+  };
+  // Without rest: the worker spins for the next call (up to 2 ms), which the measurement sees
+  // (the most of three tries, so that a worker that lost its core once does not decide).
+  double most = 0;
+  for (int i = 0; i < 3; ++i) {
+    parallel_tasks(2, 64, TaskFn(work));
+    most = std::max(most, other_threads_cpu_ms_while_sleeping());
+  }
+  INFO("without rest_workers() the worker used up to " << most << " ms of CPU after a call");
+  CHECK(most > 0.5);
+  for (int i = 0; i < 3; ++i) {
+    parallel_tasks(2, 64, TaskFn(work));
+    cpu::rest_workers();
+    const double spent = other_threads_cpu_ms_while_sleeping();
+    INFO("after rest_workers() the worker used " << spent << " ms of CPU");
+    CHECK(spent < 0.5);
+  }
+}
+
+}  // namespace
+}  // namespace winfer
