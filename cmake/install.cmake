@@ -45,7 +45,7 @@ endforeach()
 
 # What the objects need from elsewhere (PRIVATE for the shared library; the static archive
 # passes them on to whoever links it, and winferConfig.cmake finds them first).
-set(winfer_lib_deps OpenMP::OpenMP_CXX Threads::Threads yaml-cpp ZLIB::ZLIB protobuf::libprotobuf-lite ${CMAKE_DL_LIBS})
+set(winfer_lib_deps Threads::Threads yaml-cpp ZLIB::ZLIB protobuf::libprotobuf-lite ${CMAKE_DL_LIBS})
 # cuBLAS and cuDNN are not among them: they are opened on first use (kernels/cuda/native/loader.h).
 set(winfer_static_deps ${winfer_lib_deps})
 if(TARGET winfer_cuda)
@@ -96,7 +96,7 @@ install(FILES ${CMAKE_BINARY_DIR}/package/winferConfig.cmake ${CMAKE_BINARY_DIR}
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/winfer)
 
 # pkg-config: Libs.private lists what a static link needs besides libwinfer.a.
-set(WINFER_PC_LIBS_PRIVATE "-lyaml-cpp -lprotobuf-lite -lz -fopenmp -lpthread -ldl")
+set(WINFER_PC_LIBS_PRIVATE "-lyaml-cpp -lprotobuf-lite -lz -lpthread -ldl")
 if(TARGET winfer_cuda)
   string(APPEND WINFER_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lrt")
 endif()

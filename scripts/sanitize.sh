@@ -21,12 +21,8 @@
 #
 # TSan: the tests selected by name, -R '[Cc]oncurren|[Tt]hread' (so a new test only has to say
 # "threads" or "concurrent" in its name to be picked up: CMake builds the files holding them
-# into winfer_thread_tests). The kernels use OpenMP; libomp is not
-# instrumented, and without help TSan reports its barriers as races (false positives). LLVM's
-# Archer tool (libarcher.so, in libomp-dev) tells TSan about OpenMP's synchronisation, and
-# ignore_noninstrumented_modules silences the runtime's own internals, so real races in winfer's
-# code are still reported. WINFER_TSAN_OMP_THREADS=1 runs the kernels' OpenMP loops single-
-# threaded instead, should Archer be missing (the script says so).
+# into winfer_thread_tests). The kernels' threads are their own (kernels/cpu/thread_pool.h:
+# std::thread, atomics, mutexes), all instrumented, so TSan checks the pool's hand-offs too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kind=${1:-}
@@ -77,23 +73,12 @@ case "$kind" in
   tsan)
     configure build-tsan thread
     # Only the test files that hold thread and concurrency tests, as one binary (CMakeLists.txt:
-    # winfer_thread_tests; kernels: OpenMP thread counts; engine: the shared-model concurrency
+    # winfer_thread_tests; kernels: thread counts and the pool; engine: the shared-model concurrency
     # tests, the C API's), not the CLI (its two thread-count runs are the engine's, checked here
     # in process).
     cmake --build "$root/build-tsan" -j "$jobs" --target winfer_thread_tests
     echo "sanitize.sh: build-tsan built in $(( $(date +%s) - start )) s"
-    archer=$(ls /usr/lib/llvm-*/lib/libarcher.so 2>/dev/null | head -1 || true)
     export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1}
-    if [[ -n "${WINFER_TSAN_OMP_THREADS:-}" ]]; then
-      export OMP_NUM_THREADS=$WINFER_TSAN_OMP_THREADS
-      echo "sanitize.sh: OpenMP loops limited to OMP_NUM_THREADS=$OMP_NUM_THREADS"
-    elif [[ -n "$archer" ]]; then
-      export OMP_TOOL_LIBRARIES=$archer
-      echo "sanitize.sh: OpenMP synchronisation reported to TSan by $archer"
-    else
-      export OMP_NUM_THREADS=1
-      echo "sanitize.sh: libarcher.so not found (libomp-dev); OpenMP loops run single-threaded (OMP_NUM_THREADS=1)"
-    fi
     cd "$root/build-tsan"
     ctest --output-on-failure -j "$jobs" -R '[Cc]oncurren|[Tt]hread' -E '^cuda[.].*native$' "$@"
     ;;

@@ -20,8 +20,9 @@ packages+=(ccache)
 # and the image fixtures' torchvision references (tests/fixtures/images/make_fixtures.py).
 packages+=(dataset-fashion-mnist python3-pil)
 # The robustness stages of scripts/test.sh (docs/ERRORS.md): clang with its sanitizer and
-# libFuzzer runtimes (scripts/sanitize.sh, scripts/fuzz.sh), libomp for clang's OpenMP and its
-# Archer tool (OpenMP under ThreadSanitizer), llvm for llvm-symbolizer (readable reports).
+# libFuzzer runtimes (scripts/sanitize.sh, scripts/fuzz.sh), libomp for clang's OpenMP (only
+# the oneDNN bench peer links OpenMP; winfer's kernels have their own threads), llvm for
+# llvm-symbolizer (readable reports).
 packages+=(clang libclang-rt-14-dev libomp-dev llvm)
 # The format check of the test suite (scripts/format.sh --check, ctest format.check).
 packages+=(clang-format)

@@ -7,7 +7,9 @@ processes mislead here).
                    [--rounds 200] [--warmup 10] [--lib build/lib/libwinfer.so]
 
 SPEC is MODEL[,key=value...]: MODEL a YAML path or a zoo name (models/zoo/MODEL.yaml), keys
-conv (default im2win), fuse (1 or 0, default 1) and threads (default --threads). Every model gets random weights (seed 1),
+conv (default im2win), fuse (1 or 0, default 1), threads (default --threads) and lib (a
+libwinfer.so, default --lib: two builds side by side in one process, each library loaded on its
+own). Every model gets random weights (seed 1),
 packed for its algorithm, and the same random input. Each round calls every configuration once,
 in turn; the table gives each one's 10th percentile and median in ms, and the median's ratio
 to the first configuration's. Example (the stem's fused max pooling against the unfused
@@ -16,12 +18,16 @@ graph):
   /usr/bin/python3 bench/tools/model_ab.py resnet18 resnet18,fuse=0 resnet18,conv=winograd
 
 or the 2-thread speed-up, interleaved: model_ab.py vgg16,threads=1 vgg16,threads=2 --batch 8
+
+--idle S sleeps S seconds before each timed call (a caller with other work between
+inferences: worker threads go idle, as a server's do between requests).
 """
 import argparse
 import ctypes
 import os
 import statistics
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -35,17 +41,19 @@ def parse_spec(spec):
     path = model if model.endswith(".yaml") else os.path.join(ROOT, "models", "zoo", model + ".yaml")
     if not os.path.exists(path):
         raise SystemExit(f"model_ab: {spec}: no model file {path}")
-    options = {"conv": "im2win", "fuse": "1", "threads": ""}
+    options = {"conv": "im2win", "fuse": "1", "threads": "", "lib": ""}
     for pair in pairs:
         key, _, value = pair.partition("=")
         if key not in options or not value:
-            raise SystemExit(f"model_ab: {spec}: expected conv=NAME, fuse=0|1 or threads=N, got '{pair}'")
+            raise SystemExit(f"model_ab: {spec}: expected conv=NAME, fuse=0|1, threads=N or lib=PATH, got '{pair}'")
         options[key] = value
     if options["fuse"] not in ("0", "1"):
         raise SystemExit(f"model_ab: {spec}: fuse must be 0 or 1")
     if options["threads"] and (not options["threads"].isdigit() or int(options["threads"]) < 1):
         raise SystemExit(f"model_ab: {spec}: threads must be a number >= 1")
-    return path, options["conv"], int(options["fuse"]), int(options["threads"] or 0)
+    if options["lib"] and not os.path.exists(options["lib"]):
+        raise SystemExit(f"model_ab: {spec}: no library {options['lib']}")
+    return path, options["conv"], int(options["fuse"]), int(options["threads"] or 0), options["lib"]
 
 
 def percentile(values, q):
@@ -61,17 +69,22 @@ def main():
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libwinfer.so"))
+    ap.add_argument("--idle", type=float, default=0.0, help="seconds of sleep before each timed call")
     args = ap.parse_args()
-    if args.rounds < 1 or args.threads < 1 or args.batch < 1 or args.warmup < 0:
-        raise SystemExit("model_ab: --rounds, --threads and --batch must be at least 1, --warmup at least 0")
+    if args.rounds < 1 or args.threads < 1 or args.batch < 1 or args.warmup < 0 or args.idle < 0:
+        raise SystemExit("model_ab: --rounds, --threads and --batch must be at least 1, --warmup and --idle at least 0")
     if not os.path.exists(args.lib):
         raise SystemExit(f"model_ab: {args.lib} not found (build first: scripts/build.sh)")
     set_openblas_coretype()
-    winfer = Winfer(args.lib)
+    libraries = {}  # path -> Winfer: each library loaded once
 
     calls, inputs = {}, {}
     for spec in args.specs:
-        path, conv, fuse, threads = parse_spec(spec)
+        path, conv, fuse, threads, lib = parse_spec(spec)
+        lib = os.path.realpath(lib or args.lib)
+        if lib not in libraries:
+            libraries[lib] = Winfer(lib)
+        winfer = libraries[lib]
         model = winfer.load(path, conv, fuse)
         count = winfer.input_count(model, args.batch)
         if count not in inputs:  # one input per size, the same for every configuration of it
@@ -84,15 +97,16 @@ def main():
         session, out_count = winfer.session(model, conv, threads or args.threads, args.batch)
         out = (ctypes.c_float * out_count)()
         x = inputs[count]
-        calls[spec] = (lambda s=session, x=x, n=count, o=out, m=out_count: winfer.check(
-            winfer.lib.winfer_session_run(s, ctypes.addressof(x), n, o, m), "run"))
+        calls[spec] = (lambda w=winfer, s=session, x=x, n=count, o=out, m=out_count: w.check(
+            w.lib.winfer_session_run(s, ctypes.addressof(x), n, o, m), "run"))
 
-    times = interleaved_times(calls, args.warmup, args.rounds)
+    times = interleaved_times(calls, args.warmup, args.rounds, idle=args.idle)
 
     first = statistics.median(times[args.specs[0]])
     width = max(len(s) for s in args.specs)
+    idle = f", {args.idle} s idle before each call" if args.idle else ""
     print(f"{'configuration':{width}s}  {'p10 ms':>9s}  {'median ms':>9s}  {'vs first':>8s}"
-          f"   ({args.rounds} rounds, {args.threads} thread(s), batch {args.batch})")
+          f"   ({args.rounds} rounds, {args.threads} thread(s), batch {args.batch}{idle})")
     for spec in args.specs:
         median = statistics.median(times[spec])
         print(f"{spec:{width}s}  {percentile(times[spec], 0.1):9.3f}  {median:9.3f}  {median / first:8.3f}")

@@ -106,12 +106,14 @@ class Winfer:
         return session, count
 
 
-def interleaved_times(calls, warmup, rounds):
+def interleaved_times(calls, warmup, rounds, idle=0.0):
     """Each round calls every configuration once, in turn; per configuration, the milliseconds of
-    its calls after the first `warmup` rounds."""
+    its calls after the first `warmup` rounds (each after `idle` seconds of sleep)."""
     times = {name: [] for name in calls}
     for r in range(warmup + rounds):
         for name, call in calls.items():
+            if idle:
+                time.sleep(idle)
             t0 = time.perf_counter()
             call()
             if r >= warmup:

@@ -136,7 +136,7 @@ void add_u8(const uint8_t* a, int32_t a_zero, float ra, const uint8_t* b, int32_
     return;
   }
   const int64_t steps = ceil_div(count, 64);
-  parallel_pieces(nt, steps, pieces_for(nt, steps), [&](int64_t first, int64_t last, int) {
+  parallel_pieces(nt, steps, pieces_for(nt, steps, count * 2), [&](int64_t first, int64_t last, int) {
     const int64_t begin = first * 64, end = std::min(count, last * 64);
     fn(a + begin, b + begin, out + begin, end - begin, g);
   });

@@ -157,7 +157,7 @@ void bias_residual_activation_strided_rows(float* out, int64_t out_stride, int64
   if (bias == nullptr && residual == nullptr && act == Activation::kNone) return;
   const Clamp clip = activation_clamp(act);
   const int nt = threads_for_work(threads, pixels * channels / 4);
-  parallel_pieces(nt, pixels, pieces_for(nt, pixels), [&](int64_t first, int64_t last, int) {
+  parallel_pieces(nt, pixels, pieces_for(nt, pixels, pixels * channels / 4), [&](int64_t first, int64_t last, int) {
     for (int64_t px = first; px < last; ++px) {
       float* row = out + px * out_stride;
       const float* res = residual != nullptr ? residual + px * channels : nullptr;

@@ -394,7 +394,8 @@ class DepthwiseConv final : public ConvAlgorithm {
     if (nt <= 1)
       run_items(0, items);
     else
-      parallel_pieces(nt, items, pieces_for(nt, items), [&](int64_t first, int64_t last, int) { run_items(first, last); });
+      parallel_pieces(nt, items, pieces_for(nt, items, p.flops() / 2),
+                      [&](int64_t first, int64_t last, int) { run_items(first, last); });
     add_residual(p, residual_nhwc, output_nhwc, act, threads);
   }
 };

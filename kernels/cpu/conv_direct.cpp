@@ -161,7 +161,7 @@ class DirectConv final : public ConvAlgorithm {
                        bias, output_nhwc, activation_clamp(activation_before_residual(residual_nhwc, act))};
     const int64_t rows = p.batch * p.out_h();
     const int nt = threads_for_work(threads, p.flops() / 2);
-    parallel_pieces(nt, rows, pieces_for(nt, rows), [&](int64_t first, int64_t last, int) {
+    parallel_pieces(nt, rows, pieces_for(nt, rows, p.flops() / 2), [&](int64_t first, int64_t last, int) {
       for (int64_t r = first; r < last; ++r) row_fn(args, r / p.out_h(), r % p.out_h());
     });
     add_residual(p, residual_nhwc, output_nhwc, act, threads);

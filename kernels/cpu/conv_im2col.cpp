@@ -142,7 +142,7 @@ class Im2colConv final : public ConvAlgorithm {
     const int nt = static_cast<int>(
         std::min<int64_t>(threads_for_work(threads, p.flops() / 2), std::max<int64_t>(pixels / kMinRows, 1)));
     float* buffer = static_cast<float*>(workspace);
-    const int64_t pieces = std::min(pieces_for(nt, pixels), std::max<int64_t>(pixels / kMinRows, 1));
+    const int64_t pieces = std::min(pieces_for(nt, pixels, p.flops() / 2), std::max<int64_t>(pixels / kMinRows, 1));
     parallel_pieces(nt, pixels, pieces, [&](int64_t first, int64_t last, int) {
       if (pointwise)
         pointwise_pixels(p, input_nhwc, packed, bias, residual_nhwc, output_nhwc, act, first, last);

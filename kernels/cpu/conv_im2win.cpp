@@ -331,7 +331,7 @@ class Im2winRun {
   void run(int team) const {
     if (own_rows_pay(team)) {
       const int64_t units = p_.batch * p_.groups * geo_.ho;
-      parallel_pieces(team, units, pieces_for(team, units),
+      parallel_pieces(team, units, pieces_for(team, units, p_.flops() / 2),
                       [&](int64_t u_begin, int64_t u_end, int slot) { own_rows(u_begin, u_end, slot, team); });
     } else {
       shared_blocks(team);
@@ -377,11 +377,15 @@ class Im2winRun {
         for (int64_t r0 = 0; r0 < geo_.ho; r0 += geo_.block_rows) {
           const int64_t rows = std::min(geo_.block_rows, geo_.ho - r0);
           if (!geo_.in_place)
-            parallel_pieces(team, rows, pieces_for(team, rows),
-                            [&](int64_t first, int64_t last, int) { transform({n, g, r0 + first, first, last - first}); });
+            parallel_pieces(team, rows, pieces_for(team, rows, rows * geo_.row_floats),
+                            [&](int64_t first, int64_t last, int) {
+                              transform({n, g, r0 + first, first, last - first});
+                            });
           const RowRun run{n, g, r0, 0, rows};
-          const int64_t parts = pieces_for(team, geo_.panels * rows * geo_.wo);
-          auto part = [&](int64_t k, int) { compute(run, static_cast<int>(k), static_cast<int>(parts), /*tile_major=*/false); };
+          const int64_t parts = pieces_for(team, geo_.panels * rows * geo_.wo, rows * geo_.wo * geo_.k * geo_.cog);
+          auto part = [&](int64_t k, int) {
+            compute(run, static_cast<int>(k), static_cast<int>(parts), /*tile_major=*/false);
+          };
           parallel_tasks(team, parts, TaskFn(part));
         }
   }

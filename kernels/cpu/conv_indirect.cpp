@@ -48,7 +48,6 @@
 // merge_small_groups): run() hands the merged params to everything below.
 #include "kernels/cpu/conv_indirect.h"
 
-
 #include <algorithm>
 #include <cstring>
 
@@ -149,23 +148,24 @@ class IndirectRun {
     if (tile_major_ && all_tiles >= kMinTilesPerThread * team) {
       // Each task builds the slots of one tile and computes all of it at once, while they
       // are in L1: the buffer never goes to memory (the 7x7/2 stem's is 4.9 MB).
-      parallel_pieces(team, all_tiles, pieces_for(team, all_tiles), [&](int64_t first, int64_t last, int) {
-        for (int64_t u = first; u < last; ++u) {
-          build_indirection(p_, layout_, input_, workspace_, u, u + 1);
-          for (int64_t g = 0; g < p_.groups; ++g)
-            for (int64_t panel = 0; panel < panels_; ++panel)
-              compute_tile(u / layout_.tiles, g, u % layout_.tiles, panel);
-        }
-      });
+      parallel_pieces(team, all_tiles, pieces_for(team, all_tiles, p_.flops() / 2),
+                      [&](int64_t first, int64_t last, int) {
+                        for (int64_t u = first; u < last; ++u) {
+                          build_indirection(p_, layout_, input_, workspace_, u, u + 1);
+                          for (int64_t g = 0; g < p_.groups; ++g)
+                            for (int64_t panel = 0; panel < panels_; ++panel)
+                              compute_tile(u / layout_.tiles, g, u % layout_.tiles, panel);
+                        }
+                      });
       return;
     }
     // Otherwise (few tiles, or weights beyond L2) the threads build the whole buffer, then
     // (all done) split the (image, group, tile, panel) items.
-    parallel_pieces(team, all_tiles, pieces_for(team, all_tiles), [&](int64_t first, int64_t last, int) {
-      build_indirection(p_, layout_, input_, workspace_, first, last);
-    });
+    parallel_pieces(
+        team, all_tiles, pieces_for(team, all_tiles, all_tiles * layout_.taps * kIndirectTile),
+        [&](int64_t first, int64_t last, int) { build_indirection(p_, layout_, input_, workspace_, first, last); });
     const int64_t items = p_.batch * p_.groups * layout_.tiles * panels_;
-    parallel_pieces(team, items, pieces_for(team, items),
+    parallel_pieces(team, items, pieces_for(team, items, p_.flops() / 2),
                     [&](int64_t first, int64_t last, int) { compute_items(first, last); });
   }
 

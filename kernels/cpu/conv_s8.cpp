@@ -339,7 +339,7 @@ void s8_im2win_conv(const ConvParams& p, const uint8_t* input, const void* packe
       u += rows;
     }
   };
-  parallel_pieces(nt, units, pieces_for(nt, units), body);
+  parallel_pieces(nt, units, pieces_for(nt, units, p.flops() / 8), body);  // INT8: ~4x the FP32 rate
 }
 
 void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* packed, uint8_t* output, int threads,
@@ -392,7 +392,7 @@ void s8_indirect_conv(const ConvParams& p, const uint8_t* input, const void* pac
       }
     }
   };
-  parallel_pieces(nt, units, pieces_for(nt, units), body);
+  parallel_pieces(nt, units, pieces_for(nt, units, p.flops() / 8), body);  // INT8: ~4x the FP32 rate
 }
 
 }  // namespace cpu

@@ -50,7 +50,6 @@
 // through unpack + pack. Workspace: one block's V and M, plus a zero row for the padding.
 #include "kernels/cpu/conv_winograd.h"
 
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -486,27 +485,30 @@ class WinogradConv final : public ConvAlgorithm {
     auto block_rows = [&](int64_t g0) { return std::min(j.block, geo.tiles - g0); };
     auto transform_step = [&](int64_t out_g0, int64_t in_g0) {  // either may be -1: none
       const int64_t out_rows = out_g0 >= 0 ? block_rows(out_g0) : 0, in_rows = in_g0 >= 0 ? block_rows(in_g0) : 0;
-      const int64_t out_pieces = out_rows > 0 ? pieces_for(nt, out_rows) : 0;
-      const int64_t in_pieces = in_rows > 0 ? pieces_for(nt, in_rows) : 0;
+      const int64_t out_pieces = out_rows > 0 ? pieces_for(nt, out_rows, out_rows * geo.positions * p.out_channels) : 0;
+      const int64_t in_pieces = in_rows > 0 ? pieces_for(nt, in_rows, in_rows * geo.positions * p.in_channels) : 0;
       auto piece = [&](int64_t k, int) {
         if (k < out_pieces)
           transforms.output(j, out_g0, out_rows * k / out_pieces, out_rows * (k + 1) / out_pieces);
         else
-          transforms.input(j, in_g0, in_rows * (k - out_pieces) / in_pieces, in_rows * (k - out_pieces + 1) / in_pieces);
+          transforms.input(j, in_g0, in_rows * (k - out_pieces) / in_pieces,
+                           in_rows * (k - out_pieces + 1) / in_pieces);
       };
       parallel_tasks(nt, out_pieces + in_pieces, TaskFn(piece));
     };
     transform_step(-1, 0);
     for (int64_t g0 = 0; g0 < geo.tiles; g0 += j.block) {
       const int64_t rows = block_rows(g0);
-      parallel_pieces(nt, pairs, pieces_for(nt, pairs), [&](int64_t first, int64_t last, int) {
-        for (int64_t pair = first; pair < last; ++pair) {
-          const int64_t next = pair + 1;
-          const float* next_u =
-              stream_weights && next < last ? u_panel(j, next / geo.panels, next % geo.panels) : nullptr;
-          gemm(j, pair / geo.panels, pair % geo.panels, rows, next_u);
-        }
-      });
+      parallel_pieces(nt, pairs, pieces_for(nt, pairs, rows * geo.positions * p.in_channels * p.out_channels),
+                      [&](int64_t first, int64_t last, int) {
+                        for (int64_t pair = first; pair < last; ++pair) {
+                          const int64_t next = pair + 1;
+                          const float* next_u = stream_weights && next < last
+                                                    ? u_panel(j, next / geo.panels, next % geo.panels)
+                                                    : nullptr;
+                          gemm(j, pair / geo.panels, pair % geo.panels, rows, next_u);
+                        }
+                      });
       transform_step(g0, g0 + j.block < geo.tiles ? g0 + j.block : -1);
     }
   }

@@ -43,18 +43,19 @@ void batched_transpose(int64_t count, int64_t rows, int64_t cols, const float* s
   const int64_t col_tiles = cpu::ceil_div(cols, kTile);
   const int64_t tiles = count * row_tiles * col_tiles;
   const int nt = cpu::threads_for_work(threads, count * rows * cols);
-  cpu::parallel_pieces(nt, tiles, cpu::pieces_for(nt, tiles), [&](int64_t first, int64_t last, int) {
-    for (int64_t t = first; t < last; ++t) {
-      const int64_t b = t / (row_tiles * col_tiles);
-      const int64_t i0 = (t / col_tiles) % row_tiles * kTile;
-      const int64_t j0 = t % col_tiles * kTile;
-      const int64_t i1 = std::min(i0 + kTile, rows), j1 = std::min(j0 + kTile, cols);
-      const float* s = src + b * rows * cols;
-      float* d = dst + b * rows * cols;
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = j0; j < j1; ++j) d[j * rows + i] = s[i * cols + j];
-    }
-  });
+  cpu::parallel_pieces(nt, tiles, cpu::pieces_for(nt, tiles, count * rows * cols),
+                       [&](int64_t first, int64_t last, int) {
+                         for (int64_t t = first; t < last; ++t) {
+                           const int64_t b = t / (row_tiles * col_tiles);
+                           const int64_t i0 = (t / col_tiles) % row_tiles * kTile;
+                           const int64_t j0 = t % col_tiles * kTile;
+                           const int64_t i1 = std::min(i0 + kTile, rows), j1 = std::min(j0 + kTile, cols);
+                           const float* s = src + b * rows * cols;
+                           float* d = dst + b * rows * cols;
+                           for (int64_t i = i0; i < i1; ++i)
+                             for (int64_t j = j0; j < j1; ++j) d[j * rows + i] = s[i * cols + j];
+                         }
+                       });
 }
 
 }  // namespace

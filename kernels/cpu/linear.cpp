@@ -2,7 +2,6 @@
 // numerically stable row softmax.
 #include "kernels/cpu/linear.h"
 
-
 #include <algorithm>
 #include <cmath>
 

@@ -142,9 +142,11 @@ void maxpool2d_nhwc_u8(const PoolParams& p, const uint8_t* in, uint8_t* out, int
   const int64_t rows = p.batch * p.out_h, image = p.in_h * p.in_w * p.channels;
   // About a quarter of the FP32 pool's work per tap (4x the values per vector).
   const int nt = threads_for_work(threads, rows * p.out_w * p.kernel_h * p.kernel_w * p.channels / 4);
-  parallel_pieces(nt, rows, pieces_for(nt, rows), [&](int64_t first, int64_t last, int) {
-    for (int64_t r = first; r < last; ++r) row_fn(p, in + r / p.out_h * image, r % p.out_h, out + r * p.out_w * p.channels);
-  });
+  parallel_pieces(nt, rows, pieces_for(nt, rows, rows * p.out_w * p.kernel_h * p.kernel_w * p.channels / 4),
+                  [&](int64_t first, int64_t last, int) {
+                    for (int64_t r = first; r < last; ++r)
+                      row_fn(p, in + r / p.out_h * image, r % p.out_h, out + r * p.out_w * p.channels);
+                  });
 }
 
 }  // namespace cpu

@@ -99,14 +99,15 @@ void for_each_output_pixel(int64_t batch, int64_t channels, int64_t in_h, int64_
                            int64_t work_per_pixel, const float* in, float* out, int threads, PixelFn pixel_fn) {
   const int64_t rows = batch * out_h;
   const int nt = cpu::threads_for_work(threads, rows * out_w * work_per_pixel * channels);
-  cpu::parallel_pieces(nt, rows, cpu::pieces_for(nt, rows), [&](int64_t first, int64_t last, int) {
-    for (int64_t r = first; r < last; ++r) {
-      const int64_t n = r / out_h, oh = r % out_h;
-      const float* in_image = in + n * in_h * in_w * channels;
-      float* out_row = out + r * out_w * channels;
-      for (int64_t ow = 0; ow < out_w; ++ow) pixel_fn(in_image, oh, ow, out_row + ow * channels);
-    }
-  });
+  cpu::parallel_pieces(nt, rows, cpu::pieces_for(nt, rows, rows * out_w * work_per_pixel * channels),
+                       [&](int64_t first, int64_t last, int) {
+                         for (int64_t r = first; r < last; ++r) {
+                           const int64_t n = r / out_h, oh = r % out_h;
+                           const float* in_image = in + n * in_h * in_w * channels;
+                           float* out_row = out + r * out_w * channels;
+                           for (int64_t ow = 0; ow < out_w; ++ow) pixel_fn(in_image, oh, ow, out_row + ow * channels);
+                         }
+                       });
 }
 
 }  // namespace
@@ -123,12 +124,13 @@ void maxpool2d_nhwc(const PoolParams& p, const float* in, float* out, int thread
   }
   const int64_t rows = p.batch * p.out_h;
   const int nt = cpu::threads_for_work(threads, rows * p.out_w * p.kernel_h * p.kernel_w * p.channels);
-  cpu::parallel_pieces(nt, rows, cpu::pieces_for(nt, rows), [&](int64_t first, int64_t last, int) {
-    for (int64_t r = first; r < last; ++r) {
-      const int64_t n = r / p.out_h, oh = r % p.out_h;
-      row_fn(p, in + n * p.in_h * p.in_w * p.channels, oh, out + r * p.out_w * p.channels);
-    }
-  });
+  cpu::parallel_pieces(nt, rows, cpu::pieces_for(nt, rows, rows * p.out_w * p.kernel_h * p.kernel_w * p.channels),
+                       [&](int64_t first, int64_t last, int) {
+                         for (int64_t r = first; r < last; ++r) {
+                           const int64_t n = r / p.out_h, oh = r % p.out_h;
+                           row_fn(p, in + n * p.in_h * p.in_w * p.channels, oh, out + r * p.out_w * p.channels);
+                         }
+                       });
 }
 
 // Dilation is ignored: PyTorch's AvgPool2d has none.

@@ -127,7 +127,7 @@ void run_split(Fn fn, const In* in, Out* out, int64_t count, float scale, int32_
     return;
   }
   const int64_t steps = ceil_div(count, 64);
-  parallel_pieces(nt, steps, pieces_for(nt, steps), [&](int64_t first, int64_t last, int) {
+  parallel_pieces(nt, steps, pieces_for(nt, steps, count), [&](int64_t first, int64_t last, int) {
     const int64_t b = first * 64, e = std::min(count, last * 64);
     fn(in + b, out + b, e - b, scale, zero);
   });

@@ -16,6 +16,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -74,13 +75,13 @@ class Pool {
     threads_ = threads;
     next_.store(0, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
-    resting_.store(false, std::memory_order_relaxed);
+    if (resting_.load(std::memory_order_relaxed)) resting_.store(false, std::memory_order_relaxed);
     const uint64_t epoch = (state_.load(std::memory_order_relaxed) >> 1) + 1;
     state_.store(epoch << 1 | 1, std::memory_order_seq_cst);  // open: publishes the fields
     // Wake the sleeping workers this job may use (only those: a worker woken for nothing
     // would spin for nothing).
-    for (int i = 0; i + 1 < threads; ++i) {
-      Worker& w = *workers_[static_cast<size_t>(i)];
+    for (size_t i = 0; i < workers_.size() && static_cast<int>(i) + 1 < threads; ++i) {
+      Worker& w = *workers_[i];
       if (w.asleep.load(std::memory_order_seq_cst)) {
         std::lock_guard<std::mutex> lock(w.mutex);
         w.wake.notify_one();
@@ -108,12 +109,18 @@ class Pool {
     std::atomic<bool> asleep{false};
   };
 
+  // Starts workers until there are `wanted`. A thread that cannot be started (a process at its
+  // thread or memory limit) is not an error: the caller and the workers there are do the tasks.
   void add_workers(int wanted) {
     while (static_cast<int>(workers_.size()) < wanted) {
-      workers_.push_back(std::make_unique<Worker>());
-      Worker* w = workers_.back().get();
-      const int slot = static_cast<int>(workers_.size());
-      w->thread = std::thread([this, w, slot] { worker_main(*w, slot); });
+      auto w = std::make_unique<Worker>();
+      const int slot = static_cast<int>(workers_.size()) + 1;
+      try {
+        w->thread = std::thread([this, me = w.get(), slot] { worker_main(*me, slot); });
+      } catch (const std::system_error&) {
+        return;
+      }
+      workers_.push_back(std::move(w));
     }
   }
 
@@ -176,16 +183,19 @@ class Pool {
 
   std::vector<std::unique_ptr<Worker>> workers_;
   // The job: written by the caller while no worker is inside one, read by workers inside it.
+  // Each counter has a cache line of its own: spinning workers read state_ (and the rarely
+  // written resting_/stop_) without pulling in the line that every claim (next_) or finished
+  // task (done_) writes.
   const TaskFn* fn_ = nullptr;
   int64_t tasks_ = 0;
   int threads_ = 1;
-  std::atomic<int64_t> next_{0};
-  std::atomic<int64_t> done_{0};
-  std::atomic<uint64_t> state_{0};
-  std::atomic<int> in_job_{0};
+  alignas(64) std::atomic<int64_t> next_{0};
+  alignas(64) std::atomic<int64_t> done_{0};
+  alignas(64) std::atomic<uint64_t> state_{0};
+  alignas(64) std::atomic<int> in_job_{0};
   std::exception_ptr failure_;  // the first exception a task threw (under failure_mutex_)
   // Sleeping.
-  std::atomic<bool> resting_{false};
+  alignas(64) std::atomic<bool> resting_{false};
   std::atomic<bool> stop_{false};
   std::mutex failure_mutex_;
 };

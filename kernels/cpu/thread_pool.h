@@ -63,12 +63,16 @@ void parallel_pieces(int threads, int64_t count, int64_t pieces, Body&& body) {
   parallel_tasks(threads, pieces, TaskFn(piece));
 }
 
-// How many pieces to cut work for `threads` threads into: a few per thread, so that a thread
-// that starts late (or is preempted) leaves its share to the others, while each piece is still
-// large enough to keep its data in cache.
+// How many pieces to cut `count` items worth `work` element operations in all into, for
+// `threads` threads: a few per thread, so that a thread that starts late (or is preempted)
+// leaves its share to the others, but one per thread when pieces would hold less than
+// kMinWorkPerPiece (each piece repeats a kernel's set-up: window rows, pointers; measured on
+// MobileNetV2 and ShuffleNetV2, whose layers are small), and never more than the items.
 constexpr int64_t kPiecesPerThread = 4;
-inline int64_t pieces_for(int threads, int64_t count) {
-  const int64_t want = threads <= 1 ? 1 : threads * kPiecesPerThread;
+constexpr int64_t kMinWorkPerPiece = int64_t{1} << 19;
+inline int64_t pieces_for(int threads, int64_t count, int64_t work) {
+  int64_t want = threads <= 1 ? 1 : threads * kPiecesPerThread;
+  if (work / kMinWorkPerPiece < want) want = work / kMinWorkPerPiece > threads ? work / kMinWorkPerPiece : threads;
   return want < count ? want : (count > 0 ? count : 1);
 }
 

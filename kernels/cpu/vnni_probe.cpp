@@ -1,11 +1,11 @@
 #include "kernels/cpu/vnni_probe.h"
 
-#include <omp.h>
 #include <sched.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/cpu_common.h"
@@ -55,13 +55,18 @@ double thread_cpu_seconds() {
 // count as slow arithmetic; see fma_probe.cpp).
 double ops_per_second(int threads, int64_t iterations) {
   std::vector<double> seconds(static_cast<size_t>(threads), 0.0);
-#pragma omp parallel num_threads(threads)
-  {
+  // Every thread at once (std::thread, not the kernels' pool, whose tasks may run one after
+  // another on one thread).
+  auto body = [&](int t) {
     const double start = thread_cpu_seconds();
     const int32_t r = vnni_chains(iterations);
-    seconds[static_cast<size_t>(omp_get_thread_num())] = thread_cpu_seconds() - start;
+    seconds[static_cast<size_t>(t)] = thread_cpu_seconds() - start;
     if (r == 123456789) g_sink = r;
-  }
+  };
+  std::vector<std::thread> others;
+  for (int t = 1; t < threads; ++t) others.emplace_back(body, t);
+  body(0);
+  for (std::thread& other : others) other.join();
   double rate = 0;
   for (double s : seconds)
     if (s > 0) rate += double(iterations) * double(kOpsPerIteration) / s;
@@ -71,7 +76,8 @@ double ops_per_second(int threads, int64_t iterations) {
 int usable_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return omp_get_num_procs();
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    return std::max(static_cast<int>(std::thread::hardware_concurrency()), 1);
   return std::max(CPU_COUNT(&set), 1);
 }
 

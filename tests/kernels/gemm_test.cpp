@@ -170,13 +170,8 @@ size_t mapped_bytes() {
 int run_child(int headroom_mib, std::chrono::seconds deadline) {
   // Everything the child needs is built before fork(): after it only exec and _exit.
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "OMP_STACKSIZE=", 14) != 0) env_strings.emplace_back(*e);
-  }
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
   env_strings.push_back(std::string(kChildHeadroomVariable) + "=" + std::to_string(headroom_mib));
-  // The OpenMP worker's stack, whatever RLIMIT_STACK says (glibc's default for threads): it
-  // has to fit in the headroom, or libgomp exits.
-  env_strings.push_back("OMP_STACKSIZE=4M");
   std::vector<char*> envp;
   for (std::string& e : env_strings) envp.push_back(&e[0]);
   envp.push_back(nullptr);
