@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""What putting the OpenMP workers to sleep after each run costs the next run, measured A/B.
+"""What sending the pool workers to sleep after each run costs the next run, measured A/B.
 
     /usr/bin/python3 bench/tools/idle_ab.py MODEL [--threads 2] [--idle 0.3] [--rounds 25]
 
 MODEL: an .onnx or winfer .yaml file (a quantized .yaml too). After a multi-threaded run the
-engine retires the calling thread's OpenMP pool (`omp_pause_resource_all`, so that idle workers
-do not spin on the cores; docs/PERFORMANCE.md, "Idle workers"); WINFER_PAUSE_WORKERS=0 leaves the
-workers to libgomp (spin ~3-9 ms, then sleep). The engine reads the variable at every run, so one
-process can compare both: each round, in shuffled order, per mode: set the mode, one untimed run
-(which ends with that mode's pause or not), `--idle` seconds of sleep (a caller with other work
-between inferences), then the timed run. Prints median and p10 per mode, and the CPU the process
-burns in the idle time after a run in each mode.
+engine sends the calling thread's pool workers to sleep (kernels/cpu/thread_pool.h, so that idle
+workers do not spin on the cores; docs/PERFORMANCE.md, "Idle workers", "Thread pool");
+WINFER_PAUSE_WORKERS=0 leaves them spinning (2 ms, then they sleep). The engine reads the
+variable at every run, so one process can compare both: each round, in shuffled order, per mode:
+set the mode, one untimed run (which ends with that mode's rest or not), `--idle` seconds of
+sleep (a caller with other work between inferences), then the timed run. Prints median and p10
+per mode, and the CPU the process burns in the idle time after a run in each mode.
 """
 import argparse
 import os

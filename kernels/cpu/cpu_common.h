@@ -203,7 +203,8 @@ void parallel_chunks(int64_t count, int64_t item_work, int threads, Body body) {
     body(int64_t{0}, count);
     return;
   }
-  parallel_pieces(nt, count, pieces_for(nt, count, count * item_work), [&](int64_t begin, int64_t end, int) { body(begin, end); });
+  parallel_pieces(nt, count, pieces_for(nt, count, count * item_work),
+                  [&](int64_t begin, int64_t end, int) { body(begin, end); });
 }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

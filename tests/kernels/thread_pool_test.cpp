@@ -66,7 +66,7 @@ TEST_CASE("thread pool: every task runs once, on a slot below the thread count u
     }
 }
 
-TEST_CASE("thread pool: parallel_pieces covers [0, count) with contiguous, disjoint pieces") {
+TEST_CASE("thread pool: parallel_pieces covers every item once, in contiguous, non-empty pieces") {
   for (int64_t count : {1, 5, 64, 1001})
     for (int64_t pieces : {1, 3, 8, 2000}) {
       std::vector<std::atomic<int>> seen(static_cast<size_t>(count));
