@@ -10,6 +10,9 @@
 // worker and waits, or the worker sees the job closed and touches nothing.
 #include "kernels/cpu/thread_pool.h"
 
+#include <pthread.h>
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -33,10 +36,14 @@ namespace cpu {
 namespace {
 
 // How long a worker keeps spinning for the next job after its last task before it sleeps.
-// Layers of one run follow each other within microseconds; a sleeping worker costs ~7 ms to
-// wake on this machine (and the caller does not wait for it meanwhile). After a run the
-// session calls rest_workers(), so this spin never outlives a run by more than a job.
-constexpr auto kSpinBeforeSleep = std::chrono::microseconds(2000);
+// The layers of a run follow each other within microseconds, and waking a sleeping worker takes
+// 40-70 us here (the caller does not wait for it meanwhile). Longer spins cost more than they
+// save when the cores are shared: with another process busy on one of the two cores, a worker
+// spinning 2 ms between jobs took the caller's core, and 2-thread ResNet-18 ran at 1.66x the
+// 1-thread time (OpenMP: 1.41x; 200 us: 1.09x, 50 us: 1.04x), while 50 us made ShuffleNet's
+// uncontended runs slower (its serial gaps are longer): docs/PERFORMANCE.md, "Thread pool".
+// After a run the session calls rest_workers(), so nothing spins past it.
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(200);
 
 // True on pool workers, and on a caller while it runs tasks: parallel_tasks() from there runs
 // inline (a nested call), as an OpenMP nested region gets one thread.
@@ -99,6 +106,20 @@ class Pool {
   void rest() { resting_.store(true, std::memory_order_relaxed); }
 
   int worker_count() const { return static_cast<int>(workers_.size()); }
+
+  // CPU time of the workers so far, from each thread's CPU clock: exact, including the time of
+  // a worker that is running right now (process-wide counters such as getrusage() add a running
+  // thread's time only when it stops running).
+  double worker_cpu_ms() {
+    double ms = 0;
+    for (auto& w : workers_) {
+      clockid_t clock;
+      timespec ts{};
+      if (pthread_getcpuclockid(w->thread.native_handle(), &clock) == 0 && clock_gettime(clock, &ts) == 0)
+        ms += static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+    }
+    return ms;
+  }
 
  private:
   // A worker thread and where it sleeps.
@@ -224,6 +245,8 @@ void rest_workers() {
 }
 
 int pool_worker_count() { return t_pool ? t_pool->worker_count() : 0; }
+
+double pool_worker_cpu_ms() { return t_pool ? t_pool->worker_cpu_ms() : 0.0; }
 
 }  // namespace cpu
 }  // namespace winfer

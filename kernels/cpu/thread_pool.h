@@ -9,9 +9,9 @@
 // spin ~3 ms after each region unless paused (libomp ignores the pause). Here:
 //  - work is a set of tasks claimed one at a time from a shared counter: whoever is running
 //    takes the next one, so a late or descheduled worker delays nothing it has not started;
-//  - a worker spins for a short while after its last task (the next layer usually comes within
-//    microseconds), then sleeps on a condition variable; rest_workers() sends them to sleep at
-//    once (the session does when a run returns, so nothing spins after it);
+//  - a worker spins for a short while (200 us) after its last task (the next layer usually comes
+//    within microseconds), then sleeps on a condition variable; rest_workers() sends them to
+//    sleep at once (the session does when a run returns, so nothing spins after it);
 //  - each thread that calls parallel_tasks() has its own workers (as libgomp gives each caller
 //    its own team), so sessions run from several threads do not share or wait for a pool.
 // An exception thrown by a task reaches the caller once every task has run (the kernels
@@ -80,8 +80,10 @@ inline int64_t pieces_for(int threads, int64_t count, int64_t work) {
 // call (a no-op when it has none). The session calls it when a run returns.
 void rest_workers();
 
-// The workers the calling thread's pool has started (tests).
+// The workers the calling thread's pool has started, and the CPU milliseconds they have used so
+// far (tests).
 int pool_worker_count();
+double pool_worker_cpu_ms();
 
 }  // namespace cpu
 }  // namespace winfer
