@@ -2,8 +2,9 @@
 //
 // One call is a "job": the caller writes the job's fields, then opens it by storing a new
 // value of `state_` (epoch << 1 | 1). Workers that see it open announce themselves in
-// `in_job_`, check again that this job is still open, and claim task indices from `next_`
-// until they run out; `done_` counts finished tasks. The caller claims tasks too; when all are
+// `in_job_`, check again that this job is still open, and claim task indices, first from
+// their own slot's range of the static split, then from the others' (ranges_), until none is
+// left; `done_` counts finished tasks. The caller claims tasks too; when all are
 // done it closes the job (state_ = epoch << 1) and waits until no worker is inside it, so that
 // the next job may rewrite the fields. A worker's "in_job_ += 1; state_ still open?" and the
 // caller's "close; in_job_ == 0?" are both sequentially consistent: either the caller sees the
@@ -80,7 +81,12 @@ class Pool {
     fn_ = &fn;
     tasks_ = tasks;
     threads_ = threads;
-    next_.store(0, std::memory_order_relaxed);
+    if (ranges_.size() < static_cast<size_t>(threads)) ranges_ = std::vector<HomeRange>(static_cast<size_t>(threads));
+    for (int t = 0; t < threads; ++t) {
+      HomeRange& r = ranges_[static_cast<size_t>(t)];
+      r.next.store(tasks * t / threads, std::memory_order_relaxed);
+      r.end = tasks * (t + 1) / threads;
+    }
     done_.store(0, std::memory_order_relaxed);
     if (resting_.load(std::memory_order_relaxed)) resting_.store(false, std::memory_order_relaxed);
     const uint64_t epoch = (state_.load(std::memory_order_relaxed) >> 1) + 1;
@@ -145,11 +151,21 @@ class Pool {
     }
   }
 
+  // Runs the tasks of this thread's home range, in order, then those left in the other
+  // threads' ranges (taking each victim's next task). Home ranges are the static split, so
+  // that consecutive layers cut the same way find their rows in the cache of the thread that
+  // wrote them; taking from the others is what makes a late worker cost nothing.
   void claim_tasks(int slot) {
+    const int threads = threads_;
+    run_range(slot, slot);
+    for (int i = 1; i < threads; ++i) run_range((slot + i) % threads, slot);
+  }
+
+  void run_range(int range, int slot) {
     const TaskFn& fn = *fn_;
-    const int64_t tasks = tasks_;
-    for (int64_t task = next_.fetch_add(1, std::memory_order_relaxed); task < tasks;
-         task = next_.fetch_add(1, std::memory_order_relaxed)) {
+    HomeRange& r = ranges_[static_cast<size_t>(range)];
+    for (int64_t task = r.next.fetch_add(1, std::memory_order_relaxed); task < r.end;
+         task = r.next.fetch_add(1, std::memory_order_relaxed)) {
       try {
         fn(task, slot);
       } catch (...) {  // kept for the caller; the other tasks still run (none of ours throws)
@@ -205,12 +221,16 @@ class Pool {
   std::vector<std::unique_ptr<Worker>> workers_;
   // The job: written by the caller while no worker is inside one, read by workers inside it.
   // Each counter has a cache line of its own: spinning workers read state_ (and the rarely
-  // written resting_/stop_) without pulling in the line that every claim (next_) or finished
+  // written resting_/stop_) without pulling in the lines that every claim (ranges_) or finished
   // task (done_) writes.
   const TaskFn* fn_ = nullptr;
   int64_t tasks_ = 0;
   int threads_ = 1;
-  alignas(64) std::atomic<int64_t> next_{0};
+  struct alignas(64) HomeRange {  // the tasks [next, end) of one slot, each on a line of its own
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+  };
+  std::vector<HomeRange> ranges_;
   alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<uint64_t> state_{0};
   alignas(64) std::atomic<int> in_job_{0};
