@@ -113,6 +113,12 @@ class Pool {
 
   int worker_count() const { return static_cast<int>(workers_.size()); }
 
+  int sleeping_workers() const {
+    int n = 0;
+    for (const auto& w : workers_) n += w->asleep.load(std::memory_order_acquire) ? 1 : 0;
+    return n;
+  }
+
   // CPU time of the workers so far, from each thread's CPU clock: exact, including the time of
   // a worker that is running right now (process-wide counters such as getrusage() add a running
   // thread's time only when it stops running).
@@ -267,6 +273,8 @@ void rest_workers() {
 int pool_worker_count() { return t_pool ? t_pool->worker_count() : 0; }
 
 double pool_worker_cpu_ms() { return t_pool ? t_pool->worker_cpu_ms() : 0.0; }
+
+int pool_sleeping_workers() { return t_pool ? t_pool->sleeping_workers() : 0; }
 
 }  // namespace cpu
 }  // namespace winfer

@@ -84,6 +84,8 @@ void rest_workers();
 // far (tests).
 int pool_worker_count();
 double pool_worker_cpu_ms();
+// How many of them are asleep (blocked, not spinning) right now (tests).
+int pool_sleeping_workers();
 
 }  // namespace cpu
 }  // namespace winfer
