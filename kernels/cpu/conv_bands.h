@@ -6,7 +6,12 @@
 // the consumer reads them from there while they are in cache.
 //
 // Rows that two groups share (windows overlap when the consumer's kernel > its stride) are
-// computed once: they move to the top of the buffer for the next group. Every convolution row
+// computed once: they move to the top of the buffer for the next group.
+//
+// When one image's whole convolution output fits in a band, a band holds several images (as
+// many as fit): a small layer (ShuffleNet's stage 3 and 4 at 14x14 and 7x7) then runs as a few
+// calls with the work of several images each instead of one call per image, which on two
+// threads split into pieces too small to scale (stage 4's pair 1.26x at batch 8 before). Every convolution row
 // is computed exactly once, by the same algorithm, reading the same taps, so the result is the
 // whole convolution's bit for bit (for algorithms that compute a pixel the same way whatever
 // the rows around it).
@@ -56,15 +61,25 @@ class ConvBands {
       : algorithm_(algorithm), conv_(conv), consumer_(consumer) {
     const int64_t row_bytes = conv_.out_w() * conv_.out_channels * int64_t{sizeof(float)};
     rows_per_band_ = std::clamp<int64_t>(band_bytes / (row_bytes * consumer_.stride), 1, consumer_.out_rows);
+    // Whole images per band: only when the consumer reads every convolution row and those read
+    // every input row (a batch of images then keeps the input's and the output's image strides).
+    const RowSpan read =
+        window_rows(0, consumer_.out_rows, consumer_.kernel, consumer_.stride, consumer_.pad_top, consumer_.dilation);
+    if (rows_per_band_ == consumer_.out_rows && read.top <= 0 && read.bottom >= conv_.out_h() &&
+        rows_problem(0, conv_.out_h()).in_h == conv_.in_h) {
+      images_per_band_ =
+          std::clamp<int64_t>(band_bytes / std::max<int64_t>(1, conv_.out_h() * row_bytes), 1, conv_.batch);
+    }
     int64_t rows = 0, workspace = 0;
     for_each_band([&](const Band& b) {
       rows = std::max(rows, b.r1 - b.r0);
       if (b.r1 > b.kept) {
-        workspace = std::max<int64_t>(workspace, algorithm_.workspace_bytes(rows_problem(b.kept, b.r1)));
+        workspace =
+            std::max<int64_t>(workspace, algorithm_.workspace_bytes(rows_problem(b.kept, b.r1, images_per_band_)));
       }
     });
     // Rounded to 64 bytes: the scratch after the band keeps the arena's alignment.
-    band_floats_ = static_cast<size_t>((rows * row_floats() + 15) / 16 * 16);
+    band_floats_ = static_cast<size_t>((images_per_band_ * rows * row_floats() + 15) / 16 * 16);
     scratch_bytes_ = static_cast<size_t>(workspace);
   }
 
@@ -74,6 +89,9 @@ class ConvBands {
   // Band buffer plus the scratch.
   size_t workspace_bytes() const { return band_floats_ * sizeof(float) + (scratch_bytes_ + 3) / 4 * 4; }
   int64_t row_floats() const { return conv_.out_w() * conv_.out_channels; }
+  // Images a band holds: 1 unless one image's whole convolution output fits in a band. When
+  // more, every band covers whole images (one band per group of images).
+  int64_t images_per_band() const { return images_per_band_; }
 
   // f(band) for one image's groups of consumer rows, in order.
   template <class F>
@@ -95,9 +113,11 @@ class ConvBands {
     }
   }
 
-  // For each image n and band b, in order: the band's new convolution rows are computed (act
-  // applied), then consume(n, b, rows, scratch) reads convolution rows [b.r0, b.r1) of image n
-  // at `rows` (NHWC rows of row_floats()); `scratch` is the consumer's reserved scratch.
+  // For each group of images [n, n + images) (one image unless images_per_band() > 1) and band
+  // b, in order: the band's new convolution rows are computed (act applied), then
+  // consume(n, images, b, rows, scratch) reads convolution rows [b.r0, b.r1) of those images at
+  // `rows` (NHWC: per image, b.r1 - b.r0 rows of row_floats()); `scratch` is the consumer's
+  // reserved scratch.
   template <class Consume>
   void run(const float* input_nhwc, const float* packed, const float* bias, Activation act, void* workspace,
            int threads, Consume&& consume) const {
@@ -105,7 +125,8 @@ class ConvBands {
     void* scratch = scratch_bytes_ > 0 ? band + band_floats_ : nullptr;
     const int64_t row = row_floats();
     const int64_t in_row_floats = conv_.in_w * conv_.in_channels;
-    for (int64_t n = 0; n < conv_.batch; ++n) {
+    for (int64_t n = 0; n < conv_.batch; n += images_per_band_) {
+      const int64_t images = std::min(images_per_band_, conv_.batch - n);
       const float* image = input_nhwc + n * conv_.in_h * in_row_floats;
       int64_t buffer_r0 = 0;  // convolution row held in the buffer's first row
       for_each_band([&](const Band& b) {
@@ -117,19 +138,19 @@ class ConvBands {
         buffer_r0 = b.r0;
         if (b.r1 > b.kept) {
           const int64_t ih0 = std::max<int64_t>(0, b.kept * conv_.stride_h - conv_.pad_top);
-          algorithm_.run(rows_problem(b.kept, b.r1), image + ih0 * in_row_floats, packed, bias,
+          algorithm_.run(rows_problem(b.kept, b.r1, images), image + ih0 * in_row_floats, packed, bias,
                          band + (b.kept - b.r0) * row, scratch, act, threads);
         }
-        consume(n, b, static_cast<const float*>(band), scratch);
+        consume(n, images, b, static_cast<const float*>(band), scratch);
       });
     }
   }
 
  private:
-  // The convolution of output rows [a, b) of one image as a problem of its own.
-  ConvParams rows_problem(int64_t a, int64_t b) const {
+  // The convolution of output rows [a, b) of `images` images as a problem of its own.
+  ConvParams rows_problem(int64_t a, int64_t b, int64_t images = 1) const {
     ConvParams p = conv_;
-    p.batch = 1;
+    p.batch = images;
     // Input rows the output rows [a, b) read, with what lies outside the image as padding.
     const RowSpan read = window_rows(a, b, conv_.kernel_h, conv_.stride_h, conv_.pad_top, conv_.dilation_h);
     const int64_t ih0 = std::max<int64_t>(0, read.top), ih1 = std::min(conv_.in_h, read.bottom);
@@ -143,6 +164,7 @@ class ConvBands {
   ConvParams conv_;
   RowWindow consumer_;
   int64_t rows_per_band_ = 1;
+  int64_t images_per_band_ = 1;
   size_t band_floats_ = 0, scratch_bytes_ = 0;
 };
 

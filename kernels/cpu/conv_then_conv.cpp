@@ -12,14 +12,14 @@ ConvThenConv::ConvThenConv(const ConvAlgorithm& first_algorithm, const ConvParam
              band_bytes) {
   size_t scratch = 0;
   bands_.for_each_band([&](const ConvBands::Band& b) {
-    scratch = std::max(scratch, second_algorithm.workspace_bytes(second_rows_problem(b)));
+    scratch = std::max(scratch, second_algorithm.workspace_bytes(second_rows_problem(b, bands_.images_per_band())));
   });
   bands_.reserve_scratch(scratch);
 }
 
-ConvParams ConvThenConv::second_rows_problem(const ConvBands::Band& b) const {
+ConvParams ConvThenConv::second_rows_problem(const ConvBands::Band& b, int64_t images) const {
   ConvParams p = second_;
-  p.batch = 1;
+  p.batch = images;
   // Windows of output rows [o0, o1) span input rows [top, bottom); the band holds [r0, r1) of
   // them, the rest is padding (out_h() comes out as o1 - o0).
   const RowSpan read = window_rows(b.o0, b.o1, second_.kernel_h, second_.stride_h, second_.pad_top, second_.dilation_h);
@@ -33,10 +33,10 @@ void ConvThenConv::run(const float* input_nhwc, const ConvStage& first, const Co
                        void* workspace, int threads) const {
   const int64_t out_row_floats = second_.out_w() * second_.out_channels;
   bands_.run(input_nhwc, first.packed, first.bias, first.act, workspace, threads,
-             [&](int64_t n, const ConvBands::Band& b, const float* rows, void* scratch) {
+             [&](int64_t n, int64_t images, const ConvBands::Band& b, const float* rows, void* scratch) {
                float* out = output_nhwc + (n * second_.out_h() + b.o0) * out_row_floats;
-               second.algorithm->run(second_rows_problem(b), rows, second.packed, second.bias, out, scratch, second.act,
-                                     threads);
+               second.algorithm->run(second_rows_problem(b, images), rows, second.packed, second.bias, out, scratch,
+                                     second.act, threads);
              });
 }
 

@@ -5,7 +5,7 @@
 // its rows at a time. The first convolution's output becomes a band of rows in the workspace,
 // read by the second from cache.
 //
-// The second convolution runs on each band as a problem of its own (batch 1, the band's rows
+// The second convolution runs on each band as a problem of its own (the band's images, its rows
 // as its input, the part of its windows above and below them as padding), so any algorithm
 // computes it; the engine uses this for a depthwise second convolution only.
 #pragma once
@@ -41,8 +41,8 @@ class ConvThenConv {
            void* workspace, int threads) const;
 
  private:
-  // The second convolution of consumer rows [b.o0, b.o1) of one image, reading only the band.
-  ConvParams second_rows_problem(const ConvBands::Band& b) const;
+  // The second convolution of consumer rows [b.o0, b.o1) of `images` images, reading only the band.
+  ConvParams second_rows_problem(const ConvBands::Band& b, int64_t images) const;
 
   ConvParams second_;
   ConvBands bands_;

@@ -44,6 +44,7 @@ std::vector<ConvPoolCase> cases() {
       {Conv(1, 8, 13, 12, 33).k(3, 2).s(2, 1).d(2, 1).pad(2, 1, 0, 2).p, {2, 1, 0, 1, false}, none},
       {Conv(1, 24, 10, 10, 24).k(1, 1).p, {3, 2, 1, 1, false}, relu},          // 1x1
       {Conv(1, 8, 9, 9, 12).k(3, 3).g(2).pad(1).p, {2, 2, 0, 1, true}, relu},  // groups, ceil
+      {Conv(3, 6, 8, 8, 16).k(1, 1).p, {2, 2, 0, 1, false}, relu},             // batch 3: bands of whole images
   };
 }
 

@@ -49,6 +49,12 @@ std::vector<PairCase> cases() {
   add(Conv(1, 5, 12, 9, 19).p, Conv(0, 0, 0, 0, 19).k(5, 5).d(2, 2).pad(8).g(19), relu6, relu6, "depthwise");
   // Asymmetric padding, stride larger than the kernel (rows the second never reads).
   add(Conv(1, 4, 15, 10, 16).p, Conv(0, 0, 0, 0, 16).k(2, 3).s(3, 1).pad(0, 1, 1, 1).g(16), none, relu, "depthwise");
+  // Batch 3 with bands of whole images (the largest band bytes below): the same, rows the second
+  // never reads and input rows the first never reads (1x1 stride 2 on an even height), so each
+  // band holds one image; and a pair whose bands hold two images and then one.
+  add(Conv(3, 4, 15, 10, 16).p, Conv(0, 0, 0, 0, 16).k(2, 3).s(3, 1).pad(0, 1, 1, 1).g(16), none, relu, "depthwise");
+  add(Conv(3, 5, 10, 9, 8).s(2, 2).p, Conv(0, 0, 0, 0, 8).k(3, 3).pad(1).g(8), relu, none, "depthwise");
+  add(Conv(3, 6, 7, 7, 20).p, Conv(0, 0, 0, 0, 20).k(3, 3).pad(1).g(20), relu, relu6, "depthwise");
   // A first convolution with a window of its own (3x3 stride 2, groups) and a dense second.
   add(Conv(2, 6, 17, 14, 12).k(3, 3).s(2, 2).pad(1).g(2).p, Conv(0, 0, 0, 0, 10).k(3, 3).pad(1), relu, none, "direct");
   add(Conv(1, 8, 10, 10, 16).k(3, 3).pad(1).p, Conv(0, 0, 0, 0, 16).k(1, 1), relu, relu, "im2win");
@@ -119,7 +125,8 @@ TEST_CASE("conv then conv in bands: equal to the two whole convolutions, and to 
       d2_alg.input = y_alg;
       const std::vector<float> whole = test::run_conv(*second, c.second, d2_alg, true, c.second_act, 1);
       test::check_close(whole.data(), want.value, bound, terms, "whole convolutions vs reference");
-      for (int64_t band_bytes : {int64_t{1}, 3 * row_bytes * c.second.stride_h, int64_t{1} << 30}) {
+      const int64_t image_bytes = row_bytes * c.first.out_h();
+      for (int64_t band_bytes : {int64_t{1}, 3 * row_bytes * c.second.stride_h, 2 * image_bytes, int64_t{1} << 30}) {
         INFO("band bytes ", band_bytes);
         for (int threads : {1, 2}) {
           const std::vector<float> got = banded(*first, *second, c, d1, d2, band_bytes, threads);
@@ -131,6 +138,27 @@ TEST_CASE("conv then conv in bands: equal to the two whole convolutions, and to 
       }
     }
   }
+}
+
+TEST_CASE("conv bands: whole images per band only where a batch of them keeps the image strides") {
+  const ConvAlgorithm* im2win = find_conv_algorithm("im2win");
+  REQUIRE(im2win != nullptr);
+  const auto images = [&](const ConvParams& first, const Conv& second, int64_t band_bytes) {
+    const ConvParams q = reading(first, second);
+    return ConvBands(*im2win, first, RowWindow{q.kernel_h, q.stride_h, q.pad_top, q.dilation_h, q.out_h()}, band_bytes)
+        .images_per_band();
+  };
+  const ConvParams small = Conv(3, 6, 7, 7, 20).p;  // one image's output: 7 x 7 x 20 floats
+  const int64_t image_bytes = 7 * 7 * 20 * 4;
+  const Conv depthwise = Conv(0, 0, 0, 0, 20).k(3, 3).pad(1).g(20);
+  CHECK(images(small, depthwise, 1) == 1);
+  CHECK(images(small, depthwise, image_bytes) == 1);
+  CHECK(images(small, depthwise, 2 * image_bytes) == 2);
+  CHECK(images(small, depthwise, int64_t{1} << 30) == 3);
+  // Input rows the first never reads (1x1 stride 2, even height); rows the second never reads.
+  CHECK(images(Conv(3, 5, 10, 9, 8).s(2, 2).p, Conv(0, 0, 0, 0, 8).k(3, 3).pad(1).g(8), int64_t{1} << 30) == 1);
+  CHECK(images(Conv(3, 4, 15, 10, 16).p, Conv(0, 0, 0, 0, 16).k(2, 3).s(3, 1).pad(0, 1, 1, 1).g(16),
+               int64_t{1} << 30) == 1);
 }
 
 }  // namespace
