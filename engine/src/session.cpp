@@ -3,7 +3,6 @@
 // checks, device names, and the host side of inputs and outputs.
 #include "winfer/session.h"
 
-#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include "engine/src/graph.h"
 #include "engine/src/device_backend.h"
 #include "engine/src/session_impl.h"
+#include "kernels/cpu/cpu_threads.h"
 #include "winfer/log.h"
 
 namespace winfer {
@@ -198,20 +198,7 @@ int threads_from_environment() {
 
 int default_thread_count() {
   if (const int from_environment = threads_from_environment(); from_environment > 0) return from_environment;
-  // A cpu_set_t holds 1024 CPUs; a kernel configured for more refuses it (EINVAL), so grow.
-  for (size_t cpus = CPU_SETSIZE; cpus <= (size_t{1} << 20); cpus *= 8) {
-    cpu_set_t* set = CPU_ALLOC(cpus);
-    if (set == nullptr) break;
-    const size_t bytes = CPU_ALLOC_SIZE(cpus);
-    CPU_ZERO_S(bytes, set);
-    const bool ok = sched_getaffinity(0, bytes, set) == 0;
-    const int count = ok ? CPU_COUNT_S(bytes, set) : 0;
-    CPU_FREE(set);
-    if (ok) return count > 0 ? count : 1;
-    if (errno != EINVAL) break;
-  }
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? static_cast<int>(std::min<long>(online, 1 << 20)) : 1;
+  return cpu::affinity_cpu_count();
 }
 
 Status check_common_options(const SessionOptions& options) {

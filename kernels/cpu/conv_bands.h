@@ -67,8 +67,10 @@ class ConvBands {
         window_rows(0, consumer_.out_rows, consumer_.kernel, consumer_.stride, consumer_.pad_top, consumer_.dilation);
     if (rows_per_band_ == consumer_.out_rows && read.top <= 0 && read.bottom >= conv_.out_h() &&
         rows_problem(0, conv_.out_h()).in_h == conv_.in_h) {
+      // At most half the batch: the band then stays at most half the convolution's whole
+      // output, which the pair exists not to store.
       images_per_band_ =
-          std::clamp<int64_t>(band_bytes / std::max<int64_t>(1, conv_.out_h() * row_bytes), 1, conv_.batch);
+          std::clamp<int64_t>(band_bytes / std::max<int64_t>(1, conv_.out_h() * row_bytes), 1, (conv_.batch + 1) / 2);
     }
     int64_t rows = 0, workspace = 0;
     for_each_band([&](const Band& b) {

@@ -1,16 +1,13 @@
 #include "kernels/cpu/fma_probe.h"
 
-#include <sched.h>
-#include <time.h>
-
 #include <algorithm>
 #include <cstdint>
-#include <thread>
 #include <vector>
 #include <map>
 #include <mutex>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_threads.h"
 
 #if WINFER_X86_DISPATCH
 #include <immintrin.h>
@@ -88,12 +85,6 @@ std::vector<Variant> supported_variants() {
   return variants;
 }
 
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
 // Runs the variant's loop on `threads` threads at once and returns the FLOP/s they reached
 // together: the sum over threads of FLOPs / the thread's own CPU time. CPU time rather than
 // wall time, because the probe measures the machine, not the moment: on a busy machine (say,
@@ -102,18 +93,12 @@ double thread_cpu_seconds() {
 // so that sharing does show.
 double flops_per_second(const Variant& v, int threads, int64_t iterations) {
   std::vector<double> seconds(static_cast<size_t>(threads), 0.0);
-  // Every thread at once (std::thread, not the kernels' pool, whose tasks may run one after
-  // another on one thread).
-  auto body = [&](int t) {
-    const double start = thread_cpu_seconds();
+  cpu::run_on_threads_at_once(threads, [&](int t) {
+    const double start = cpu::thread_cpu_seconds();
     const float r = v.chains(iterations);
-    seconds[static_cast<size_t>(t)] = thread_cpu_seconds() - start;
+    seconds[static_cast<size_t>(t)] = cpu::thread_cpu_seconds() - start;
     if (r == 12345.f) g_sink = r;  // practically never true, but the compiler cannot know
-  };
-  std::vector<std::thread> others;
-  for (int t = 1; t < threads; ++t) others.emplace_back(body, t);
-  body(0);
-  for (std::thread& other : others) other.join();
+  });
   double rate = 0;
   for (double s : seconds) {
     if (s > 0) rate += double(iterations) * double(v.flops_per_iteration) / s;
@@ -133,19 +118,10 @@ int64_t calibrate(const Variant& v, double seconds) {
   return std::max<int64_t>(1, static_cast<int64_t>(seconds * rate / double(v.flops_per_iteration)));
 }
 
-// CPUs this process may run on: more threads than that would time-share cores, which CPU time
-// cannot see, so the probe never uses more.
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0)
-    return std::max(static_cast<int>(std::thread::hardware_concurrency()), 1);
-  return std::max(CPU_COUNT(&set), 1);
-}
-
 FmaProbeResult measure(const Variant& v, int threads, double seconds, int repeats) {
   const int64_t iterations = calibrate(v, seconds);
-  const int used = std::min(threads, usable_cpus());
+  // More threads than CPUs would time-share cores, which CPU time cannot see.
+  const int used = std::min(threads, cpu::affinity_cpu_count());
   double best = 0;
   for (int r = 0; r < std::max(repeats, 1); ++r) best = std::max(best, flops_per_second(v, used, iterations));
   return {v.isa, threads, best * 1e-9};

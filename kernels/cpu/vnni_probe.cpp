@@ -1,14 +1,11 @@
 #include "kernels/cpu/vnni_probe.h"
 
-#include <sched.h>
-#include <time.h>
-
 #include <algorithm>
 #include <cstdint>
-#include <thread>
 #include <vector>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_threads.h"
 
 #if WINFER_X86_DISPATCH
 #include <immintrin.h>
@@ -45,40 +42,20 @@ bool has_vnni() {
   return __builtin_cpu_supports("avx512vnni");
 }
 
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
 // Sum over threads of ops / the thread's own CPU time (preemption by other processes does not
 // count as slow arithmetic; see fma_probe.cpp).
 double ops_per_second(int threads, int64_t iterations) {
   std::vector<double> seconds(static_cast<size_t>(threads), 0.0);
-  // Every thread at once (std::thread, not the kernels' pool, whose tasks may run one after
-  // another on one thread).
-  auto body = [&](int t) {
-    const double start = thread_cpu_seconds();
+  cpu::run_on_threads_at_once(threads, [&](int t) {
+    const double start = cpu::thread_cpu_seconds();
     const int32_t r = vnni_chains(iterations);
-    seconds[static_cast<size_t>(t)] = thread_cpu_seconds() - start;
+    seconds[static_cast<size_t>(t)] = cpu::thread_cpu_seconds() - start;
     if (r == 123456789) g_sink = r;
-  };
-  std::vector<std::thread> others;
-  for (int t = 1; t < threads; ++t) others.emplace_back(body, t);
-  body(0);
-  for (std::thread& other : others) other.join();
+  });
   double rate = 0;
   for (double s : seconds)
     if (s > 0) rate += double(iterations) * double(kOpsPerIteration) / s;
   return rate;
-}
-
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0)
-    return std::max(static_cast<int>(std::thread::hardware_concurrency()), 1);
-  return std::max(CPU_COUNT(&set), 1);
 }
 
 WINFER_AVX512_WARNINGS_END
@@ -98,7 +75,7 @@ double probe_vnni_peak_gops(int threads, double seconds, int repeats) {
     rate = ops_per_second(1, iterations);
   }
   iterations = std::max<int64_t>(1, static_cast<int64_t>(seconds * rate / double(kOpsPerIteration)));
-  const int used = std::min(std::max(threads, 1), usable_cpus());
+  const int used = std::min(std::max(threads, 1), cpu::affinity_cpu_count());
   double best = 0;
   for (int r = 0; r < std::max(repeats, 1); ++r) best = std::max(best, ops_per_second(used, iterations));
   return best * 1e-9;

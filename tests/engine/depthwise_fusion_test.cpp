@@ -84,14 +84,16 @@ TEST_CASE("depthwise fusion: the pointwise output is never stored, so the plan i
   REQUIRE(fused.ok());
   REQUIRE(unfused.ok());
   // Unfused, the peak is the pointwise output and the depthwise output (the same size at
-  // stride 1); fused, it is the depthwise output and the last convolution's (16 channels); the
-  // band (one image's 24x11x9 floats) is smaller than that.
-  const size_t pointwise_output = 4 * 24 * 11 * 9 * sizeof(float), last_output = 4 * 16 * 11 * 9 * sizeof(float);
+  // stride 1). Fused, it is while the pair runs: its input, the depthwise output and the band,
+  // which holds whole images here (one image's 24x11x9 floats fit) but never more than half the
+  // batch: two of the four images, half the pointwise output (and 64-byte alignment).
+  const size_t input_bytes = 4 * 6 * 11 * 9 * sizeof(float), pointwise_output = 4 * 24 * 11 * 9 * sizeof(float);
   const winfer::MemoryReport& f = fused.value()->memory_report();
   const winfer::MemoryReport& u = unfused.value()->memory_report();
   INFO("arena fused " << f.arena_bytes << " B, unfused " << u.arena_bytes << " B");
   CHECK(u.arena_bytes == 2 * pointwise_output);
-  CHECK(f.arena_bytes == pointwise_output + last_output);
+  CHECK(f.arena_bytes >= input_bytes + pointwise_output + pointwise_output / 2);
+  CHECK(f.arena_bytes <= input_bytes + pointwise_output + pointwise_output / 2 + 3 * 64);
   for (const winfer::MemoryBuffer& b : f.buffers) CHECK(b.name != "pw1.relu");
 }
 

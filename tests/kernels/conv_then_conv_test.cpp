@@ -49,9 +49,9 @@ std::vector<PairCase> cases() {
   add(Conv(1, 5, 12, 9, 19).p, Conv(0, 0, 0, 0, 19).k(5, 5).d(2, 2).pad(8).g(19), relu6, relu6, "depthwise");
   // Asymmetric padding, stride larger than the kernel (rows the second never reads).
   add(Conv(1, 4, 15, 10, 16).p, Conv(0, 0, 0, 0, 16).k(2, 3).s(3, 1).pad(0, 1, 1, 1).g(16), none, relu, "depthwise");
-  // Batch 3 with bands of whole images (the largest band bytes below): the same, rows the second
-  // never reads and input rows the first never reads (1x1 stride 2 on an even height), so each
-  // band holds one image; and a pair whose bands hold two images and then one.
+  // Batch 3 with bands of whole images (the two largest band bytes below): the same, rows the
+  // second never reads and input rows the first never reads (1x1 stride 2 on an even height), so
+  // each band holds one image; and a pair whose bands hold two images and then one.
   add(Conv(3, 4, 15, 10, 16).p, Conv(0, 0, 0, 0, 16).k(2, 3).s(3, 1).pad(0, 1, 1, 1).g(16), none, relu, "depthwise");
   add(Conv(3, 5, 10, 9, 8).s(2, 2).p, Conv(0, 0, 0, 0, 8).k(3, 3).pad(1).g(8), relu, none, "depthwise");
   add(Conv(3, 6, 7, 7, 20).p, Conv(0, 0, 0, 0, 20).k(3, 3).pad(1).g(20), relu, relu6, "depthwise");
@@ -154,7 +154,9 @@ TEST_CASE("conv bands: whole images per band only where a batch of them keeps th
   CHECK(images(small, depthwise, 1) == 1);
   CHECK(images(small, depthwise, image_bytes) == 1);
   CHECK(images(small, depthwise, 2 * image_bytes) == 2);
-  CHECK(images(small, depthwise, int64_t{1} << 30) == 3);
+  CHECK(images(small, depthwise, int64_t{1} << 30) == 2);  // at most half the batch, rounded up
+  CHECK(images(Conv(8, 6, 7, 7, 20).p, depthwise, int64_t{1} << 30) == 4);
+  CHECK(images(Conv(8, 6, 7, 7, 20).p, depthwise, 3 * image_bytes) == 3);
   // Input rows the first never reads (1x1 stride 2, even height); rows the second never reads.
   CHECK(images(Conv(3, 5, 10, 9, 8).s(2, 2).p, Conv(0, 0, 0, 0, 8).k(3, 3).pad(1).g(8), int64_t{1} << 30) == 1);
   CHECK(images(Conv(3, 4, 15, 10, 16).p, Conv(0, 0, 0, 0, 16).k(2, 3).s(3, 1).pad(0, 1, 1, 1).g(16),
