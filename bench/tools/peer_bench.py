@@ -39,8 +39,9 @@ MODEL is a zoo name (models/zoo/MODEL.yaml). What happens:
    disagrees (or fails to load) is reported and not timed.
 4. Time: each round calls every engine once, in a freshly shuffled order (seeded), so that a
    burst of the neighbours' load slows all alike. After each call the script waits until the
-   process is idle again (no CPU burnt in a 2 ms window; at most --settle-ms): ONNX Runtime's
-   workers spin about 50 ms after a multi-threaded call, PyTorch's about 100 ms, and on a small
+   process is idle again (no other thread running in 5 looks 1 ms apart, by the threads' states
+   in /proc/self/task; at most --settle-ms; see settle() for why not CPU time): ONNX Runtime's
+   workers spin about 40 ms after a multi-threaded call, PyTorch's about 100 ms, and on a small
    machine a spinning worker of one engine would stall the next engine's OpenMP barriers
    (measured: 10-100x slower calls at 2 threads on 2 cores). That wait is reported per engine
    ("spin after": wall ms until idle, and the CPU ms burnt meanwhile; issue 25, target 5). Per
