@@ -29,6 +29,12 @@ const char* dtype_name(DType dtype) { return dtype == DType::kUInt8 ? "u8" : "fl
 size_t dtype_size(DType dtype) { return dtype == DType::kUInt8 ? 1 : sizeof(float); }
 
 Tensor Tensor::allocate(const Shape& shape, Layout layout, DType dtype) {
+  Tensor t = allocate_for_overwrite(shape, layout, dtype);
+  std::memset(t.data_, 0, t.bytes());
+  return t;
+}
+
+Tensor Tensor::allocate_for_overwrite(const Shape& shape, Layout layout, DType dtype) {
   Tensor t;
   t.shape_ = shape;
   t.layout_ = layout;
@@ -41,9 +47,10 @@ Tensor Tensor::allocate(const Shape& shape, Layout layout, DType dtype) {
   if (raw == nullptr) throw std::bad_alloc();
 #if defined(__linux__)
   // A large block's pages in one call (MADV_POPULATE_WRITE, Linux 5.14) rather than a fault per
-  // 4 KiB page in the memset below: a model's weights are most of what loading touches first.
-  // Every byte is written just below, so nothing is committed that would not be anyway; an
-  // older kernel refuses the advice and the memset faults them in as before.
+  // 4 KiB page as the caller first writes them: a model's weights are most of what loading
+  // touches first. Every byte is written (the caller's contract, or allocate's fill), so nothing
+  // is committed that would not be anyway; an older kernel refuses the advice and the first
+  // writes fault the pages in as before.
   constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, which older headers lack
   constexpr size_t kMinPopulate = size_t(256) << 10;
   if (bytes >= kMinPopulate) {
@@ -53,7 +60,9 @@ Tensor Tensor::allocate(const Shape& shape, Layout layout, DType dtype) {
     if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, kPopulateWrite);  // advice: may fail
   }
 #endif
-  std::memset(raw, 0, bytes);
+  // The rounding past the last element is zeroed: no element, but a vector load may read it.
+  const size_t used = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  std::memset(static_cast<unsigned char*>(raw) + used, 0, bytes - used);
   t.storage_ = std::shared_ptr<float>(static_cast<float*>(raw), [](float* p) { std::free(p); });
   t.data_ = t.storage_.get();
   return t;

@@ -64,12 +64,14 @@ Status OnnxParamSource::get(const std::string& name, const Shape& expected, Tens
                           expected.to_string());
   }
   if (e.tensor != nullptr) WINFER_RETURN_IF_ERROR(file_->check_floats(*e.tensor, e.what, expected.numel()));
-  *out = Tensor::allocate(expected);
   if (e.tensor == nullptr) {
+    *out = Tensor::allocate(expected);
     std::copy(e.values.begin(), e.values.end(), out->data());
     std::vector<float>().swap(e.values);  // read once: held by the layer from now on
     return Status::Ok();
   }
+  // read_floats writes every element (check_floats above: the initializer holds exactly that many).
+  *out = Tensor::allocate_for_overwrite(expected);
   WINFER_RETURN_IF_ERROR(file_->read_floats(*e.tensor, e.what, out->data(), expected.numel()));
   // The initializer's last reader has it: free its bytes, so the weights are not held twice.
   if (--uses_left_[e.tensor] == 0) {
