@@ -9,12 +9,14 @@
 // computed once: they move to the top of the buffer for the next group.
 //
 // When one image's whole convolution output fits in a band, a band holds several images (as
-// many as fit): a small layer (ShuffleNet's stage 3 and 4 at 14x14 and 7x7) then runs as a few
-// calls with the work of several images each instead of one call per image, which on two
-// threads split into pieces too small to scale (stage 4's pair 1.26x at batch 8 before). Every convolution row
-// is computed exactly once, by the same algorithm, reading the same taps, so the result is the
-// whole convolution's bit for bit (for algorithms that compute a pixel the same way whatever
-// the rows around it).
+// many as fit, at most half the batch): a small layer (ShuffleNet's stages 3 and 4, 14x14 and
+// 7x7) then runs as a few calls with the work of several images each instead of one call per
+// image, which on two threads split into pieces too small to scale (stage 4's pair 1.26x at
+// batch 8 before).
+//
+// Every convolution row is computed exactly once, by the same algorithm, reading the same
+// taps, so the result is the whole convolution's bit for bit (for algorithms that compute a
+// pixel the same way whatever the rows around it or the batch).
 //
 // Users: ConvPool (kernels/cpu/conv_pool.h) and ConvThenConv (kernels/cpu/conv_then_conv.h).
 #pragma once
