@@ -58,9 +58,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "kernels/cpu/conv_common.h"
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/group_sets.h"
 #include "kernels/cpu/ukernel_conv.h"
 
 namespace winfer {
@@ -79,20 +82,42 @@ constexpr int64_t kBlockBytes = 512 << 10;
 constexpr int64_t kBlockMarginBytes = 128 << 10;
 constexpr int64_t kMinBlockRows = 4;
 
+// The shape im2win runs, as its weights were packed: the shape itself in group sets
+// (group_sets.h) where it has them, else with small groups merged (conv_common.h). The choice
+// is made on the caller's shape: a merged depthwise shape may have 16 channels per group, but
+// its weights are merged panels, not sets.
+struct Im2winShape {
+  ConvParams p;
+  bool group_sets;
+};
+Im2winShape im2win_shape(const ConvParams& p) {
+  if (group_set_width(p) > 0) return {p, true};
+  return {merge_small_groups(p), false};
+}
+
 // Everything derived from ConvParams once per call: shapes, blocking, and where a pixel's
 // receptive field lies in the window row (or the input row, see reads_input_in_place()).
 struct Geometry {
-  explicit Geometry(const ConvParams& p);
+  // p as im2win runs it (im2win_shape()), with group sets or without.
+  Geometry(const ConvParams& p, bool group_sets);
 
-  int64_t ho, wo, cg, cog;
+  int64_t ho, wo;
+  // Group sets (group_sets.h; 0: none): B, and the window's groups (a window holds one group,
+  // or one panel of 2B group-set groups: then its "group" below is that panel).
+  int64_t set_b;
+  int64_t wgroups;
+  int64_t cg;                              // floats of a window cell: Cg, or Cg * 2B
+  int64_t c_steps;                         // K steps of a window cell: Cg
+  int64_t step;                            // floats of a pixel's run per K step: 1, or 2B
+  int64_t cog;                             // output channels of a window's group (32 for group sets)
   int64_t wp;                              // window columns (padded input columns the windows read)
-  int64_t row_floats;                      // one window row: wp * Kh * Cg
-  int64_t k;                               // Kw * Kh * Cg, the dot-product length
+  int64_t row_floats;                      // one window row: wp * Kh * cg
+  int64_t k;                               // Kw * Kh * Cg, the dot-product length (K steps)
   int64_t panels;                          // weight panels per group: ceil(Cog / kPanel)
   bool in_place;                           // windows read straight from the input (Kh = 1, no padding)
   int64_t block_rows;                      // output rows per window block
   int64_t pixel_stride;                    // floats between the runs of consecutive output pixels of a row
-  int64_t segments, seg_len, seg_stride;   // a pixel's run as the micro-kernel walks it
+  int64_t segments, seg_len, seg_stride;   // a pixel's run as the micro-kernel walks it (seg_len in K steps)
   bool weights_fit_l2;                     // one group's packed weights fit kL2WeightBytes
   int64_t full_rows_begin, full_rows_end;  // output rows whose Kh taps all lie in the input
   // Taps (kw) of output column 0 that lie in the left padding, and of column Wo-1 in the right
@@ -107,17 +132,21 @@ bool reads_input_in_place(const ConvParams& p) {
   return p.kernel_h == 1 && p.pad_top == 0 && p.pad_bottom == 0 && p.pad_left == 0 && p.pad_right == 0;
 }
 
-Geometry::Geometry(const ConvParams& p) {
+Geometry::Geometry(const ConvParams& p, bool group_sets) {
   ho = p.out_h();
   wo = p.out_w();
-  cg = p.in_channels_per_group();
-  cog = p.out_channels_per_group();
+  set_b = group_sets ? group_set_width(p) : 0;
+  step = set_b > 0 ? 2 * set_b : 1;
+  wgroups = ceil_div(p.groups, step);
+  c_steps = p.in_channels_per_group();
+  cg = c_steps * step;
+  cog = set_b > 0 ? kPanel : p.out_channels_per_group();
   wp = (wo - 1) * p.stride_w + (p.kernel_w - 1) * p.dilation_w + 1;
   row_floats = wp * p.kernel_h * cg;
-  k = p.kernel_w * p.kernel_h * cg;
+  k = p.kernel_w * p.kernel_h * c_steps;
   panels = ceil_div(cog, kPanel);
   weights_fit_l2 = cog * k * int64_t{sizeof(float)} <= kL2WeightBytes;
-  in_place = reads_input_in_place(p);
+  in_place = set_b == 0 && reads_input_in_place(p);  // group sets need their cells transposed
   // oh*sh - pad_top >= 0 and oh*sh - pad_top + (Kh-1)*dh <= H - 1 (empty when no row is full).
   full_rows_begin = ceil_div(p.pad_top, p.stride_h);
   const int64_t last_start = p.in_h - 1 - (p.kernel_h - 1) * p.dilation_h + p.pad_top;
@@ -271,13 +300,79 @@ WINFER_ALWAYS_INLINE inline void transform_row_body(const ConvParams& p, const G
   }
 }
 
+// Group sets (group_sets.h): cell (x, kh) of panel q's window holds [c][j], channel c of the
+// panel's group j, the input pixel's [j][c] transposed; zeros for absent groups and in the
+// padding (src null). Every zoo shape's cell is 32 floats (Cg * 2B = 32 with Cg = Cog): two
+// vector loads and two two-register shuffles (vpermt2ps on AVX-512); other cells go float by
+// float.
+template <int kPerPanel>
+struct SetCellShuffle {
+  // Output float i (c = i / P, j = i % P) comes from input float j * Cg + c, Cg = 32 / P.
+  static constexpr int from(int i) { return (i % kPerPanel) * (32 / kPerPanel) + i / kPerPanel; }
+  template <int... kI>
+  WINFER_ALWAYS_INLINE static void run(const float* src, float* cell, std::integer_sequence<int, kI...>) {
+    const Vec<16> a = load<16>(src), b = load<16>(src + 16);
+    store<16>(cell, __builtin_shufflevector(a, b, from(kI)...));
+    store<16>(cell + 16, __builtin_shufflevector(a, b, from(kI + 16)...));
+  }
+  WINFER_ALWAYS_INLINE static void run(const float* src, float* cell) {
+    run(src, cell, std::make_integer_sequence<int, 16>{});
+  }
+};
+
+WINFER_ALWAYS_INLINE inline void fill_set_cell(const float* src, int64_t cg_in, int64_t present, int64_t per_panel,
+                                               float* cell) {
+  if (cg_in * per_panel == 32) {
+    if (src == nullptr) {
+      store<16>(cell, Vec<16>{});
+      store<16>(cell + 16, Vec<16>{});
+      return;
+    }
+    float padded[32];  // a last panel's groups, zeros for the absent ones
+    if (present < per_panel) {
+      store<16>(padded, Vec<16>{});
+      store<16>(padded + 16, Vec<16>{});
+      copy_exact<16>(padded, src, present * cg_in);
+      src = padded;
+    }
+    if (per_panel == 2) return SetCellShuffle<2>::run(src, cell);
+    if (per_panel == 4) return SetCellShuffle<4>::run(src, cell);
+    if (per_panel == 8) return SetCellShuffle<8>::run(src, cell);
+  }
+  for (int64_t c = 0; c < cg_in; ++c)
+    for (int64_t j = 0; j < per_panel; ++j)
+      cell[c * per_panel + j] = src != nullptr && j < present ? src[j * cg_in + c] : 0.f;
+}
+
+// The window row of output row oh of panel q (group sets), [wp][Kh][Cg][2B]: as
+// transform_row_body, cell by cell.
+WINFER_ALWAYS_INLINE inline void transform_set_row_body(const ConvParams& p, const Geometry& geo, const float* in_image,
+                                                        int64_t q, int64_t oh, float* dst) {
+  const int64_t per_panel = geo.step, cg_in = geo.c_steps;
+  const int64_t present = std::min(per_panel, p.groups - q * per_panel);
+  for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
+    const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+    const bool row_in = ih >= 0 && ih < p.in_h;
+    const float* in_row = row_in ? in_image + ih * p.in_w * p.in_channels + q * per_panel * cg_in : nullptr;
+    for (int64_t x = 0; x < geo.wp; ++x) {
+      const int64_t ix = x - p.pad_left;
+      const float* src = row_in && ix >= 0 && ix < p.in_w ? in_row + ix * p.in_channels : nullptr;
+      fill_set_cell(src, cg_in, present, per_panel, dst + (x * p.kernel_h + kh) * geo.cg);
+    }
+  }
+}
+
 // Window rows [first, last) of output rows into slots first - r0 .. last - 1 - r0.
 template <int kLanes>
 WINFER_ALWAYS_INLINE inline void transform_rows_body(const ConvParams& p, const Geometry& geo, const float* in_image,
                                                      int64_t g, int64_t r0, int64_t first, int64_t last,
                                                      float* window) {
-  for (int64_t oh = first; oh < last; ++oh)
-    transform_row_body<kLanes>(p, geo, in_image, g, oh, window + (oh - r0) * geo.row_floats);
+  for (int64_t oh = first; oh < last; ++oh) {
+    if (geo.set_b > 0)
+      transform_set_row_body(p, geo, in_image, g, oh, window + (oh - r0) * geo.row_floats);
+    else
+      transform_row_body<kLanes>(p, geo, in_image, g, oh, window + (oh - r0) * geo.row_floats);
+  }
 }
 
 WINFER_TARGET_AVX512 void transform_rows_avx512(const ConvParams& p, const Geometry& geo, const float* in_image,
@@ -313,10 +408,10 @@ struct RowRun {
 // wait for each other.
 class Im2winRun {
  public:
-  Im2winRun(const ConvParams& p, const float* input, const float* packed, const float* bias, const float* residual,
+  Im2winRun(const Im2winShape& shape, const float* input, const float* packed, const float* bias, const float* residual,
             float* output, float* window, Activation act)
-      : p_(p),
-        geo_(p),
+      : p_(shape.p),
+        geo_(shape.p, shape.group_sets),
         uk_(tile_kernels(cpu_isa())),
         transform_rows_(pick_transform_rows(cpu_isa())),
         input_(input),
@@ -325,12 +420,13 @@ class Im2winRun {
         residual_(residual),
         output_(output),
         window_(window),
-        clip_(activation_clamp(act)) {}
+        clip_(activation_clamp(act)),
+        sets_(shape.p) {}
 
   // The whole convolution on up to `team` threads (thread_pool.h).
   void run(int team) const {
     if (own_rows_pay(team)) {
-      const int64_t units = p_.batch * p_.groups * geo_.ho;
+      const int64_t units = p_.batch * geo_.wgroups * geo_.ho;
       parallel_pieces(team, units, pieces_for(team, units, p_.flops() / 2),
                       [&](int64_t u_begin, int64_t u_end, int slot) { own_rows(u_begin, u_end, slot, team); });
     } else {
@@ -345,7 +441,7 @@ class Im2winRun {
   // row's window is still in L1/L2 when it is read. Needs a slot per thread, a fair split of the rows, and weights that
   // stay in L2 while the tiles stream through them (every tile reads all of them).
   bool own_rows_pay(int team) const {
-    const int64_t units = p_.batch * p_.groups * geo_.ho;
+    const int64_t units = p_.batch * geo_.wgroups * geo_.ho;
     const bool slots = geo_.in_place || team <= geo_.block_rows;
     const bool fair = ceil_div(units, team) * team * 8 <= units * 9;  // at most 12.5% over the mean
     return slots && fair && geo_.weights_fit_l2;
@@ -360,7 +456,7 @@ class Im2winRun {
     const int64_t step_rows = geo_.in_place ? geo_.ho : geo_.block_rows * (slot + 1) / team - slot0;
     for (int64_t u = u_begin; u < u_end;) {
       const int64_t oh = u % geo_.ho, ng = u / geo_.ho;
-      RowRun run{ng / p_.groups, ng % p_.groups, oh, slot0, std::min({step_rows, u_end - u, geo_.ho - oh})};
+      RowRun run{ng / geo_.wgroups, ng % geo_.wgroups, oh, slot0, std::min({step_rows, u_end - u, geo_.ho - oh})};
       if (!geo_.in_place) transform(run);
       compute(run, 0, 1, /*tile_major=*/true);
       u += run.rows;
@@ -373,7 +469,7 @@ class Im2winRun {
   // the window when they are all done. For deep layers (weights beyond L2, few output rows).
   void shared_blocks(int team) const {
     for (int64_t n = 0; n < p_.batch; ++n)
-      for (int64_t g = 0; g < p_.groups; ++g)
+      for (int64_t g = 0; g < geo_.wgroups; ++g)
         for (int64_t r0 = 0; r0 < geo_.ho; r0 += geo_.block_rows) {
           const int64_t rows = std::min(geo_.block_rows, geo_.ho - r0);
           if (!geo_.in_place)
@@ -480,17 +576,17 @@ class Im2winRun {
   void compute_tile(const RowRun& run, const SubRun& sub, int64_t panel0, int64_t panel1, int64_t p0, int64_t p1,
                     const NextPanelShare& share) const {
     TileArgs a;
-    int64_t skip = 0;        // floats of a pixel's run before its first valid tap
+    int64_t skip = 0;        // K steps of a pixel's run before its first valid tap
     int64_t w_seg_rows = 0;  // panel rows from one segment's weights to the next
     if (sub.kh0 == 0 && sub.kh1 == p_.kernel_h) {
       a.segments = geo_.segments;
       a.seg_len = geo_.seg_len;
       w_seg_rows = geo_.seg_len;
     } else {  // one segment per kw, over the valid taps of each
-      skip = sub.kh0 * geo_.cg;
+      skip = sub.kh0 * geo_.c_steps;
       a.segments = p_.kernel_w;
-      a.seg_len = (sub.kh1 - sub.kh0) * geo_.cg;
-      w_seg_rows = p_.kernel_h * geo_.cg;
+      a.seg_len = (sub.kh1 - sub.kh0) * geo_.c_steps;
+      w_seg_rows = p_.kernel_h * geo_.c_steps;
     }
     a.seg_stride = geo_.seg_stride;
     // A tile starting at column 0 or ending at column Wo-1 skips that pixel's taps in the
@@ -502,12 +598,13 @@ class Im2winRun {
     if ((p1 - 1) % geo_.wo == geo_.wo - 1) a.skip_last = geo_.right_pad_taps * tap_steps;
     const float* pixels[kMaxTileRows];
     int64_t row = p0 / geo_.wo, ow = p0 % geo_.wo;
-    const float* start = row_start(run, row) + skip;
+    const int64_t skip_floats = skip * geo_.step;
+    const float* start = row_start(run, row) + skip_floats;
     for (int64_t px = p0; px < p1; ++px) {
       pixels[px - p0] = start + ow * geo_.pixel_stride;
       if (++ow == geo_.wo && px + 1 < p1) {
         ow = 0;
-        start = row_start(run, ++row) + skip;
+        start = row_start(run, ++row) + skip_floats;
       }
     }
     a.pixels = pixels;
@@ -520,6 +617,7 @@ class Im2winRun {
     const int block_cols = uk_.max_vecs * uk_.lanes;
     const int rows = static_cast<int>(p1 - p0);
     const int64_t out_pixel = ((run.n * geo_.ho + run.oh0) * geo_.wo + p0) * p_.out_stride();
+    if (geo_.set_b > 0) return compute_set_tile(a, run.g, rows, out_pixel, skip, w_seg_rows, block_cols);
     for (int64_t panel = panel0; panel < panel1; ++panel) {
       const int64_t width = panel_width(geo_.cog, panel);  // floats per K row of this panel
       a.w_row_stride = width;
@@ -540,6 +638,40 @@ class Im2winRun {
     }
   }
 
+  // The tile of compute_tile() for group sets (group_sets.h): panel q (the window's one
+  // panel), its blocks of block_cols lanes. AVX-512 takes the panel as one block: its two
+  // vectors are its two sets, and the tile permutes each into channel order. Narrower blocks
+  // lie in one set (pixels offset to that set's floats); with B = 1 their lanes are their
+  // channels, otherwise the tile writes the set's channels lane by lane (TileArgs::set_lane0).
+  void compute_set_tile(TileArgs& a, int64_t q, int rows, int64_t out_pixel, int64_t skip, int64_t w_seg_rows,
+                        int block_cols) const {
+    // The panel's bias in lane order, made here per tile: 32 stores against the tile's
+    // rows x K x 32 FMAs, and run_into() allocates nothing (session_test).
+    alignas(64) float bias[kPanel];
+    lane_bias(sets_, q, bias_, bias);
+    const int64_t co0 = q * kPanel, present = std::min<int64_t>(kPanel, p_.out_channels - co0);
+    const int b_index = geo_.set_b == 1 ? 0 : geo_.set_b == 2 ? 1 : 2;
+    const TileFn fn = uk_.sets[b_index][rows];
+    a.w_row_stride = kPanel;
+    a.w_seg_stride = w_seg_rows * kPanel;
+    const float* w_panel = packed_ + q * kPanel * geo_.k + skip * kPanel;
+    for (int c = 0; c < kPanel; c += block_cols) {
+      const int set = c / 16;
+      const bool whole = block_cols >= kPanel || geo_.set_b == 1;  // lanes in channel order within the block
+      const int64_t first = whole ? c : set * 16;                  // the block's (or its set's) first channel
+      const int64_t cols = std::min<int64_t>(whole ? block_cols : 16, present - first);
+      if (cols <= 0) continue;  // absent groups only
+      a.cols = static_cast<int>(cols);
+      a.set_lane0 = whole ? 0 : c % 16;
+      a.pixel_offset = block_cols >= kPanel ? 0 : set * geo_.set_b;
+      a.weights = w_panel + c;
+      a.bias = bias + c;
+      a.out = output_ + out_pixel + co0 + first;
+      a.residual = residual_ != nullptr ? residual_ + out_pixel + co0 + first : nullptr;
+      fn(a);
+    }
+  }
+
   // Where the receptive field of pixel ow = 0 of the run's row `row` starts: in its window
   // slot, or in the input itself.
   const float* row_start(const RowRun& run, int64_t row) const {
@@ -550,7 +682,7 @@ class Im2winRun {
     return window_ + (run.slot0 + row) * geo_.row_floats;
   }
 
-  const ConvParams& p_;
+  const ConvParams p_;  // a copy: the shape may be a temporary
   const Geometry geo_;
   const TileKernels& uk_;
   const TransformRowsFn transform_rows_;
@@ -561,6 +693,7 @@ class Im2winRun {
   float* output_;
   float* window_;
   Clamp clip_;
+  GroupSets sets_;  // used where geo_.set_b > 0
 };
 
 class Im2winConv final : public PanelWeightsAlgorithm {
@@ -568,13 +701,30 @@ class Im2winConv final : public PanelWeightsAlgorithm {
   const char* name() const override { return "im2win"; }
   bool supports(const ConvParams& p) const override { return p.is_valid(); }
   size_t workspace_bytes(const ConvParams& p) const override {
-    return static_cast<size_t>(Geometry(merge_small_groups(p)).workspace_floats()) * sizeof(float);
+    const Im2winShape shape = im2win_shape(p);
+    return static_cast<size_t>(Geometry(shape.p, shape.group_sets).workspace_floats()) * sizeof(float);
+  }
+  size_t packed_weight_bytes(const ConvParams& p) const override {
+    if (group_set_width(p) == 0) return PanelWeightsAlgorithm::packed_weight_bytes(p);
+    return static_cast<size_t>(GroupSets(p).weight_floats()) * sizeof(float);
+  }
+  void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
+    if (group_set_width(p) == 0) return PanelWeightsAlgorithm::pack_weights(p, weight_oihw, packed);
+    pack_weights_group_sets(p, weight_oihw, packed);
+  }
+  bool pack_weights_in_place(const ConvParams& p, float* weights) const override {
+    if (group_set_width(p) == 0) return PanelWeightsAlgorithm::pack_weights_in_place(p, weights);
+    return pack_weights_group_sets_in_place(p, weights);
+  }
+  void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override {
+    if (group_set_width(p) == 0) return PanelWeightsAlgorithm::unpack_weights(p, packed, weight_oihw);
+    unpack_weights_group_sets(p, packed, weight_oihw);
   }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {
-    const ConvParams m = merge_small_groups(p);  // as the weights were packed (conv_common.h)
-    const Im2winRun job(m, input_nhwc, packed, bias, residual_nhwc, output_nhwc, static_cast<float*>(workspace), act);
+    const Im2winRun job(im2win_shape(p), input_nhwc, packed, bias, residual_nhwc, output_nhwc,
+                        static_cast<float*>(workspace), act);
     job.run(threads_for_work(threads, p.flops() / 2));
   }
 };

@@ -30,6 +30,21 @@ struct Avx2 {
   __attribute__((always_inline)) static inline Vec<8> broadcast(const float* p) {
     return reinterpret_cast<Vec<8>>(_mm256_set1_ps(*p));
   }
+  // p[0..kB) repeated over the vector, one load-port instruction (vbroadcastss, vbroadcastsd,
+  // vbroadcastf128): a group-set K step (group_sets.h).
+  template <int kB>
+  __attribute__((always_inline)) static inline Vec<8> broadcast_group(const float* p) {
+    if constexpr (kB == 1) {
+      return broadcast(p);
+    } else if constexpr (kB == 2) {
+      double d;
+      std::memcpy(&d, p, sizeof d);
+      return reinterpret_cast<Vec<8>>(_mm256_castpd_ps(_mm256_set1_pd(d)));
+    } else {
+      static_assert(kB == 4);
+      return reinterpret_cast<Vec<8>>(_mm256_broadcast_ps(reinterpret_cast<const __m128*>(p)));
+    }
+  }
   // The lane mask of p[0..n) for vmaskmovps: 8 consecutive entries of a table of 8 all-ones
   // then 8 zeros.
   __attribute__((always_inline)) static inline __m256i first_lanes(int n) {

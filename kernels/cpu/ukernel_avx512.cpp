@@ -38,6 +38,33 @@ struct Avx512 {
   __attribute__((always_inline)) static inline Vec<16> broadcast(const float* p) {
     return reinterpret_cast<Vec<16>>(_mm512_set1_ps(*p));
   }
+  // p[0..kB) repeated over the vector, one load-port instruction (vbroadcastss, vbroadcastsd,
+  // vbroadcastf32x4): a group-set K step (group_sets.h).
+  template <int kB>
+  __attribute__((always_inline)) static inline Vec<16> broadcast_group(const float* p) {
+    if constexpr (kB == 1) {
+      return broadcast(p);
+    } else if constexpr (kB == 2) {
+      double d;
+      std::memcpy(&d, p, sizeof d);
+      return reinterpret_cast<Vec<16>>(_mm512_castpd_ps(_mm512_set1_pd(d)));
+    } else {
+      static_assert(kB == 4);
+      Vec<4> x;
+      std::memcpy(&x, p, sizeof x);
+      return __builtin_shufflevector(x, x, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+    }
+  }
+  // A set's lanes (o * kB + h) in channel order (h * Cog + o): group_sets.h, lane_of().
+  template <int kB>
+  __attribute__((always_inline)) static inline Vec<16> permute_set(const Vec<16>& v) {
+    constexpr int kCog = 16 / kB;
+    return __builtin_shufflevector(
+        v, v, 0 % kCog * kB + 0 / kCog, 1 % kCog * kB + 1 / kCog, 2 % kCog * kB + 2 / kCog, 3 % kCog * kB + 3 / kCog,
+        4 % kCog * kB + 4 / kCog, 5 % kCog * kB + 5 / kCog, 6 % kCog * kB + 6 / kCog, 7 % kCog * kB + 7 / kCog,
+        8 % kCog * kB + 8 / kCog, 9 % kCog * kB + 9 / kCog, 10 % kCog * kB + 10 / kCog, 11 % kCog * kB + 11 / kCog,
+        12 % kCog * kB + 12 / kCog, 13 % kCog * kB + 13 / kCog, 14 % kCog * kB + 14 / kCog, 15 % kCog * kB + 15 / kCog);
+  }
   // A masked load: the masked-off lanes are neither read nor faulted on.
   __attribute__((always_inline)) static inline Vec<16> load_first(const float* p, int n) {
     return reinterpret_cast<Vec<16>>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p));

@@ -74,6 +74,11 @@ struct TileArgs {
   // the group's first channel.
   int64_t pixels_stride = 0;
   int64_t pixel_offset = 0;
+  // Group-set tiles (TileKernels::sets, group_sets.h) also add pixel_offset to every pixel's
+  // pointer (the column block's set: floats s*B of each K step's 2B), and, where a vector is
+  // narrower than a set, take `out` as the set's first channel, `cols` as the set's channels
+  // present, and set_lane0 as the block's first lane within its set.
+  int set_lane0 = 0;
   // Taps in the left/right padding (im2win, TileKernels::fn and ::narrow only; the indirect
   // entries ignore these): the first pixel takes no part in the first `skip_first` K steps
   // (counted over all segments, in order), the last pixel none in the last `skip_last`: a
@@ -116,6 +121,10 @@ struct TileKernels {
   // Both again for a narrow last panel (rows w_row_stride apart, the last vector masked).
   TileFn narrow[kMaxTileRows + 1][kMaxTileVecs + 1];
   TileFn indirect_narrow[kMaxTileRows + 1][kMaxTileVecs + 1];
+  // im2win's group-set tiles (group_sets.h), [log2 B][mr], B = 1, 2, 4 groups per set; only the
+  // main kernel's max_vecs vectors (a panel holds no partial block: absent groups' lanes are
+  // computed, and not stored).
+  TileFn sets[3][kMaxTileRows + 1];
 
   // The kernel for `rows` pixels x `vecs` vectors of a panel `width` channels wide.
   TileFn pick(int rows, int vecs, int64_t width, bool indirect_rows) const {
@@ -144,6 +153,12 @@ void fill_tile_rows(TileKernels& t, std::integer_sequence<int, kRowIndex...>) {
   ((t.narrow[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run_narrow), ...);
   ((t.indirect_narrow[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run_indirect_narrow), ...);
 }
+template <template <int, int> class Kernel, int kVecs, int... kRowIndex>
+void fill_set_rows(TileKernels& t, std::integer_sequence<int, kRowIndex...>) {
+  ((t.sets[0][kRowIndex + 1] = &Kernel<kRowIndex + 1, kVecs>::template run_sets<1>), ...);
+  ((t.sets[1][kRowIndex + 1] = &Kernel<kRowIndex + 1, kVecs>::template run_sets<2>), ...);
+  ((t.sets[2][kRowIndex + 1] = &Kernel<kRowIndex + 1, kVecs>::template run_sets<4>), ...);
+}
 template <template <int, int> class Kernel, int kLanes, int kRows, int kVecs>
 TileKernels make_tile_kernels(const char* isa) {
   static_assert(kRows <= kMaxTileRows && kVecs <= kMaxTileVecs && kPanel % (kVecs * kLanes) == 0);
@@ -154,6 +169,7 @@ TileKernels make_tile_kernels(const char* isa) {
   t.max_vecs = kVecs;
   fill_tile_rows<Kernel, kRows, 1>(t, std::make_integer_sequence<int, kRows>{});
   if constexpr (kVecs >= 2) fill_tile_rows<Kernel, kRows, 2>(t, std::make_integer_sequence<int, kRows>{});
+  fill_set_rows<Kernel, kVecs>(t, std::make_integer_sequence<int, kRows>{});
   return t;
 }
 

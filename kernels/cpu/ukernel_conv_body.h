@@ -56,12 +56,18 @@ constexpr int64_t kPrefetchSteps = 16;
 //
 // kFirst, kLast: only the pixels [kFirst, kLast) take part (a tile's first or last pixel sits
 // out the taps it has in the left or right padding: TileArgs::skip_first, skip_last).
-template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLast = kRows>
+//
+// kB > 0: group sets (group_sets.h): a K step is 2 * kB floats of each pixel's run, and the
+// vectors of set s (lanes [16s, 16s + 16) of the panel) broadcast its floats [s*kB, s*kB + kB)
+// (kB floats repeated over the vector: each lane gets its own group's input). A column block
+// narrower than a panel (AVX2, portable) lies in one set; its pixels come offset to that set.
+template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLast = kRows, int kB = 0>
 __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
                                                       const float* const (&pixel)[kRows], int64_t len, const float* w,
                                                       int64_t row_stride, int last_lanes, const char* side_prefetch,
                                                       int64_t side_rate, int64_t step0) {
   constexpr int kLanes = Isa::kLanes;
+  constexpr int kStep = kB > 0 ? 2 * kB : 1;  // floats of a pixel's run per K step
   const int64_t stride = kNarrow ? row_stride : kPanel;
   for (int64_t l = 0; l < len; ++l, w += stride) {
     // The weights stream through L1 once per tile (from L2, or L3 for the largest layers):
@@ -74,7 +80,7 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
     // (+8% on 1x1 256->64 56x56; neutral where the window block is in L2).
     if ((l & 15) == 0) {
 #pragma GCC unroll 16
-      for (int m = kFirst; m < kLast; ++m) __builtin_prefetch(pixel[m] + l + 32);
+      for (int m = kFirst; m < kLast; ++m) __builtin_prefetch(pixel[m] + l * kStep + 32);
       // The next panel's share, into L2 at an even pace (the lines of these 16 steps), so that
       // its stream from memory overlaps this panel's arithmetic instead of stalling the next
       // panel's first tile. Here with the pixel prefetches, so that the other 15 steps carry
@@ -91,9 +97,15 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
       wv[v] = kNarrow && v == kVecs - 1 ? Isa::load_first(w + v * kLanes, last_lanes) : vload<kLanes>(w + v * kLanes);
 #pragma GCC unroll 16
     for (int m = kFirst; m < kLast; ++m) {
-      const Vec<kLanes> x = Isa::broadcast(pixel[m] + l);
+      if constexpr (kB == 0) {
+        const Vec<kLanes> x = Isa::broadcast(pixel[m] + l);
 #pragma GCC unroll 16
-      for (int v = 0; v < kVecs; ++v) acc[m][v] += x * wv[v];
+        for (int v = 0; v < kVecs; ++v) acc[m][v] += x * wv[v];
+      } else {
+#pragma GCC unroll 16
+        for (int v = 0; v < kVecs; ++v)
+          acc[m][v] += Isa::template broadcast_group<kB>(pixel[m] + l * kStep + (v * kLanes / 16) * kB) * wv[v];
+      }
     }
   }
 }
@@ -199,42 +211,90 @@ __attribute__((always_inline)) inline int last_vector_lanes(const TileArgs& a) {
 
 // accumulate() over the pixels that take part: all of them, or all but the first (skip_first)
 // and/or the last (skip_last), chosen at run time among the four compiled loops.
-template <class Isa, int kRows, int kVecs, bool kNarrow>
+template <class Isa, int kRows, int kVecs, bool kNarrow, int kB = 0>
 __attribute__((always_inline)) inline void accumulate_some(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
                                                            const float* const (&pixel)[kRows], int64_t len,
                                                            const float* w, int64_t row_stride, int last_lanes,
                                                            const char* side_prefetch, int64_t side_rate, int64_t step0,
                                                            bool skip_first, bool skip_last) {
   if (!skip_first && !skip_last) {
-    accumulate<Isa, kRows, kVecs, kNarrow>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch, side_rate, step0);
+    accumulate<Isa, kRows, kVecs, kNarrow, 0, kRows, kB>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch,
+                                                         side_rate, step0);
   } else if constexpr (kRows >= 2) {
     if (!skip_last)
-      accumulate<Isa, kRows, kVecs, kNarrow, 1, kRows>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch,
-                                                       side_rate, step0);
+      accumulate<Isa, kRows, kVecs, kNarrow, 1, kRows, kB>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch,
+                                                           side_rate, step0);
     else if (!skip_first)
-      accumulate<Isa, kRows, kVecs, kNarrow, 0, kRows - 1>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch,
-                                                           side_rate, step0);
+      accumulate<Isa, kRows, kVecs, kNarrow, 0, kRows - 1, kB>(acc, pixel, len, w, row_stride, last_lanes,
+                                                               side_prefetch, side_rate, step0);
     else if constexpr (kRows >= 3)
-      accumulate<Isa, kRows, kVecs, kNarrow, 1, kRows - 1>(acc, pixel, len, w, row_stride, last_lanes, side_prefetch,
-                                                           side_rate, step0);
+      accumulate<Isa, kRows, kVecs, kNarrow, 1, kRows - 1, kB>(acc, pixel, len, w, row_stride, last_lanes,
+                                                               side_prefetch, side_rate, step0);
   }
   // (One pixel that sits out: nothing to do. The side prefetch of such a run is skipped too;
   // it is a hint.)
 }
 
-// One tile: kRows pixels x kVecs vectors of output channels.
-template <class Isa, int kRows, int kVecs, bool kNarrow = false>
+// A group-set tile's lanes in channel order, stored (group_sets.h: kB groups per set, lane
+// o*kB + h holds channel h*Cog + o). AVX-512: each vector is one set, permuted in its register,
+// then the usual store (residual, clamp, partial last block). A narrower vector holds part
+// of a set, whose channels are spread over the whole set: those lanes go out one by one to
+// a.out (the set's first channel) + their channel, for the channels below a.cols (absent
+// groups' lanes are dropped); a.set_lane0 is the block's first lane in its set.
+template <class Isa, int kRows, int kVecs, int kB>
+__attribute__((always_inline)) inline void store_set_tile(const TileArgs& a, Vec<Isa::kLanes> (&acc)[kRows][kVecs]) {
+  constexpr int kLanes = Isa::kLanes;
+  if constexpr (kLanes == 16) {
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m)
+#pragma GCC unroll 16
+      for (int v = 0; v < kVecs; ++v) acc[m][v] = Isa::template permute_set<kB>(acc[m][v]);
+    store_tile<Isa, kRows, kVecs>(a, acc);
+  } else {
+    constexpr int kCog = 16 / kB;
+    float lanes[kVecs * kLanes];
+    for (int m = 0; m < kRows; ++m) {
+      for (int v = 0; v < kVecs; ++v) vstore<kLanes>(lanes + v * kLanes, acc[m][v]);
+      float* out = a.out + m * a.out_stride;
+      const float* res = a.residual != nullptr ? a.residual + m * a.out_stride : nullptr;
+      for (int j = 0; j < kVecs * kLanes; ++j) {
+        const int lane = a.set_lane0 + j, channel = (lane % kB) * kCog + lane / kB;
+        if (channel >= a.cols) continue;
+        float r = lanes[j];
+        if (res != nullptr) r += res[channel];
+        r = r < a.clip.lo ? a.clip.lo : r;  // NaN compares false and passes through
+        r = r > a.clip.hi ? a.clip.hi : r;
+        out[channel] = r;
+      }
+    }
+  }
+}
+
+// One tile: kRows pixels x kVecs vectors of output channels. kB > 0: of group sets
+// (group_sets.h): the bias comes in lane order (a whole block, never null), the pixels
+// offset by a.pixel_offset to the block's set, and a K step reads 2 * kB floats.
+template <class Isa, int kRows, int kVecs, bool kNarrow = false, int kB = 0>
 void tile(const TileArgs& a) {
+  constexpr int kStep = kB > 0 ? 2 * kB : 1;
   Vec<Isa::kLanes> acc[kRows][kVecs];
-  init_tile<Isa, kRows, kVecs>(a, acc);
+  if constexpr (kB == 0) {
+    init_tile<Isa, kRows, kVecs>(a, acc);
+  } else {
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m)
+#pragma GCC unroll 16
+      for (int v = 0; v < kVecs; ++v) acc[m][v] = vload<Isa::kLanes>(a.bias + v * Isa::kLanes);
+  }
   const int last_lanes = last_vector_lanes<Isa::kLanes, kVecs>(a);
   const float* pixel[kRows];
+  const int64_t offset = kB > 0 ? a.pixel_offset : 0;
   if (a.skip_first == 0 && a.skip_last == 0) {
     for (int64_t s = 0; s < a.segments; ++s) {
 #pragma GCC unroll 16
-      for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride;
-      accumulate<Isa, kRows, kVecs, kNarrow>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride, a.w_row_stride,
-                                             last_lanes, a.prefetch, a.prefetch_rate, s * a.seg_len);
+      for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride + offset;
+      accumulate<Isa, kRows, kVecs, kNarrow, 0, kRows, kB>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride,
+                                                           a.w_row_stride, last_lanes, a.prefetch, a.prefetch_rate,
+                                                           s * a.seg_len);
     }
   } else {
     // K steps [0, skip_first) without the first pixel, [k - skip_last, k) without the last:
@@ -249,14 +309,17 @@ void tile(const TileArgs& a) {
         const int64_t lo = cut[piece], hi = cut[piece + 1];
         if (hi <= lo) continue;
 #pragma GCC unroll 16
-        for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride + (lo - k0);
-        accumulate_some<Isa, kRows, kVecs, kNarrow>(
+        for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride + (lo - k0) * kStep + offset;
+        accumulate_some<Isa, kRows, kVecs, kNarrow, kB>(
             acc, pixel, hi - lo, a.weights + s * a.w_seg_stride + (lo - k0) * stride, a.w_row_stride, last_lanes,
             a.prefetch, a.prefetch_rate, lo, lo < first_end, lo >= last_begin);
       }
     }
   }
-  store_tile<Isa, kRows, kVecs>(a, acc);
+  if constexpr (kB > 1)
+    store_set_tile<Isa, kRows, kVecs, kB>(a, acc);
+  else
+    store_tile<Isa, kRows, kVecs>(a, acc);
 }
 
 // The same tile for the indirect convolution: segment s of pixel m starts at
@@ -284,6 +347,10 @@ struct TileEntries {
   static void run_indirect(const TileArgs& a) { indirect_tile<Isa, kRows, kVecs>(a); }
   static void run_narrow(const TileArgs& a) { tile<Isa, kRows, kVecs, true>(a); }
   static void run_indirect_narrow(const TileArgs& a) { indirect_tile<Isa, kRows, kVecs, true>(a); }
+  template <int kB>
+  static void run_sets(const TileArgs& a) {
+    tile<Isa, kRows, kVecs, false, kB>(a);
+  }
 };
 
 }  // namespace

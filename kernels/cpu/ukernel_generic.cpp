@@ -13,6 +13,13 @@ namespace {
 struct Generic {
   static constexpr int kLanes = 4;
   __attribute__((always_inline)) static inline Vec<4> broadcast(const float* p) { return cpu::broadcast<4>(*p); }
+  // p[0..kB) repeated over the vector (a group-set K step, group_sets.h).
+  template <int kB>
+  __attribute__((always_inline)) static inline Vec<4> broadcast_group(const float* p) {
+    Vec<4> v;
+    for (int i = 0; i < 4; ++i) v[i] = p[i % kB];
+    return v;
+  }
   __attribute__((always_inline)) static inline Vec<4> load_first(const float* p, int n) {
     Vec<4> v{};
     for (int i = 0; i < n; ++i) v[i] = p[i];

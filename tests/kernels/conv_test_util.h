@@ -204,6 +204,20 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       {Conv(1, 64, 6, 7, 64).k(3, 3).pad(1).g(4).p, true, kRelu},                   // 16 per group
       {Conv(1, 48, 7, 7, 48).k(3, 3).s(2, 2).pad(1).g(2).p, true, kRelu},           // 24 per group
       {Conv(2, 64, 5, 6, 64).k(3, 3).pad(1).g(2).p, false, kRelu},                  // 32 per group
+      // im2win's group sets (group_sets.h: groups of 4, 8, 16 outputs interleaved in panels of
+      // 32 lanes; the cases above with 4, 8 and 16 per group run them too): Cg != Cog (cells
+      // not 32 floats), a last panel with absent groups for B = 4 and B = 1, rows of 14 (every
+      // tile skips its left/right padding taps), dilation along W (a segment per kw), too
+      // few rows for the own-rows schedule at 2-3 threads (shared blocks), batch 2.
+      {Conv(1, 24, 7, 9, 48).k(3, 3).pad(1).g(6).p, true, kRelu},                    // 4 -> 8
+      {Conv(2, 40, 6, 9, 40).k(3, 3).s(2, 2).pad(1).g(10).p, true, kRelu6},          // 4 per group, 8 + 2
+      {Conv(1, 48, 6, 7, 48).k(3, 3).pad(1).g(3).p, false, kRelu},                   // 16 per group, 2 + 1
+      {Conv(2, 104, 5, 14, 104).k(3, 3).pad(1).g(13).p, true, kRelu},                // RegNet's 13 groups
+      {Conv(1, 32, 7, 11, 32).k(3, 3).pad(1, 2, 1, 2).d(1, 2).g(4).p, true, kNone},  // dilation along W
+      {Conv(1, 64, 5, 9, 64).k(3, 3).pad(1).g(8).p, true, kRelu},                    // 5 rows: shared blocks
+      // Merged groups whose merged shape has 4, 8 or 16 per group: merged panels, not sets.
+      {Conv(1, 64, 6, 7, 64).k(3, 3).pad(1).g(64).p, true, kRelu},   // depthwise -> 16
+      {Conv(2, 32, 5, 7, 32).k(3, 3).pad(1).g(16).p, true, kRelu6},  // 2 per group
   };
 }
 

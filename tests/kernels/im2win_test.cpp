@@ -59,18 +59,25 @@ TEST_CASE("im2win packed weights do not depend on the ISA") {
 // 1.5 MiB (otherwise within 2 MiB less two 32-channel weight panels and 128 KiB, but at least
 // 512 KiB), at least 4, at most Ho, evened out over the image.
 size_t expected_workspace(const ConvParams& p) {
-  const bool in_place = p.kernel_h == 1 && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right == 0;
+  // Groups of 4, 8 or 16 output channels (not depthwise) run in group sets: a window holds
+  // the 32 / Cog groups of a 32-lane panel, and is never the input itself.
+  const int64_t cog_in = p.out_channels_per_group();
+  const bool sets = p.groups > 1 && !p.is_depthwise() && (cog_in == 4 || cog_in == 8 || cog_in == 16);
+  const bool in_place = !sets && p.kernel_h == 1 && p.pad_top + p.pad_left + p.pad_bottom + p.pad_right == 0;
   if (in_place) return 0;
-  // Groups of fewer than 16 output channels run merged, G of them at a time (the largest G with
-  // G * Cog <= 16 that divides the groups): their windows hold G groups' channels.
+  // Other groups of fewer than 16 output channels run merged, G of them at a time (the largest G
+  // with G * Cog <= 16 that divides the groups): their windows hold G groups' channels.
   int64_t merged = 1;
   for (int64_t g = 2; g * p.out_channels_per_group() <= 16 && g <= p.groups; ++g)
     if (p.groups % g == 0) merged = g;
-  const int64_t cg = merged * p.in_channels_per_group(), cog = merged * p.out_channels_per_group();
+  if (sets) merged = 32 / cog_in;
+  const int64_t cg = merged * p.in_channels_per_group(), cog = sets ? 32 : merged * p.out_channels_per_group();
   const int64_t wp = (p.out_w() - 1) * p.stride_w + (p.kernel_w - 1) * p.dilation_w + 1;
   const int64_t row_bytes = wp * p.kernel_h * cg * 4;
-  const int64_t weight_bytes = cog * p.kernel_h * p.kernel_w * cg * 4;
-  const int64_t panel_bytes = 32 * p.kernel_h * p.kernel_w * cg * 4;
+  // A K step of a group-set window reads 32 / Cog floats (one per group): K is Kh*Kw*Cg steps.
+  const int64_t k = p.kernel_h * p.kernel_w * (sets ? p.in_channels_per_group() : cg);
+  const int64_t weight_bytes = cog * k * 4;
+  const int64_t panel_bytes = 32 * k * 4;
   const int64_t budget =
       weight_bytes <= (3 << 19) ? 128 << 10 : std::max<int64_t>(512 << 10, (2 << 20) - 2 * panel_bytes - (128 << 10));
   const int64_t max_rows = std::max<int64_t>(4, budget / row_bytes);
