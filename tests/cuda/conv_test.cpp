@@ -155,7 +155,7 @@ TEST_CASE("cuda conv algorithms match the float64 reference") {
     const ConvData d = make_data(c.p, seed += 10);
     const ref::Result want = ref::conv2d(c.p, d.input, d.weight, c.bias ? d.bias.data() : nullptr, c.act);
     for (const cuda::ConvAlgorithm* algo : cuda::conv_algorithms()) {
-      INFO("algorithm ", algo->name());
+      INFO("algorithm ", std::string(algo->name()));
       if (std::string(algo->name()) == "depthwise") CHECK(algo->supports(c.p) == c.p.is_depthwise());
       if (!algo->supports(c.p)) continue;
       if (!test::ctx().libraries && (std::string(algo->name()) == "im2col" || std::string(algo->name()) == "cudnn")) {

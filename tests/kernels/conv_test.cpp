@@ -138,7 +138,7 @@ TEST_CASE("conv algorithms match the float64 reference and direct") {
 
       for (const ConvAlgorithm* algo : conv_algorithms()) {
         if (algo == direct) continue;
-        INFO("algorithm ", algo->name());
+        INFO("algorithm ", std::string(algo->name()));
         if (std::string(algo->name()) == "depthwise") CHECK(algo->supports(c.p) == c.p.is_depthwise());
         if (!algo->supports(c.p)) continue;
         const std::vector<float> got = run_conv(*algo, c.p, d, c.bias, c.act, 1);
@@ -223,7 +223,7 @@ TEST_CASE("conv algorithms: threads > 1 give the same result as threads = 1") {
     const ref::Result want = ref::conv2d(c.p, d.input, d.weight, c.bias ? d.bias.data() : nullptr, c.act);
     for (const ConvAlgorithm* algo : conv_algorithms()) {
       if (!algo->supports(c.p)) continue;
-      INFO("algorithm ", algo->name());
+      INFO("algorithm ", std::string(algo->name()));
       const std::vector<float> one = run_conv(*algo, c.p, d, c.bias, c.act, 1);
       test::check_close(one.data(), want.value, want.abs_sum, want.terms, "threads=1 vs reference");
       for (int threads : {2, 3}) {
@@ -251,7 +251,7 @@ TEST_CASE("conv run() is safe to call concurrently") {
   const ConvData d = make_data(p, 4242);
   for (const ConvAlgorithm* algo : conv_algorithms()) {
     if (!algo->supports(p)) continue;
-    INFO("algorithm ", algo->name());
+    INFO("algorithm ", std::string(algo->name()));
     const std::vector<float> want = run_conv(*algo, p, d, true, kRelu, 1);
     std::vector<float> packed(algo->packed_weight_bytes(p) / sizeof(float) + 16);
     algo->pack_weights(p, d.weight.data(), packed.data());
