@@ -215,6 +215,7 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       {Conv(2, 104, 5, 14, 104).k(3, 3).pad(1).g(13).p, true, kRelu},                // RegNet's 13 groups
       {Conv(1, 32, 7, 11, 32).k(3, 3).pad(1, 2, 1, 2).d(1, 2).g(4).p, true, kNone},  // dilation along W
       {Conv(1, 64, 5, 9, 64).k(3, 3).pad(1).g(8).p, true, kRelu},                    // 5 rows: shared blocks
+      {Conv(1, 2080, 3, 4, 2080).k(1, 1).g(130).p, true, kRelu},  // lane biases beyond the cached 2048
       // Merged groups whose merged shape has 4, 8 or 16 per group: merged panels, not sets.
       {Conv(1, 64, 6, 7, 64).k(3, 3).pad(1).g(64).p, true, kRelu},   // depthwise -> 16
       {Conv(2, 32, 5, 7, 32).k(3, 3).pad(1).g(16).p, true, kRelu6},  // 2 per group
