@@ -320,6 +320,31 @@ struct SetCellShuffle {
   }
 };
 
+// The same cell in 8-lane vectors (AVX2, where GCC lowered the 16-lane shuffles above into
+// stack round trips): output vector k gathers from all four input vectors, so each is a
+// shuffle of the first two, one of the last two, and a blend of the pair.
+template <int kPerPanel>
+struct SetCellShuffle8 {
+  static constexpr int from(int i) { return SetCellShuffle<kPerPanel>::from(i); }
+  static constexpr int low(int i) { return from(i) < 16 ? from(i) : 0; }
+  static constexpr int high(int i) { return from(i) >= 16 ? from(i) - 16 : 0; }
+  static constexpr int pick(int i) { return from(i) < 16 ? i % 8 : 8 + i % 8; }
+  template <int kK, int... kE>
+  WINFER_ALWAYS_INLINE static Vec<8> out(const Vec<8> (&x)[4], std::integer_sequence<int, kE...>) {
+    const Vec<8> a = __builtin_shufflevector(x[0], x[1], low(8 * kK + kE)...);
+    const Vec<8> b = __builtin_shufflevector(x[2], x[3], high(8 * kK + kE)...);
+    return __builtin_shufflevector(a, b, pick(8 * kK + kE)...);
+  }
+  WINFER_ALWAYS_INLINE static void run(const float* src, float* cell) {
+    const Vec<8> x[4] = {load<8>(src), load<8>(src + 8), load<8>(src + 16), load<8>(src + 24)};
+    constexpr auto e = std::make_integer_sequence<int, 8>{};
+    store<8>(cell, out<0>(x, e));
+    store<8>(cell + 8, out<1>(x, e));
+    store<8>(cell + 16, out<2>(x, e));
+    store<8>(cell + 24, out<3>(x, e));
+  }
+};
+
 // Copies n floats, n a multiple of 4 below 32, in 4-float moves. Not copy_exact: GCC turned
 // its loop with a run-time count into a memmove call per cell (8% of a stride-2 RegNet layer).
 WINFER_ALWAYS_INLINE inline void copy_fours(float* d, const float* s, int64_t n) {
@@ -335,6 +360,7 @@ WINFER_ALWAYS_INLINE inline void copy_fours(float* d, const float* s, int64_t n)
   }
 }
 
+template <int kLanes>
 WINFER_ALWAYS_INLINE inline void fill_set_cell(const float* src, int64_t cg_in, int64_t present, int64_t per_panel,
                                                float* cell) {
   if (cg_in * per_panel == 32) {
@@ -350,9 +376,15 @@ WINFER_ALWAYS_INLINE inline void fill_set_cell(const float* src, int64_t cg_in, 
       copy_fours(padded, src, present * cg_in);
       src = padded;
     }
-    if (per_panel == 2) return SetCellShuffle<2>::run(src, cell);
-    if (per_panel == 4) return SetCellShuffle<4>::run(src, cell);
-    if (per_panel == 8) return SetCellShuffle<8>::run(src, cell);
+    if constexpr (kLanes == 8) {
+      if (per_panel == 2) return SetCellShuffle8<2>::run(src, cell);
+      if (per_panel == 4) return SetCellShuffle8<4>::run(src, cell);
+      if (per_panel == 8) return SetCellShuffle8<8>::run(src, cell);
+    } else {
+      if (per_panel == 2) return SetCellShuffle<2>::run(src, cell);
+      if (per_panel == 4) return SetCellShuffle<4>::run(src, cell);
+      if (per_panel == 8) return SetCellShuffle<8>::run(src, cell);
+    }
   }
   for (int64_t c = 0; c < cg_in; ++c)
     for (int64_t j = 0; j < per_panel; ++j)
@@ -361,6 +393,7 @@ WINFER_ALWAYS_INLINE inline void fill_set_cell(const float* src, int64_t cg_in, 
 
 // The window row of output row oh of panel q (group sets), [wp][Kh][Cg][2B]: as
 // transform_row_body, cell by cell.
+template <int kLanes>
 WINFER_ALWAYS_INLINE inline void transform_set_row_body(const ConvParams& p, const Geometry& geo, const float* in_image,
                                                         int64_t q, int64_t oh, float* dst) {
   const int64_t per_panel = geo.step, cg_in = geo.c_steps;
@@ -372,7 +405,7 @@ WINFER_ALWAYS_INLINE inline void transform_set_row_body(const ConvParams& p, con
     for (int64_t x = 0; x < geo.wp; ++x) {
       const int64_t ix = x - p.pad_left;
       const float* src = row_in && ix >= 0 && ix < p.in_w ? in_row + ix * p.in_channels : nullptr;
-      fill_set_cell(src, cg_in, present, per_panel, dst + (x * p.kernel_h + kh) * geo.cg);
+      fill_set_cell<kLanes>(src, cg_in, present, per_panel, dst + (x * p.kernel_h + kh) * geo.cg);
     }
   }
 }
@@ -384,7 +417,7 @@ WINFER_ALWAYS_INLINE inline void transform_rows_body(const ConvParams& p, const 
                                                      float* window) {
   for (int64_t oh = first; oh < last; ++oh) {
     if (geo.set_b > 0)
-      transform_set_row_body(p, geo, in_image, g, oh, window + (oh - r0) * geo.row_floats);
+      transform_set_row_body<kLanes>(p, geo, in_image, g, oh, window + (oh - r0) * geo.row_floats);
     else
       transform_row_body<kLanes>(p, geo, in_image, g, oh, window + (oh - r0) * geo.row_floats);
   }

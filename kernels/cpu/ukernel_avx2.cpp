@@ -3,6 +3,7 @@
 // Register budget (16 ymm): 12 accumulators + 2 weight vectors + 1 broadcast = 15, the
 // classic 6x16 shape; a 32-channel weight panel is covered by two column blocks.
 #include <cstring>
+#include <utility>
 
 #include "kernels/cpu/ukernel_conv.h"
 

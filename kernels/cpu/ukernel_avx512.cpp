@@ -10,6 +10,7 @@
 // share the load ports with 2 weight loads and 14 broadcasts per 28 FMAs and cost nothing
 // measurable.
 #include <cstring>
+#include <utility>
 
 #include "kernels/cpu/ukernel_conv.h"
 

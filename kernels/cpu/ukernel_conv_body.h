@@ -11,7 +11,7 @@
 //     static void store_first(float* p, const Vec<kLanes>& v, int n);  // writes p[0..n) only
 //   };
 //
-// This header includes nothing: its includer includes <cstring> and ukernel_conv.h *before*
+// This header includes nothing: its includer includes <cstring>, <utility> and ukernel_conv.h *before*
 // the target pragma, so that those (shared, external-linkage) inline functions are compiled
 // for the baseline ISA and cannot leak AVX-512 code into the rest of the program. For the
 // same reason everything here is in an unnamed namespace: each ISA file gets its own copy.
@@ -241,6 +241,17 @@ __attribute__((always_inline)) inline void accumulate_some(Vec<Isa::kLanes> (&ac
 // of a set, whose channels are spread over the whole set: those lanes go out one by one to
 // a.out (the set's first channel) + their channel, for the channels below a.cols (absent
 // groups' lanes are dropped); a.set_lane0 is the block's first lane in its set.
+// A set's 16 lanes held by two 8-lane vectors, (lo, hi), put in channel order: channel ch is
+// lane lane_of(ch) of the pair (group_sets.h). Two two-register shuffles.
+template <int kB, int... kI>
+__attribute__((always_inline)) inline void permute_set_pair(Vec<8>& lo, Vec<8>& hi, std::integer_sequence<int, kI...>) {
+  constexpr int kCog = 16 / kB;
+  const Vec<8> first = __builtin_shufflevector(lo, hi, (kI % kCog * kB + kI / kCog)...);
+  const Vec<8> second = __builtin_shufflevector(lo, hi, ((kI + 8) % kCog * kB + (kI + 8) / kCog)...);
+  lo = first;
+  hi = second;
+}
+
 template <class Isa, int kRows, int kVecs, int kB>
 __attribute__((always_inline)) inline void store_set_tile(const TileArgs& a, Vec<Isa::kLanes> (&acc)[kRows][kVecs]) {
   constexpr int kLanes = Isa::kLanes;
@@ -249,6 +260,12 @@ __attribute__((always_inline)) inline void store_set_tile(const TileArgs& a, Vec
     for (int m = 0; m < kRows; ++m)
 #pragma GCC unroll 16
       for (int v = 0; v < kVecs; ++v) acc[m][v] = Isa::template permute_set<kB>(acc[m][v]);
+    store_tile<Isa, kRows, kVecs>(a, acc);
+  } else if constexpr (kLanes == 8 && kVecs == 2) {
+    // AVX2: the block is one whole set (a.set_lane0 = 0, a.out its first channel), permuted
+    // in registers; lane by lane (below) its stores and clamps cost more than the tile's FMAs.
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) permute_set_pair<kB>(acc[m][0], acc[m][1], std::make_integer_sequence<int, 8>{});
     store_tile<Isa, kRows, kVecs>(a, acc);
   } else {
     constexpr int kCog = 16 / kB;

@@ -2,6 +2,7 @@
 // 6 pixels x 8 channels (2 x 4 lanes) per tile, 12 accumulators in 16 vector registers. Also
 // the tile_kernels() dispatcher.
 #include <cstring>
+#include <utility>
 
 #include "kernels/cpu/ukernel_conv.h"
 #include "kernels/cpu/ukernel_conv_body.h"
