@@ -11,6 +11,14 @@
 namespace winfer {
 namespace {
 
+// The profile's note for a layer: the algorithm's variant for these params (e.g. "group
+// sets"), then why the layer does not run the session's algorithm, if it does not.
+std::string with_variant(const ConvAlgorithm& algorithm, const ConvParams& p, const std::string& note) {
+  const std::string variant = algorithm.variant(p);
+  if (variant.empty()) return note;
+  return note.empty() ? variant : variant + "; " + note;
+}
+
 // The fused depthwise convolution of a ConvKernel: its algorithm ("depthwise"), weights (the
 // model's, packed at load, or packed for this kernel: `owned`), bias and activation, and the
 // band-by-band schedule of the pair.
@@ -41,7 +49,7 @@ class ConvKernel : public Kernel {
         pool_(std::move(pool)),
         then_(std::move(then)),
         pointwise_(op.pointwise()),
-        description_(op.kernel_description(algorithm->name(), note)) {}
+        description_(op.kernel_description(algorithm->name(), with_variant(*algorithm, params, note))) {}
   size_t workspace_bytes() const override {
     if (then_) return then_->pair.workspace_bytes();
     return pool_ ? pool_->workspace_bytes() : algorithm_->workspace_bytes(params_);

@@ -25,6 +25,9 @@ class ConvAlgorithm {
   // because it would be slower there, or empty when it takes it. Only sessions ask (a layer's
   // note then says why); the algorithm itself still runs the shape when called.
   virtual std::string declines(const ConvParams& /*p*/) const { return {}; }
+  // How run() computes this shape where it differs from the algorithm's usual path, for the
+  // per-layer profile (e.g. im2win's "group sets"); empty otherwise.
+  virtual std::string variant(const ConvParams& /*p*/) const { return {}; }
   // Whether a user may choose this algorithm for a whole session (SessionOptions::conv_algorithm,
   // LoadOptions::pack_for, `--conv`) and the autotuner times it. False for an algorithm a layer
   // takes because of its shape (depthwise: every depthwise layer, whatever the session asks);

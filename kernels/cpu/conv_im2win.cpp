@@ -58,8 +58,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
-#include <vector>
 
 #include "kernels/cpu/conv_common.h"
 #include "kernels/cpu/cpu_common.h"
@@ -759,6 +759,9 @@ class Im2winRun {
 class Im2winConv final : public PanelWeightsAlgorithm {
  public:
   const char* name() const override { return "im2win"; }
+  std::string variant(const ConvParams& p) const override {
+    return group_set_width(p) > 0 ? "group sets" : std::string();
+  }
   bool supports(const ConvParams& p) const override { return p.is_valid(); }
   size_t workspace_bytes(const ConvParams& p) const override {
     const Im2winShape shape = im2win_shape(p);
