@@ -117,8 +117,10 @@ void check_set_tile(const cpu::TileKernels& uk, const SetTileCase& c) {
        " act ", activation_name(c.act));
   const int64_t step = 2 * c.b, pixel_step = 3 * step + 1;  // runs overlap, as in a window
   const std::vector<float> input =
-      test::random_floats(static_cast<size_t>((c.rows - 1) * pixel_step + c.k * step), c.seed);
-  const std::vector<float> weights = test::random_floats(static_cast<size_t>(c.k * 32), c.seed + 1);
+      test::random_floats(static_cast<size_t>((c.rows - 1) * pixel_step + c.k * step + 32), c.seed);
+  // 32 floats past K: with K = 0 the blocks' pointers (data() + col, + pixel offsets) still
+  // point into a buffer (UBSan: a null vector's data() + 64 is undefined).
+  const std::vector<float> weights = test::random_floats(static_cast<size_t>(c.k * 32 + 32), c.seed + 1);
   const std::vector<float> bias = test::random_floats(32, c.seed + 2);
   std::vector<float> lane_bias(32, 0.f);
   const cpu::GroupSets sets(Conv(1, 32 / c.b * 2, 1, 1, 32).k(1, 1).g(2 * c.b).p);
