@@ -24,8 +24,12 @@
 // group's last panel as wide as its remaining channels), so that the K order matches the
 // window run and each K step reads one contiguous 128-byte panel row; the same layout for
 // every ISA, shared with the indirect convolution (conv_common.h), packed in place at load.
-// Groups of fewer than 16 output channels run G at a time as one group with block-diagonal
-// weights (conv_common.h, merge_small_groups): one window and one tile for G groups.
+// Groups of 4, 8 or 16 output channels run in group sets (group_sets.h): 2B groups (B = 16 /
+// channels per group) interleaved in one 32-lane panel, their window cells transposed ([c][j])
+// so that a K step broadcasts B floats per vector; the tile permutes the lanes back at its
+// store. Other groups of fewer than 16 output channels run G at a time as one group with
+// block-diagonal weights (conv_common.h, merge_small_groups): one window and one tile for G
+// groups.
 //
 // Workspace: the window rows of R output rows ("slots", R * Wp * Kh * Cg floats), reused for
 // every row, group and image, never the whole window tensor (which would cost Kh/sh times
