@@ -106,42 +106,41 @@ Result<std::vector<float>> reference_output(const ConvProblem& problem, int thre
   return std::vector<float>(conv->output(), conv->output() + output_floats(problem.params));
 }
 
-// Times one implementation on one layer and checks its output; nullopt when it could not run.
-std::optional<BenchResult> bench_pair(const BenchLayer& layer, const ConvProvider& provider, const ConvProblem& problem,
-                                      const std::vector<float>* reference, const BenchOptions& o, BenchReport* report) {
-  auto prepared = provider.prepare(problem, o.threads);
-  if (!prepared.ok()) {
-    const std::string why = layer.name + ": " + provider.name() + ": could not prepare: " + prepared.status().message();
-    report->skipped.push_back(why);
-    if (o.log) o.log("SKIPPED " + why);
-    return std::nullopt;
-  }
-  PreparedConv& conv = *prepared.value();
+// One implementation prepared for one layer, timed with the others.
+struct Contender {
+  const ConvProvider* provider;
+  std::unique_ptr<PreparedConv> conv;
+};
+
+// The layer's result for one implementation after its timed calls: output checked.
+BenchResult layer_result(const BenchLayer& layer, const Contender& c, const ConvProblem& problem, const Timing& timing,
+                         const std::vector<float>* reference, const BenchOptions& o, const BenchReport& report) {
   BenchResult r;
   r.layer = layer.name;
-  r.conv = provider.name();
-  r.peer = provider.is_peer();
+  r.conv = c.provider->name();
+  r.peer = c.provider->is_peer();
   r.params = problem.params;
   r.activation = problem.activation;
   r.flops = problem.params.flops();
-  r.timing = time_calls([&conv] { conv.run(); }, o.timing);
+  r.timing = timing;
   r.gflops = double(r.flops) / (r.timing.median_ms * 1e6);
-  r.percent_peak = report->peak_gflops > 0 ? 100.0 * r.gflops / report->peak_gflops : 0;
-  r.workspace_bytes = conv.workspace_bytes();
-  r.packed_weight_bytes = conv.packed_weight_bytes();
-  r.note = conv.note();
+  r.percent_peak = report.peak_gflops > 0 ? 100.0 * r.gflops / report.peak_gflops : 0;
+  r.workspace_bytes = c.conv->workspace_bytes();
+  r.packed_weight_bytes = c.conv->packed_weight_bytes();
+  r.note = c.conv->note();
   if (reference != nullptr) {
-    r.max_rel_error = max_relative_error(conv.output(), *reference);
+    r.max_rel_error = max_relative_error(c.conv->output(), *reference);
     r.mismatch = !(*r.max_rel_error <= o.tolerance);
   }
-  log_result(o, r);
-  if (r.mismatch && o.log) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "MISMATCH: %s on %s: max relative error %.3g vs direct (tolerance %.1g)",
-                  r.conv.c_str(), r.layer.c_str(), *r.max_rel_error, o.tolerance);
-    o.log(buf);
-  }
   return r;
+}
+
+void log_mismatch(const BenchOptions& o, const BenchResult& r) {
+  if (!r.mismatch || !o.log) return;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "MISMATCH: %s on %s: max relative error %.3g vs direct (tolerance %.1g)",
+                r.conv.c_str(), r.layer.c_str(), *r.max_rel_error, o.tolerance);
+  o.log(buf);
 }
 
 void bench_layer(const BenchLayer& layer, size_t index, const std::vector<const ConvProvider*>& requested,
@@ -169,11 +168,29 @@ void bench_layer(const BenchLayer& layer, size_t index, const std::vector<const 
                                 layer.params.to_string());
     }
   }
+  // All of them prepared first, then timed against each other (time_interleaved).
+  std::vector<Contender> contenders;
   for (const ConvProvider* provider : convs) {
-    auto r = bench_pair(layer, *provider, problem, reference.empty() ? nullptr : &reference, o, report);
-    if (!r) continue;
-    report->mismatches += r->mismatch ? 1 : 0;
-    report->results.push_back(std::move(*r));
+    auto prepared = provider->prepare(problem, o.threads);
+    if (!prepared.ok()) {
+      const std::string why =
+          layer.name + ": " + provider->name() + ": could not prepare: " + prepared.status().message();
+      report->skipped.push_back(why);
+      if (o.log) o.log("SKIPPED " + why);
+      continue;
+    }
+    contenders.push_back({provider, std::move(prepared).value()});
+  }
+  std::vector<std::function<void()>> calls;
+  for (Contender& c : contenders) calls.push_back([conv = c.conv.get()] { conv->run(); });
+  const std::vector<Timing> timings = time_interleaved(calls, o.timing, o.seed + index);
+  for (size_t i = 0; i < contenders.size(); ++i) {
+    BenchResult r =
+        layer_result(layer, contenders[i], problem, timings[i], reference.empty() ? nullptr : &reference, o, *report);
+    log_result(o, r);
+    log_mismatch(o, r);
+    report->mismatches += r.mismatch ? 1 : 0;
+    report->results.push_back(std::move(r));
   }
 }
 
@@ -212,6 +229,40 @@ Timing time_calls(const std::function<void()>& call, const TimingOptions& option
     t = seconds_since(start) * 1e3;
   }
   return summarize(std::move(ms));
+}
+
+std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& calls, const TimingOptions& options,
+                                     uint64_t seed) {
+  // Warm-up, each on its own (as time_calls): caches, fresh pages, thread teams, the clock.
+  double per_round = 0;  // seconds of one call of each
+  for (const auto& call : calls) {
+    const Clock::time_point warm_start = Clock::now();
+    int warm_calls = 0;
+    do {
+      call();
+      ++warm_calls;
+    } while (seconds_since(warm_start) < options.warmup_seconds && warm_calls < 10000);
+    per_round += seconds_since(warm_start) / warm_calls;
+  }
+  int rounds = std::max(options.runs, 1);
+  const double wanted = std::ceil(options.min_seconds * double(calls.size()) / std::max(per_round, 1e-9));
+  if (wanted > rounds) rounds = static_cast<int>(std::min<double>(std::max(options.max_runs, rounds), wanted));
+
+  std::vector<std::vector<double>> ms(calls.size());
+  std::vector<size_t> order(calls.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  for (int r = 0; r < rounds; ++r) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t i : order) {
+      const Clock::time_point start = Clock::now();
+      calls[i]();
+      ms[i].push_back(seconds_since(start) * 1e3);
+    }
+  }
+  std::vector<Timing> timings;
+  for (auto& m : ms) timings.push_back(summarize(std::move(m)));
+  return timings;
 }
 
 // The peers are loaded here, and only those asked for (all built ones for "all"): their modules

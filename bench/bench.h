@@ -32,6 +32,16 @@ struct TimingOptions {
 // Times `call` as described above.
 Timing time_calls(const std::function<void()>& call, const TimingOptions& options);
 
+// Times several calls against each other, as `winfer bench --layers` does for the
+// implementations of one layer: after each one's warm-up, rounds call every one once, in an
+// order shuffled afresh each round (from `seed`), so that a slow minute of a shared machine, or
+// the cache state one call leaves, falls on all of them alike instead of on whichever was being
+// timed then. Every call gets the same number of rounds: at least `runs`, more while the rounds
+// would take less than `min_seconds` times the number of calls in all, at most `max_runs`.
+// Returns each call's timing, in the order given.
+std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& calls, const TimingOptions& options,
+                                     uint64_t seed);
+
 struct BenchOptions {
   // Implementation names; empty (or {"all"}): every engine algorithm that supports the layer,
   // without "depthwise" on dense layers, plus every peer built in.

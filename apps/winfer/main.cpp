@@ -235,7 +235,10 @@ Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
   bench_cmd->add_option("--runs", bench.runs, "Timed runs per layer and implementation (more for tiny layers)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  bench_cmd->add_option("--min-time", bench.min_time, "Seconds of timed runs at least per layer and implementation")
+  bench_cmd
+      ->add_option("--min-time", bench.min_time,
+                   "Seconds of timed runs at least per network, or per layer and implementation on average "
+                   "(--layers times a layer's implementations in turn, call by call)")
       ->capture_default_str()
       ->check(finite_number(0, 3600));
   bench_cmd->add_option("--seed", bench.seed, "Seed of the random inputs and weights")

@@ -3,7 +3,9 @@
 // large layer and no peer is needed (the peers are checked when they are built in).
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
+#include <functional>
 #include <cstdio>
 
 #include "bench/bench.h"
@@ -57,6 +59,35 @@ TEST_CASE("bench timing: at least `runs` calls, more for tiny calls up to max_ru
   o.max_runs = 50;
   t = time_calls([] {}, o);
   CHECK(t.runs == 50);
+}
+
+TEST_CASE("bench timing interleaved: every call the same rounds, in shuffled orders") {
+  TimingOptions o;
+  o.runs = 40;
+  o.min_seconds = 0;
+  o.warmup_seconds = 0;
+  std::vector<int> trace;  // which call ran, in order
+  std::vector<std::function<void()>> calls;
+  for (int i = 0; i < 3; ++i) calls.push_back([&trace, i] { trace.push_back(i); });
+  const std::vector<Timing> t = time_interleaved(calls, o, 7);
+  REQUIRE(t.size() == 3);
+  for (const Timing& x : t) CHECK(x.runs == 40);
+  REQUIRE(trace.size() == 3 + 3 * 40);  // one warm-up call each, first, in the given order
+  CHECK(trace[0] == 0);
+  CHECK(trace[1] == 1);
+  CHECK(trace[2] == 2);
+  int first_of_round[3] = {0, 0, 0};
+  for (size_t r = 0; r < 40; ++r) {
+    std::array<int, 3> round{trace[3 + 3 * r], trace[4 + 3 * r], trace[5 + 3 * r]};
+    std::sort(round.begin(), round.end());
+    CHECK(round == std::array<int, 3>{0, 1, 2});  // each once per round
+    ++first_of_round[trace[3 + 3 * r]];
+  }
+  for (int n : first_of_round) CHECK(n > 0);  // the order changes from round to round
+
+  o.min_seconds = 1.0;  // empty calls: capped at max_runs
+  o.max_runs = 60;
+  for (const Timing& x : time_interleaved(calls, o, 7)) CHECK(x.runs == 60);
 }
 
 TEST_CASE("bench: default list skips 'depthwise' on dense layers, unknown names fail") {
