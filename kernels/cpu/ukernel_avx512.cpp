@@ -21,11 +21,11 @@
 // Everything defined from here to the matching pop is compiled for the ISA (see
 // ukernel_conv_body.h).
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma"))), \
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,prfchw"))), \
                              apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,prfchw")
 #endif
 
 #include "kernels/cpu/ukernel_conv_body.h"
