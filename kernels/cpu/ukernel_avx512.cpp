@@ -36,6 +36,24 @@ namespace {
 
 struct Avx512 {
   static constexpr int kLanes = 16;
+  // The float at base + k * d bytes (k < 5; d3 = 3 * d), by index addressing: accumulate_affine
+  // in ukernel_conv_body.h. Written out because GCC otherwise makes a pointer per pixel. The
+  // "m" operand (unused in the text) tells GCC the instruction reads memory at `base`: the
+  // window it reads is written before the tile, never during it.
+  __attribute__((always_inline)) static inline Vec<16> broadcast_nth(const float* base, int k, int64_t d, int64_t d3) {
+    Vec<16> x;
+    if (k == 0)
+      x = broadcast(base);
+    else if (k == 1)
+      asm("vbroadcastss (%1,%2,1), %0" : "=v"(x) : "r"(base), "r"(d), "m"(*base));
+    else if (k == 2)
+      asm("vbroadcastss (%1,%2,2), %0" : "=v"(x) : "r"(base), "r"(d), "m"(*base));
+    else if (k == 3)
+      asm("vbroadcastss (%1,%2,1), %0" : "=v"(x) : "r"(base), "r"(d3), "m"(*base));
+    else
+      asm("vbroadcastss (%1,%2,4), %0" : "=v"(x) : "r"(base), "r"(d), "m"(*base));
+    return x;
+  }
   __attribute__((always_inline)) static inline Vec<16> broadcast(const float* p) {
     return reinterpret_cast<Vec<16>>(_mm512_set1_ps(*p));
   }
