@@ -207,15 +207,20 @@ void measure_peak(const BenchOptions& o, BenchReport* report) {
 
 }  // namespace
 
-Timing time_calls(const std::function<void()>& call, const TimingOptions& options) {
-  // Warm-up: caches, page faults of fresh buffers, the OpenMP team, the cores' clock.
+// Warm-up: caches, page faults of fresh buffers, the OpenMP team, the cores' clock. At least one
+// call and options.warmup_seconds; returns the seconds per call it saw.
+double warm_up(const std::function<void()>& call, const TimingOptions& options) {
   const Clock::time_point warm_start = Clock::now();
   int warm_calls = 0;
   do {
     call();
     ++warm_calls;
   } while (seconds_since(warm_start) < options.warmup_seconds && warm_calls < 10000);
-  const double per_call = seconds_since(warm_start) / warm_calls;
+  return seconds_since(warm_start) / warm_calls;
+}
+
+Timing time_calls(const std::function<void()>& call, const TimingOptions& options) {
+  const double per_call = warm_up(call, options);
 
   int runs = std::max(options.runs, 1);
   if (per_call * runs < options.min_seconds) {
@@ -233,17 +238,8 @@ Timing time_calls(const std::function<void()>& call, const TimingOptions& option
 
 std::vector<Timing> time_interleaved(const std::vector<std::function<void()>>& calls, const TimingOptions& options,
                                      uint64_t seed) {
-  // Warm-up, each on its own (as time_calls): caches, fresh pages, thread teams, the clock.
-  double per_round = 0;  // seconds of one call of each
-  for (const auto& call : calls) {
-    const Clock::time_point warm_start = Clock::now();
-    int warm_calls = 0;
-    do {
-      call();
-      ++warm_calls;
-    } while (seconds_since(warm_start) < options.warmup_seconds && warm_calls < 10000);
-    per_round += seconds_since(warm_start) / warm_calls;
-  }
+  double per_round = 0;                                                // seconds of one call of each
+  for (const auto& call : calls) per_round += warm_up(call, options);  // each on its own
   int rounds = std::max(options.runs, 1);
   const double wanted = std::ceil(options.min_seconds * double(calls.size()) / std::max(per_round, 1e-9));
   if (wanted > rounds) rounds = static_cast<int>(std::min<double>(std::max(options.max_runs, rounds), wanted));

@@ -52,6 +52,17 @@ __attribute__((always_inline)) inline void prefetch_side_share(const char* side_
     __builtin_prefetch(side_prefetch + (line << 6), 0, 2);
 }
 
+// One K step's weight row: kVecs vectors of the panel, the last one of a narrow panel loaded
+// with `last_lanes` lanes.
+template <class Isa, int kVecs, bool kNarrow>
+__attribute__((always_inline)) inline void load_weight_row(const float* w, int last_lanes,
+                                                           Vec<Isa::kLanes> (&wv)[kVecs]) {
+  constexpr int kLanes = Isa::kLanes;
+#pragma GCC unroll 16
+  for (int v = 0; v < kVecs; ++v)
+    wv[v] = kNarrow && v == kVecs - 1 ? Isa::load_first(w + v * kLanes, last_lanes) : vload<kLanes>(w + v * kLanes);
+}
+
 // acc[m][v] += sum_{l < len} pixel[m][l] * w[l * kPanel + v * kLanes ...]: the loop every
 // convolution micro-kernel shares. Per K step: kVecs weight loads, then for each pixel one
 // broadcast (a load) and kVecs FMAs into independent accumulators, so kRows * kVecs FMAs are
@@ -99,9 +110,7 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
       prefetch_side_share(side_prefetch, side_rate, step0 + l);
     }
     Vec<kLanes> wv[kVecs];
-#pragma GCC unroll 16
-    for (int v = 0; v < kVecs; ++v)
-      wv[v] = kNarrow && v == kVecs - 1 ? Isa::load_first(w + v * kLanes, last_lanes) : vload<kLanes>(w + v * kLanes);
+    load_weight_row<Isa, kVecs, kNarrow>(w, last_lanes, wv);
 #pragma GCC unroll 16
     for (int m = kFirst; m < kLast; ++m) {
       if constexpr (kB == 0) {
@@ -144,9 +153,7 @@ __attribute__((always_inline)) inline void accumulate_affine(Vec<Isa::kLanes> (&
       prefetch_side_share(side_prefetch, side_rate, step0 + l);
     }
     Vec<kLanes> wv[kVecs];
-#pragma GCC unroll 16
-    for (int v = 0; v < kVecs; ++v)
-      wv[v] = kNarrow && v == kVecs - 1 ? Isa::load_first(w + v * kLanes, last_lanes) : vload<kLanes>(w + v * kLanes);
+    load_weight_row<Isa, kVecs, kNarrow>(w, last_lanes, wv);
 #pragma GCC unroll 16
     for (int m = kFirst; m < kLast; ++m) {
       const Vec<kLanes> x = Isa::broadcast_nth(m < 5 ? b0 : m < 10 ? b5 : b10, m % 5, d_bytes, d3_bytes);
