@@ -362,9 +362,6 @@ __attribute__((always_inline)) inline void store_set_tile(const TileArgs& a, Vec
   }
 }
 
-// One tile: kRows pixels x kVecs vectors of output channels. kB > 0: of group sets
-// (group_sets.h): the bias comes in lane order (a whole block, never null), the pixels
-// offset by a.pixel_offset to the block's set, and a K step reads 2 * kB floats.
 // The tile's output lines, and its residual's, asked for when the tile starts. In a network
 // (and at batch 8) the output was last touched an inference ago and is out of L2; without this
 // each store of the epilogue waited for its line from L3, and each residual load stalled it.
@@ -390,6 +387,9 @@ __attribute__((always_inline)) inline void prefetch_tile_output(const TileArgs& 
   }
 }
 
+// One tile: kRows pixels x kVecs vectors of output channels. kB > 0: of group sets
+// (group_sets.h): the bias comes in lane order (a whole block, never null), the pixels
+// offset by a.pixel_offset to the block's set, and a K step reads 2 * kB floats.
 template <class Isa, int kRows, int kVecs, bool kNarrow = false, int kB = 0>
 void tile(const TileArgs& a) {
   constexpr int kStep = kB > 0 ? 2 * kB : 1;
