@@ -18,5 +18,10 @@ $CXX $FLAGS -c "$ROOT/bench/peers/onednn_peer.cpp" -o "$OUT/peer.o"
 $CXX $FLAGS -c "$ROOT/bench/tools/cold_ab.cpp" -o "$OUT/main.o"
 $CXX -fopenmp "$OUT/main.o" "$OUT/peer.o" "$BUILD/libwinfer_kernels.a" "$BUILD/libwinfer_core.a" -ldnnl -lopenblas \
   -o "$OUT/cold_ab"
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
+# OpenBLAS loads with the program, before winfer could pick its core (kernels/cpu/gemm.cpp): the
+# same rule here. SkylakeX only with AVX-512 (on an AVX2-only CPU its kernels die with SIGILL).
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  if grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+  elif grep -q avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
+fi
 exec "$OUT/cold_ab" "$@"

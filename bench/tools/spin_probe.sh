@@ -16,5 +16,10 @@ ${CXX:-g++} -O2 -std=c++17 -fopenmp -pthread -I"$ROOT/engine/include" "$ROOT/ben
   -L"$BUILD/lib" -lwinfer -Wl,-rpath,"$BUILD/lib" -o "$OUT/spin_probe"
 MODEL=${1:-resnet18}
 case $MODEL in *.yaml) ;; *) MODEL=$ROOT/models/zoo/$MODEL.yaml ;; esac
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
+# OpenBLAS loads with the program, before winfer could pick its core (kernels/cpu/gemm.cpp): the
+# same rule here. SkylakeX only with AVX-512 (on an AVX2-only CPU its kernels die with SIGILL).
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  if grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
+  elif grep -q avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
+fi
 exec "$OUT/spin_probe" "$MODEL" "${2:-2}" "${3:-1}" "${4:-30}" "${5:-1.0}" ${6:+"$6"}

@@ -173,26 +173,15 @@ void dw_pixels_generic(const DwJob& j, int64_t first, int64_t last) {
 
 #if WINFER_X86_DISPATCH
 
-// Everything up to the matching pop is compiled for AVX-512 VNNI (a pragma rather than target
-// attributes: with the attributes GCC 12 warned of uninitialised values inside the intrinsics).
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512vnni")
-// GCC 12 reports the intrinsics' own _mm512_undefined_* placeholders as maybe uninitialised
-// once the block is inlined (a false positive: they are masked operands never read).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 // Output pixels per group: each tap's multiply-add is a dependent chain per accumulator
 // (vpdpwssd: 5 cycles of latency), so one pixel of 32 channels ran 2 chains, latency-bound at a
 // quarter of the rate; 4 pixels run 4 x kVecs.
 constexpr int kDwPixels = 4;
 
 // Pointer sets of a group of up to kDwPixels pixels: [pixel][tap]; a short group repeats its
-// last pixel (computed, not stored).
+// last pixel (computed, not stored). Shared by the AVX-512 VNNI and AVX2 paths, so defined
+// here, before the target pragmas: inside the AVX-512 region GCC compiled fill() with zmm
+// instructions, and the AVX2 path died with SIGILL on CPUs without AVX-512.
 struct PixelGroup {
   explicit PixelGroup(int64_t taps) : taps(taps), ptrs(static_cast<size_t>(taps * kDwPixels)) {}
   // Fills the group from the walker's next `count` pixels, advancing it. A full group of
@@ -226,6 +215,19 @@ struct PixelGroup {
   int64_t step = 0;
   std::vector<const uint8_t*> ptrs;
 };
+
+// Everything up to the matching pop is compiled for AVX-512 VNNI (a pragma rather than target
+// attributes: with the attributes GCC 12 warned of uninitialised values inside the intrinsics).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512bw,avx512vnni")
+// GCC 12 reports the intrinsics' own _mm512_undefined_* placeholders as maybe uninitialised
+// once the block is inlined (a false positive: they are masked operands never read).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // 64 channels from c0 (byte mask `mask` of the input's and output's channels) of a group of
 // pixels: 4 accumulators per pixel, k = the channel's position mod 4 (see lane_index).
