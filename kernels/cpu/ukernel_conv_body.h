@@ -64,9 +64,10 @@ __attribute__((always_inline)) inline void load_weight_row(const float* w, int l
 }
 
 // acc[m][v] += sum_{l < len} pixel[m][l] * w[l * kPanel + v * kLanes ...]: the loop every
-// convolution micro-kernel shares. Per K step: kVecs weight loads, then for each pixel one
-// broadcast (a load) and kVecs FMAs into independent accumulators, so kRows * kVecs FMAs are
-// in flight (28 on AVX-512: enough to cover 2 ports x 4 cycles of latency).
+// convolution micro-kernel shares (accumulate(), below, runs it 4 steps per iteration). Per K
+// step: kVecs weight loads, then for each pixel one broadcast (a load) and kVecs FMAs into
+// independent accumulators, so kRows * kVecs FMAs are in flight (28 on AVX-512: enough to cover
+// 2 ports x 4 cycles of latency).
 constexpr int64_t kPrefetchSteps = 16;
 
 //
@@ -84,10 +85,11 @@ constexpr int64_t kPrefetchSteps = 16;
 // (kB floats repeated over the vector: each lane gets its own group's input). A column block
 // narrower than a panel (AVX2, portable) lies in one set; its pixels come offset to that set.
 template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLast = kRows, int kB = 0>
-__attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
-                                                      const float* const (&pixel)[kRows], int64_t len, const float* w,
-                                                      int64_t row_stride, int last_lanes, const char* side_prefetch,
-                                                      int64_t side_rate, int64_t step0) {
+__attribute__((always_inline)) inline void accumulate_steps(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
+                                                            const float* const (&pixel)[kRows], int64_t len,
+                                                            const float* w, int64_t row_stride, int last_lanes,
+                                                            const char* side_prefetch, int64_t side_rate,
+                                                            int64_t step0) {
   constexpr int kLanes = Isa::kLanes;
   constexpr int kStep = kB > 0 ? 2 * kB : 1;  // floats of a pixel's run per K step
   const int64_t stride = kNarrow ? row_stride : kPanel;
@@ -123,6 +125,66 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
           acc[m][v] += Isa::template broadcast_group<kB>(pixel[m] + l * kStep + (v * kLanes / 16) * kB) * wv[v];
       }
     }
+  }
+}
+
+// One K step of accumulate() (one input float per pixel): step kU of an unrolled group, its
+// pixels kU floats past pixel[m] + l and its weight row kU rows past w.
+template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst, int kLast, int kU>
+__attribute__((always_inline)) inline void pointer_step(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
+                                                        const float* const (&pixel)[kRows], int64_t l, const float* w,
+                                                        int64_t stride, int last_lanes) {
+  constexpr int kLanes = Isa::kLanes;
+  const float* row = w + kU * stride;
+  __builtin_prefetch(row + kPrefetchSteps * stride);  // as in accumulate_steps()
+  __builtin_prefetch(row + kPrefetchSteps * stride + 16);
+  Vec<kLanes> wv[kVecs];
+  load_weight_row<Isa, kVecs, kNarrow>(row, last_lanes, wv);
+#pragma GCC unroll 16
+  for (int m = kFirst; m < kLast; ++m) {
+    const Vec<kLanes> x = Isa::broadcast(pixel[m] + l + kU);
+#pragma GCC unroll 16
+    for (int v = 0; v < kVecs; ++v) acc[m][v] += x * wv[v];
+  }
+}
+
+// accumulate_steps(), 4 K steps per iteration where a step reads one float per pixel (kB = 0):
+// each pixel pointer (8 of AVX-512's 14-row tile's are reloaded from the stack) and the loop's
+// induction variables, tests and pixel prefetches are paid once per 4 steps, the steps
+// addressed by constant displacements: AVX-512's 14x2 tile 54 instructions per K step instead
+// of 57-65. The issue slots matter: a tile's K step needs nearly all of them (docs/PERFORMANCE.md,
+// session 19). Measured on the AVX2 tiles (AMD EPYC, 1 thread, cold buffers): 3x3 layers 6-14%
+// faster, 1x1 layers unchanged (docs/PERFORMANCE.md, session 20).
+template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLast = kRows, int kB = 0>
+__attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
+                                                      const float* const (&pixel)[kRows], int64_t len, const float* w,
+                                                      int64_t row_stride, int last_lanes, const char* side_prefetch,
+                                                      int64_t side_rate, int64_t step0) {
+  if constexpr (kB > 0) {
+    accumulate_steps<Isa, kRows, kVecs, kNarrow, kFirst, kLast, kB>(acc, pixel, len, w, row_stride, last_lanes,
+                                                                    side_prefetch, side_rate, step0);
+  } else {
+    const int64_t stride = kNarrow ? row_stride : kPanel;
+    const int64_t unrolled = len & ~int64_t{3};
+    for (int64_t l = 0; l < unrolled; l += 4, w += 4 * stride) {
+      if ((l & 15) == 0) {
+#pragma GCC unroll 16
+        for (int m = kFirst; m < kLast; ++m) __builtin_prefetch(pixel[m] + l + 32);
+        prefetch_side_share(side_prefetch, side_rate, step0 + l);
+      }
+      pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 0>(acc, pixel, l, w, stride, last_lanes);
+      pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 1>(acc, pixel, l, w, stride, last_lanes);
+      pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 2>(acc, pixel, l, w, stride, last_lanes);
+      pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 3>(acc, pixel, l, w, stride, last_lanes);
+    }
+    if (unrolled == len) return;
+    // The last len % 4 steps, one at a time (their loop prefetches at its first step once
+    // more: hints).
+    const float* rest[kRows];
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) rest[m] = pixel[m] + unrolled;
+    accumulate_steps<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 0>(acc, rest, len - unrolled, w, row_stride, last_lanes,
+                                                                   side_prefetch, side_rate, step0 + unrolled);
   }
 }
 
