@@ -20,10 +20,13 @@
 #include <random>
 #include <vector>
 
+#include "bench/stats.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/ukernel_conv.h"
 
 using namespace winfer::cpu;
+using winfer::bench::median;
+using winfer::bench::percentile;
 
 const TileKernels* tile_kernels_base() asm("winfer_tile_ab_base");
 const TileKernels* tile_kernels_variant() asm("winfer_tile_ab_variant");
@@ -74,11 +77,6 @@ double run_layer(const TileKernels& t, Layer& layer, int copy) {
   return now_ns() - t0;
 }
 
-double pct(std::vector<double> v, int p) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() * p / 100];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,7 +85,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: tile_ab [ROUNDS [COPIES]] (both >= 1)\n");
     return 2;
   }
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+  if (hardware_isa() < Isa::kAvx2) {
     std::fprintf(stderr, "tile_ab: this CPU lacks AVX2/FMA\n");
     return 2;
   }
@@ -135,7 +133,7 @@ int main(int argc, char** argv) {
     }
     const double flop = 2.0 * l.pixels * l.c * l.co;
     std::printf("P %4d C %4d Co %4d | base %5.1f GF | variant %5.1f GF | base/variant median %.3f p10 %.3f p90 %.3f\n",
-                l.pixels, l.c, l.co, flop / pct(ns[0], 50), flop / pct(ns[1], 50), pct(ratio, 50), pct(ratio, 10),
-                pct(ratio, 90));
+                l.pixels, l.c, l.co, flop / median(ns[0]), flop / median(ns[1]), median(ratio), percentile(ratio, 10),
+                percentile(ratio, 90));
   }
 }
