@@ -14,6 +14,10 @@
 // is timed by the thread's CPU clock (time the VM was descheduled not counted), at 2 by the
 // wall clock. Prints per shape the medians and p10s and oneDNN's median / im2win's (> 1: im2win
 // faster); outputs are checked against each other first (max |d| / max |y| <= 1e-4).
+//
+// With COLD_AB_L2=SIZE ("2M", "512K", bytes) a third contender joins the rounds: im2win blocked
+// for an L2 of SIZE (cpu_caches.h) instead of the machine's, with its own workspace; the line
+// then also gives im2win's median / that variant's (> 1: the variant is faster).
 #include <time.h>
 
 #include <algorithm>
@@ -28,6 +32,7 @@
 #include "bench/conv_provider.h"
 #include "bench/stats.h"
 #include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/cpu_caches.h"
 
 extern "C" const winfer::bench::ConvProvider* winfer_bench_peer();
 namespace winfer::cpu {
@@ -59,7 +64,8 @@ double max_rel(const float* a, const float* b, size_t n) {
   return m;
 }
 
-void bench_shape(const char* spec, int threads, int batch, int rounds, int copies, std::mt19937& rng) {
+void bench_shape(const char* spec, int threads, int batch, int rounds, int copies, int64_t variant_l2,
+                 std::mt19937& rng) {
   int c, h, co, k, s, pad, residual;
   if (std::sscanf(spec, "%d %d %d %d %d %d %d", &c, &h, &co, &k, &s, &pad, &residual) != 7) {
     std::fprintf(stderr, "cold_ab: '%s': expected \"C H Co K S P R\"\n", spec);
@@ -88,6 +94,9 @@ void bench_shape(const char* spec, int threads, int batch, int rounds, int copie
   const std::vector<float> bias = random_floats(co, 0.1f, rng);
   const ConvAlgorithm& im2win = cpu::im2win_conv_algorithm();
   AlignedBuffer packed(im2win.packed_weight_bytes(p)), workspace(im2win.workspace_bytes(p));
+  cpu::set_l2_bytes_for_testing(variant_l2);  // 0: the machine's (no variant)
+  AlignedBuffer variant_workspace(im2win.workspace_bytes(p));
+  cpu::set_l2_bytes_for_testing(0);
   im2win.pack_weights(p, w.data(), packed.floats());
   std::vector<std::unique_ptr<PreparedConv>> dnnl;
   for (int i = 0; i < copies; ++i) {
@@ -102,6 +111,12 @@ void bench_shape(const char* spec, int threads, int batch, int rounds, int copie
     im2win.run(p, in[i].data(), packed.floats(), bias.data(), residual ? res[i].data() : nullptr, out[i].data(),
                workspace.data(), Activation::kRelu, threads);
   };
+  auto run_variant = [&](int i) {
+    cpu::set_l2_bytes_for_testing(variant_l2);
+    im2win.run(p, in[i].data(), packed.floats(), bias.data(), residual ? res[i].data() : nullptr, out[i].data(),
+               variant_workspace.data(), Activation::kRelu, threads);
+    cpu::set_l2_bytes_for_testing(0);
+  };
   if (!residual) {  // the same numbers first (with a residual, im2win adds it and oneDNN does not)
     run_im2win(0);
     dnnl[0]->run();
@@ -111,24 +126,39 @@ void bench_shape(const char* spec, int threads, int batch, int rounds, int copie
       std::exit(1);
     }
   }
+  if (variant_l2 > 0) {  // every schedule computes each output with the same calls: bitwise equal
+    run_im2win(0);
+    const std::vector<float> base = out[0];
+    run_variant(0);
+    if (max_rel(out[0].data(), base.data(), out_n) != 0) {
+      std::fprintf(stderr, "cold_ab: %s: im2win differs with COLD_AB_L2\n", spec);
+      std::exit(1);
+    }
+  }
   const bool cpu_clock = threads == 1;
-  std::vector<double> ms[2];
-  int order[2] = {0, 1}, call = 0;
+  std::vector<double> ms[3];
+  int order[3] = {0, 1, 2}, call = 0;
+  const int contenders = variant_l2 > 0 ? 3 : 2;
   for (int r = 0; r < rounds + 3; ++r) {
-    std::shuffle(order, order + 2, rng);
-    for (int which : order) {
-      const int i = call++ % copies;
+    std::shuffle(order, order + contenders, rng);
+    for (int c = 0; c < contenders; ++c) {
+      const int which = order[c], i = call++ % copies;
       const double t0 = now_ms(cpu_clock);
       if (which == 0)
         run_im2win(i);
-      else
+      else if (which == 1)
         dnnl[i]->run();
+      else
+        run_variant(i);
       if (r >= 3) ms[which].push_back(now_ms(cpu_clock) - t0);
     }
   }
   std::printf("%-22s | im2win %8.3f (p10 %8.3f) | onednn %8.3f (p10 %8.3f) | onednn/im2win %.3f (p10 %.3f)\n", spec,
               median(ms[0]), percentile(ms[0], 10), median(ms[1]), percentile(ms[1], 10), median(ms[1]) / median(ms[0]),
               percentile(ms[1], 10) / percentile(ms[0], 10));
+  if (variant_l2 > 0)
+    std::printf("%-22s | L2 variant %8.3f (p10 %8.3f) | im2win/variant %.3f (p10 %.3f)\n", "", median(ms[2]),
+                percentile(ms[2], 10), median(ms[0]) / median(ms[2]), percentile(ms[0], 10) / percentile(ms[2], 10));
   std::fflush(stdout);
 }
 
@@ -145,7 +175,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cold_ab: THREADS, BATCH, ROUNDS and COPIES must be >= 1\n");
     return 2;
   }
+  const char* variant = std::getenv("COLD_AB_L2");
+  const int64_t variant_l2 = variant ? cpu::parse_cache_size(variant) : 0;
+  if (variant_l2 < 0) {
+    std::fprintf(stderr, "cold_ab: COLD_AB_L2='%s': expected a size such as 2M, 512K or 524288\n", variant);
+    return 2;
+  }
   std::mt19937 rng(1);
-  std::printf("threads %d, batch %d, %d rounds, %d copies of the activations\n", threads, batch, rounds, copies);
-  for (int a = 5; a < argc; ++a) bench_shape(argv[a], threads, batch, rounds, copies, rng);
+  std::printf("threads %d, batch %d, %d rounds, %d copies of the activations; L2 %lld bytes", threads, batch, rounds,
+              copies, static_cast<long long>(cpu::l2_bytes()));
+  if (variant_l2 > 0) std::printf(", variant L2 %lld bytes", static_cast<long long>(variant_l2));
+  std::printf("\n");
+  for (int a = 5; a < argc; ++a) bench_shape(argv[a], threads, batch, rounds, copies, variant_l2, rng);
 }

@@ -6,19 +6,12 @@
 #include <cstdint>
 
 #include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/cpu_caches.h"  // l2_bytes(), l2_weight_bytes()
 #include "kernels/common/conv_params.h"
 #include "kernels/cpu/ukernel_conv.h"  // kPanel
 
 namespace winfer {
 namespace cpu {
-
-// Packed weights up to this size stay in L2 (2 MiB per core here) next to a thread's
-// activations while every tile reads them; beyond it they stream from memory on every pass.
-// 1.5 MiB takes im2win's 3x3/2 128->256 (1.2 MB) into its barrier-free schedule: +10% at 2
-// threads, same at 1.
-constexpr int64_t kL2WeightBytes = 3 << 19;
-// The L2 of one core here (2 MiB), for blockings that must keep a working set in it.
-constexpr int64_t kL2Bytes = 2 << 20;
 
 // The registered algorithms, one per file; conv_registry.cpp lists them in a fixed order.
 const ConvAlgorithm& direct_conv_algorithm();

@@ -76,13 +76,17 @@ namespace {
 
 // Window slots' size target. With L2-resident weights a thread needs only the rows it works
 // on (1-2 rows of a ResNet layer: small slots stay in L1/L2; measured up to 4% faster than
-// 512 KiB on 3x3 64->64 56x56). Deep layers stream their weights from memory once per block,
-// so their blocks are as large as L2 holds next to two panels (the one computed and the one
-// prefetched) and a margin, and at least kBlockBytes: ResNet-50's 3x3/2 512->512 (7 window
-// rows of 92 KiB) then takes one block instead of two, and streams its 9.4 MB once
-// (2.43 -> 1.92 ms in the network, 1 thread).
+// 512 KiB on 3x3 64->64 56x56). Deep layers stream their weights from L3 or memory once per
+// block, so their blocks are as large as L2 holds next to two panels (the one computed and the
+// one prefetched) and a margin, and at least kBlockBytes. Weights beyond kDeepBlockBytes take
+// the block a 2 MiB L2 would hold even on a smaller L2: ResNet-50's 3x3/2 512->512 (7 window
+// rows of 92 KiB) then takes one block instead of two, and streams its 9.4 MB once (2.43 ->
+// 1.92 ms in the network, 1 thread, 2 MiB L2; on a 512 KiB L2 two blocks ran 8% slower). Below
+// it, a second pass over the weights costs nothing measurable (3x3/2 128->256, 1.2 MB, 28x28:
+// two blocks and one ran alike on 512 KiB) and the smaller block keeps the workspace lean.
 constexpr int64_t kSmallBlockBytes = 128 << 10;
 constexpr int64_t kBlockBytes = 512 << 10;
+constexpr int64_t kDeepBlockBytes = 2 << 20;
 constexpr int64_t kBlockMarginBytes = 128 << 10;
 constexpr int64_t kMinBlockRows = 4;
 
@@ -122,7 +126,7 @@ struct Geometry {
   int64_t block_rows;                      // output rows per window block
   int64_t pixel_stride;                    // floats between the runs of consecutive output pixels of a row
   int64_t segments, seg_len, seg_stride;   // a pixel's run as the micro-kernel walks it (seg_len in K steps)
-  bool weights_fit_l2;                     // one group's packed weights fit kL2WeightBytes
+  bool weights_fit_l2;                     // one group's packed weights fit l2_weight_bytes()
   int64_t full_rows_begin, full_rows_end;  // output rows whose Kh taps all lie in the input
   // Taps (kw) of output column 0 that lie in the left padding, and of column Wo-1 in the right
   // padding: a tile starting or ending there skips them (TileArgs::skip_first, skip_last).
@@ -149,7 +153,8 @@ Geometry::Geometry(const ConvParams& p, bool group_sets) {
   row_floats = wp * p.kernel_h * cg;
   k = p.kernel_w * p.kernel_h * c_steps;
   panels = ceil_div(cog, kPanel);
-  weights_fit_l2 = cog * k * int64_t{sizeof(float)} <= kL2WeightBytes;
+  const int64_t weight_bytes = cog * k * int64_t{sizeof(float)};  // one group's, packed
+  weights_fit_l2 = weight_bytes <= l2_weight_bytes();
   in_place = set_b == 0 && reads_input_in_place(p);  // group sets need their cells transposed
   // oh*sh - pad_top >= 0 and oh*sh - pad_top + (Kh-1)*dh <= H - 1 (empty when no row is full).
   full_rows_begin = ceil_div(p.pad_top, p.stride_h);
@@ -172,8 +177,9 @@ Geometry::Geometry(const ConvParams& p, bool group_sets) {
     seg_stride = p.dilation_w * p.in_channels;
   } else {
     const int64_t two_panels = 2 * kPanel * k * int64_t{sizeof(float)};
+    const int64_t l2 = weight_bytes > kDeepBlockBytes ? std::max(kDeepBlockBytes, l2_bytes()) : l2_bytes();
     const int64_t budget =
-        weights_fit_l2 ? kSmallBlockBytes : std::max(kBlockBytes, kL2Bytes - two_panels - kBlockMarginBytes);
+        weights_fit_l2 ? kSmallBlockBytes : std::max(kBlockBytes, l2 - two_panels - kBlockMarginBytes);
     const int64_t max_rows = std::max<int64_t>(kMinBlockRows, budget / (row_floats * int64_t{sizeof(float)}));
     block_rows = ceil_div(ho, ceil_div(ho, max_rows));
     pixel_stride = p.stride_w * p.kernel_h * cg;

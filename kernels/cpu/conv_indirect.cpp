@@ -32,7 +32,7 @@
 // tap's Cg weight rows are contiguous either way), the buffer's taps being in the same (kx, ky)
 // order.
 //
-// Threads. When one group's packed weights fit kL2WeightBytes (they stay in L2 while tiles
+// Threads. When one group's packed weights fit l2_weight_bytes() (they stay in L2 while tiles
 // stream through them) and there are at least 4 tiles per thread, each thread takes a
 // contiguous share of the tiles and, tile by tile, builds its slots and computes all its
 // channels. Otherwise the threads build the whole buffer, meet at a barrier, and split the
@@ -139,7 +139,7 @@ class IndirectRun {
         cg_(p.in_channels_per_group()),
         cog_(p.out_channels_per_group()),
         panels_(ceil_div(cog_, kPanel)),
-        tile_major_(cog_ * layout_.taps * cg_ * int64_t{sizeof(float)} <= kL2WeightBytes) {}
+        tile_major_(cog_ * layout_.taps * cg_ * int64_t{sizeof(float)} <= l2_weight_bytes()) {}
 
   // The whole convolution on up to `team` threads.
   void run(int team) const {

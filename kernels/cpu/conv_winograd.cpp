@@ -403,7 +403,11 @@ class WinogradConv final : public ConvAlgorithm {
            int64_t{sizeof(float)};
   }
   // Transformed weights beyond L2 come from memory on every run (a network's do not stay in
-  // the caches): run() then prefetches the next U panel during each GEMM.
+  // the caches): run() then prefetches the next U panel during each GEMM. The bound is the
+  // 1.5 MiB it was tuned with (on a 2 MiB L2), not the machine's (cpu_caches.h): it also picks
+  // F(2x2) or F(4x4) (winograd_tile()), hence the outputs' rounding, and that rule was not
+  // measured on a smaller L2.
+  static constexpr int64_t kL2WeightBytes = 3 << 19;
   static bool weights_stream(const ConvParams& p, int tile) { return read_weight_bytes(p, tile) > kL2WeightBytes; }
   // Each value of U feeds one multiply per tile. With weights that stream and few tiles
   // (ResNet's 7x7 stage at batch 1: 16 tiles of F(2x2), 16.8 MB for 512 -> 512) the GEMMs wait

@@ -40,6 +40,10 @@ TEST_CASE("im2win matches the reference and direct on edge shapes: every ISA, th
   test::check_on_edge_cases(im2win(), test::tile_algorithm_cases(), 3000);
 }
 
+TEST_CASE("im2win: the same bits whatever L2 size the blockings assume") {
+  test::check_same_bits_for_l2_sizes(im2win(), test::tile_algorithm_cases(), 3500);
+}
+
 TEST_CASE("im2win packed weights do not depend on the ISA") {
   // A session packs once; the kernels of every ISA must read the same layout.
   const ConvParams p = Conv(1, 7, 6, 9, 45).k(3, 3).pad(1).p;
@@ -55,9 +59,10 @@ TEST_CASE("im2win packed weights do not depend on the ISA") {
 }
 
 // The window block's size, computed independently of the implementation from its documented
-// rule: R = the largest row count within 128 KiB when one group's packed weights fit in
-// 1.5 MiB (otherwise within 2 MiB less two 32-channel weight panels and 128 KiB, but at least
-// 512 KiB), at least 4, at most Ho, evened out over the image.
+// rule: R = the largest row count within 128 KiB when one group's packed weights fit in 3/4
+// of L2 (cpu_caches.h); otherwise within L2 (at least 2 MiB for weights beyond 2 MiB) less two
+// 32-channel weight panels and 128 KiB, but at least 512 KiB; at least 4, at most Ho, evened
+// out over the image.
 size_t expected_workspace(const ConvParams& p) {
   // Groups of 4, 8 or 16 output channels (not depthwise) run in group sets: a window holds
   // the 32 / Cog groups of a 32-lane panel, and is never the input itself.
@@ -78,8 +83,10 @@ size_t expected_workspace(const ConvParams& p) {
   const int64_t k = p.kernel_h * p.kernel_w * (sets ? p.in_channels_per_group() : cg);
   const int64_t weight_bytes = cog * k * 4;
   const int64_t panel_bytes = 32 * k * 4;
-  const int64_t budget =
-      weight_bytes <= (3 << 19) ? 128 << 10 : std::max<int64_t>(512 << 10, (2 << 20) - 2 * panel_bytes - (128 << 10));
+  const int64_t l2 = weight_bytes > (2 << 20) ? std::max<int64_t>(2 << 20, cpu::l2_bytes()) : cpu::l2_bytes();
+  const int64_t budget = weight_bytes <= cpu::l2_bytes() / 4 * 3
+                             ? 128 << 10
+                             : std::max<int64_t>(512 << 10, l2 - 2 * panel_bytes - (128 << 10));
   const int64_t max_rows = std::max<int64_t>(4, budget / row_bytes);
   const int64_t blocks = (p.out_h() + max_rows - 1) / max_rows;
   const int64_t rows = (p.out_h() + blocks - 1) / blocks;
@@ -94,11 +101,30 @@ TEST_CASE("im2win workspace_bytes is exactly the window block it fills") {
   // (Wp = 30, rows of 184320 bytes: 768 KiB holds 4, 28 rows -> 7 blocks of 4); and 3x3
   // 64->64 on 56x56 (58*3*64 floats = 44544 bytes; weights 147 KB, so a 128 KiB block: 2 rows
   // fit, raised to the minimum of 4).
-  CHECK(im2win().workspace_bytes(Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p) == 14 * 49152u);
-  CHECK(im2win().workspace_bytes(Conv(1, 512, 14, 14, 512).k(3, 3).s(2, 2).pad(1).p) == 7 * 92160u);
-  CHECK(im2win().workspace_bytes(Conv(1, 512, 28, 28, 512).k(3, 3).pad(1).p) == 4 * 184320u);
-  CHECK(im2win().workspace_bytes(Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p) == 4 * 44544u);
-  CHECK(im2win().workspace_bytes(Conv(4, 256, 56, 56, 64).k(1, 1).p) == 0u);
+  // All with a 2 MiB L2, and the same on 512 KiB (weights beyond 2 MiB keep the 2 MiB block; the
+  // 64->64 weights fit 3/4 of either).
+  for (int64_t l2 : {int64_t{2} << 20, int64_t{512} << 10}) {
+    test::L2Override cache(l2);
+    INFO("L2 ", l2);
+    CHECK(im2win().workspace_bytes(Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p) == 14 * 49152u);
+    CHECK(im2win().workspace_bytes(Conv(1, 512, 14, 14, 512).k(3, 3).s(2, 2).pad(1).p) == 7 * 92160u);
+    CHECK(im2win().workspace_bytes(Conv(1, 512, 28, 28, 512).k(3, 3).pad(1).p) == 4 * 184320u);
+    CHECK(im2win().workspace_bytes(Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p) == 4 * 44544u);
+    CHECK(im2win().workspace_bytes(Conv(4, 256, 56, 56, 64).k(1, 1).p) == 0u);
+  }
+  // 3x3/2 128->256 on 28x28 (Wp = 29, rows of 44544 bytes; weights 1.18 MB, panels 295 KB):
+  // within 1.5 MiB of a 2 MiB L2, a 128 KiB block (raised to 4 rows, 14 rows -> 4 blocks of 4);
+  // beyond 384 KiB of a 512 KiB L2, a block of max(512 KiB, 512 KiB - 2 panels - 128 KiB):
+  // 11 rows fit, 14 rows -> 2 blocks of 7.
+  const ConvParams stride2 = Conv(1, 128, 28, 28, 256).k(3, 3).s(2, 2).pad(1).p;
+  {
+    test::L2Override cache(2 << 20);
+    CHECK(im2win().workspace_bytes(stride2) == 4 * 44544u);
+  }
+  {
+    test::L2Override cache(512 << 10);
+    CHECK(im2win().workspace_bytes(stride2) == 7 * 44544u);
+  }
 
   uint32_t seed = 5000;
   for (const ConvCase& c : test::tile_algorithm_cases()) {

@@ -39,6 +39,10 @@ TEST_CASE("indirect matches the reference and direct on edge shapes: every ISA, 
   test::check_on_edge_cases(indirect(), test::tile_algorithm_cases(), 4000);
 }
 
+TEST_CASE("indirect: the same bits whatever L2 size the blockings assume") {
+  test::check_same_bits_for_l2_sizes(indirect(), test::tile_algorithm_cases(), 3700);
+}
+
 TEST_CASE("indirection buffer: taps, padding at the zero vector, the last tile clamped") {
   // 5x5 input, 3x3/2, padding 1,0,3,3 (asymmetric), dilation 1x2: a 4x2 output = 8 pixels,
   // one tile of 8 with slots 8-13 repeating pixel 7; batch 2.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_caches.h"  // L2 size test hook
 #include "kernels/cpu/cpu_common.h"  // ISA dispatch test hook
 
 namespace winfer {
@@ -33,6 +34,12 @@ inline const char* isa_name(cpu::Isa isa) {
 struct IsaCap {
   explicit IsaCap(cpu::Isa isa) { cpu::set_isa_cap_for_testing(isa); }
   ~IsaCap() { cpu::set_isa_cap_for_testing(cpu::Isa::kAvx512); }
+};
+// Makes the blockings assume `bytes` of L2 for the lifetime of the object (cpu_caches.h), so
+// that a test pins a schedule whatever the machine's cache.
+struct L2Override {
+  explicit L2Override(int64_t bytes) { cpu::set_l2_bytes_for_testing(bytes); }
+  ~L2Override() { cpu::set_l2_bytes_for_testing(0); }
 };
 
 // Uniform values in [lo, hi] from a fixed seed. The conversion from the 32-bit generator is
