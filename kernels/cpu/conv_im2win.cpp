@@ -640,6 +640,7 @@ class Im2winRun {
   void compute_tile(const RowRun& run, const SubRun& sub, int64_t panel0, int64_t panel1, int64_t p0, int64_t p1,
                     const NextPanelShare& share) const {
     TileArgs a;
+    a.weights_in_l2 = geo_.weights_fit_l2;
     int64_t skip = 0;        // K steps of a pixel's run before its first valid tap
     int64_t w_seg_rows = 0;  // panel rows from one segment's weights to the next
     if (sub.kh0 == 0 && sub.kh1 == p_.kernel_h) {

@@ -190,6 +190,7 @@ class IndirectRun {
     const int64_t p0 = layout_.tile_first(tile), rows = layout_.tile_last(tile) - p0;
     const float* const* slots = buffer_ + (n * layout_.tiles + tile) * layout_.taps * kIndirectTile;
     TileArgs a;
+    a.weights_in_l2 = tile_major_;
     a.segments = layout_.taps;
     a.seg_len = cg_;
     a.seg_stride = 0;

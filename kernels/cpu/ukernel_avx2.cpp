@@ -27,15 +27,15 @@ namespace cpu {
 namespace {
 
 // One K step of the 6x16 tile: the row's two weight vectors (ymm12, ymm13; rows at %rax), the
-// two lines 16 rows ahead prefetched (as accumulate_steps() does), then per pixel (bases r8-r13,
+// two lines 16 rows ahead prefetched (PREFETCH: as accumulate_steps() does) or not, then per pixel (bases r8-r13,
 // byte index %rcx) a broadcast (ymm14) and two FMAs. W..PF2: byte offsets from %rax; X: from the
 // pixels.
 // clang-format off
-#define WINFER_AVX2_6X16_STEP(W, W2, PF, PF2, X) \
+#define WINFER_AVX2_6X16_STEP(W, W2, PF, PF2, X, PREFETCH) \
   "vmovups " W "(%%rax), %%ymm12\n\t" \
   "vmovups " W2 "(%%rax), %%ymm13\n\t" \
-  "prefetcht0 " PF "(%%rax)\n\t" \
-  "prefetcht0 " PF2 "(%%rax)\n\t" \
+  PREFETCH(PF) \
+  PREFETCH(PF2) \
   "vbroadcastss " X "(%%r8,%%rcx), %%ymm14\n\t" \
   "vfmadd231ps %%ymm12, %%ymm14, %[a00]\n\t" \
   "vfmadd231ps %%ymm13, %%ymm14, %[a01]\n\t" \
@@ -54,6 +54,37 @@ namespace {
   "vbroadcastss " X "(%%r13,%%rcx), %%ymm14\n\t" \
   "vfmadd231ps %%ymm12, %%ymm14, %[a50]\n\t" \
   "vfmadd231ps %%ymm13, %%ymm14, %[a51]\n\t"
+#define WINFER_AVX2_PREFETCH_ROW(PF) "prefetcht0 " PF "(%%rax)\n\t"
+#define WINFER_AVX2_NO_PREFETCH(PF)
+// The loop: 4 K steps per iteration (PREFETCH: one of the two above).
+#define WINFER_AVX2_6X16_LOOP(PREFETCH) \
+  asm volatile( \
+      "mov %[w], %%rax\n\t" \
+      "lea (,%[l],4), %%rcx\n\t" \
+      "mov %[n4], %%rdx\n\t" \
+      "shl $4, %%rdx\n\t" \
+      "add %%rcx, %%rdx\n\t" \
+      "mov 0(%[px]), %%r8\n\t" \
+      "mov 8(%[px]), %%r9\n\t" \
+      "mov 16(%[px]), %%r10\n\t" \
+      "mov 24(%[px]), %%r11\n\t" \
+      "mov 32(%[px]), %%r12\n\t" \
+      "mov 40(%[px]), %%r13\n\t" \
+      ".p2align 4\n" \
+      "1:\n\t" \
+      WINFER_AVX2_6X16_STEP("0", "32", "2048", "2112", "0", PREFETCH) \
+      WINFER_AVX2_6X16_STEP("128", "160", "2176", "2240", "4", PREFETCH) \
+      WINFER_AVX2_6X16_STEP("256", "288", "2304", "2368", "8", PREFETCH) \
+      WINFER_AVX2_6X16_STEP("384", "416", "2432", "2496", "12", PREFETCH) \
+      "add $16, %%rcx\n\t" \
+      "add $512, %%rax\n\t" \
+      "cmp %%rcx, %%rdx\n\t" \
+      "jne 1b\n\t" \
+      : [a00] "+x"(acc[0][0]), [a01] "+x"(acc[0][1]), [a10] "+x"(acc[1][0]), [a11] "+x"(acc[1][1]), \
+        [a20] "+x"(acc[2][0]), [a21] "+x"(acc[2][1]), [a30] "+x"(acc[3][0]), [a31] "+x"(acc[3][1]), \
+        [a40] "+x"(acc[4][0]), [a41] "+x"(acc[4][1]), [a50] "+x"(acc[5][0]), [a51] "+x"(acc[5][1]) \
+      : [w] "r"(w), [l] "r"(l), [n4] "r"(n4), [px] "r"(&pixel[0]) \
+      : "rax", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "xmm12", "xmm13", "xmm14", "cc", "memory")
 // clang-format on
 
 struct Avx2 {
@@ -62,41 +93,19 @@ struct Avx2 {
   // assembly version, loop_6x16: accumulate() calls it for 16 steps at a time.
   static constexpr bool kAsmLoop6x16 = true;
   // acc += 4 * n4 K steps (n4 >= 1) of the 6x16 tile from step l: pixel[m] + l onwards, weight
-  // rows from w. GCC's version of this loop (accumulate(), 4 steps per iteration) spilled two
-  // accumulators per iteration and ran 1.13-1.24x the time of a bare assembly loop (session 21,
-  // docs/PERFORMANCE.md); this one keeps them in the 12 registers the compiler picks (ymm12-14
-  // and the pointers are fixed and clobbered). The same FMAs in the same order: bit for bit the
-  // C++ loop's results.
+  // rows from w, prefetching the rows 16 steps ahead or not (TileArgs::weights_in_l2). GCC's version of this loop
+  // (accumulate(), 4 steps per iteration) spilled two accumulators per iteration and ran 1.13-1.24x the time of a bare
+  // assembly loop (session 21, docs/PERFORMANCE.md); this one keeps them in the 12 registers the compiler picks
+  // (ymm12-14 and the pointers are fixed and clobbered). The same FMAs in the same order: bit for bit the C++ loop's
+  // results.
   __attribute__((always_inline)) static inline void loop_6x16(Vec<8> (&acc)[6][2], const float* const (&pixel)[6],
-                                                              int64_t l, const float* w, int64_t n4) {
+                                                              int64_t l, const float* w, int64_t n4,
+                                                              bool prefetch_weights) {
     static_assert(kPanel == 32, "weight rows of 128 bytes");
-    asm volatile(
-        "mov %[w], %%rax\n\t"
-        "lea (,%[l],4), %%rcx\n\t"
-        "mov %[n4], %%rdx\n\t"
-        "shl $4, %%rdx\n\t"
-        "add %%rcx, %%rdx\n\t"
-        "mov 0(%[px]), %%r8\n\t"
-        "mov 8(%[px]), %%r9\n\t"
-        "mov 16(%[px]), %%r10\n\t"
-        "mov 24(%[px]), %%r11\n\t"
-        "mov 32(%[px]), %%r12\n\t"
-        "mov 40(%[px]), %%r13\n\t"
-        ".p2align 4\n"
-        "1:\n\t"                                                   // 4 K steps per iteration
-        WINFER_AVX2_6X16_STEP("0", "32", "2048", "2112", "0")      //
-        WINFER_AVX2_6X16_STEP("128", "160", "2176", "2240", "4")   //
-        WINFER_AVX2_6X16_STEP("256", "288", "2304", "2368", "8")   //
-        WINFER_AVX2_6X16_STEP("384", "416", "2432", "2496", "12")  //
-        "add $16, %%rcx\n\t"
-        "add $512, %%rax\n\t"
-        "cmp %%rcx, %%rdx\n\t"
-        "jne 1b\n\t"
-        : [a00] "+x"(acc[0][0]), [a01] "+x"(acc[0][1]), [a10] "+x"(acc[1][0]), [a11] "+x"(acc[1][1]),
-          [a20] "+x"(acc[2][0]), [a21] "+x"(acc[2][1]), [a30] "+x"(acc[3][0]), [a31] "+x"(acc[3][1]),
-          [a40] "+x"(acc[4][0]), [a41] "+x"(acc[4][1]), [a50] "+x"(acc[5][0]), [a51] "+x"(acc[5][1])
-        : [w] "r"(w), [l] "r"(l), [n4] "r"(n4), [px] "r"(&pixel[0])
-        : "rax", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "xmm12", "xmm13", "xmm14", "cc", "memory");
+    if (prefetch_weights)
+      WINFER_AVX2_6X16_LOOP(WINFER_AVX2_PREFETCH_ROW);
+    else
+      WINFER_AVX2_6X16_LOOP(WINFER_AVX2_NO_PREFETCH);
   }
   __attribute__((always_inline)) static inline Vec<8> broadcast(const float* p) {
     return reinterpret_cast<Vec<8>>(_mm256_set1_ps(*p));
@@ -132,6 +141,9 @@ struct Avx2 {
   }
 };
 
+#undef WINFER_AVX2_6X16_LOOP
+#undef WINFER_AVX2_NO_PREFETCH
+#undef WINFER_AVX2_PREFETCH_ROW
 #undef WINFER_AVX2_6X16_STEP
 
 template <int kRows, int kVecs>

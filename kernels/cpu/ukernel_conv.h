@@ -92,6 +92,11 @@ struct TileArgs {
   // ((i + 16) * prefetch_rate) >> 16) of `prefetch`. Null: nothing.
   const char* prefetch = nullptr;
   int64_t prefetch_rate = 0;  // cache lines per K step, 16.16 fixed point
+  // The caller keeps these weights in L2 (every tile of the layer reads them: im2win's and
+  // indirect's tile-major schedules): the AVX2 6x16 loop then leaves their way into L1 to the
+  // hardware prefetcher, instead of spending two load slots per K step on prefetching the rows
+  // 16 steps ahead, which weights streamed from L3 or memory need. A hint; results are the same.
+  bool weights_in_l2 = false;
 };
 
 // Makes `a` prefetch share `share` of `shares` of the `bytes` at `region` (whole cache lines,

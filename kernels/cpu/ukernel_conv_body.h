@@ -159,7 +159,7 @@ template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLa
 __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
                                                       const float* const (&pixel)[kRows], int64_t len, const float* w,
                                                       int64_t row_stride, int last_lanes, const char* side_prefetch,
-                                                      int64_t side_rate, int64_t step0) {
+                                                      int64_t side_rate, int64_t step0, bool prefetch_weights = true) {
   if constexpr (kB > 0) {
     accumulate_steps<Isa, kRows, kVecs, kNarrow, kFirst, kLast, kB>(acc, pixel, len, w, row_stride, last_lanes,
                                                                     side_prefetch, side_rate, step0);
@@ -168,13 +168,14 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
     const int64_t unrolled = len & ~int64_t{3};
     if constexpr (Isa::kAsmLoop6x16 && kRows == 6 && kVecs == 2 && !kNarrow && kFirst == 0 && kLast == kRows) {
       // AVX2's full tile: its assembly loop (Avx2::loop_6x16), 16 steps per call, the pixel and
-      // side prefetches between calls. 1x1 layers' tiles 2-10% faster (docs/PERFORMANCE.md,
-      // session 22).
+      // side prefetches between calls; the weight prefetch only where the weights stream
+      // (prefetch_weights: !TileArgs::weights_in_l2; the C++ loops always prefetch them). 1x1 layers' tiles 2-10%
+      // faster (docs/PERFORMANCE.md, session 22).
       for (int64_t l = 0; l < unrolled; l += 16) {
 #pragma GCC unroll 16
         for (int m = 0; m < kRows; ++m) __builtin_prefetch(pixel[m] + l + 32);
         prefetch_side_share(side_prefetch, side_rate, step0 + l);
-        Isa::loop_6x16(acc, pixel, l, w + l * kPanel, std::min<int64_t>(16, unrolled - l) / 4);
+        Isa::loop_6x16(acc, pixel, l, w + l * kPanel, std::min<int64_t>(16, unrolled - l) / 4, prefetch_weights);
       }
       w += unrolled * kPanel;
     } else {
@@ -505,7 +506,7 @@ void tile(const TileArgs& a) {
       for (int m = 0; m < kRows; ++m) pixel[m] = a.pixels[m] + s * a.seg_stride + offset;
       accumulate<Isa, kRows, kVecs, kNarrow, 0, kRows, kB>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride,
                                                            a.w_row_stride, last_lanes, a.prefetch, a.prefetch_rate,
-                                                           s * a.seg_len);
+                                                           s * a.seg_len, !a.weights_in_l2);
     }
   } else {
     // K steps [0, skip_first) without the first pixel, [k - skip_last, k) without the last:
@@ -556,7 +557,7 @@ void indirect_tile(const TileArgs& a) {
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) pixel[m] = taps[m] + a.pixel_offset;
     accumulate<Isa, kRows, kVecs, kNarrow>(acc, pixel, a.seg_len, a.weights + s * a.w_seg_stride, a.w_row_stride,
-                                           last_lanes, a.prefetch, a.prefetch_rate, s * a.seg_len);
+                                           last_lanes, a.prefetch, a.prefetch_rate, s * a.seg_len, !a.weights_in_l2);
   }
   store_tile<Isa, kRows, kVecs>(a, acc);
 }
