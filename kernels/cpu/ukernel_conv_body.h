@@ -167,15 +167,18 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
     const int64_t stride = kNarrow ? row_stride : kPanel;
     const int64_t unrolled = len & ~int64_t{3};
     if constexpr (Isa::kAsmLoop6x16 && kRows == 6 && kVecs == 2 && !kNarrow && kFirst == 0 && kLast == kRows) {
-      // AVX2's full tile: its assembly loop (Avx2::loop_6x16), 16 steps per call, the pixel and
-      // side prefetches between calls; the weight prefetch only where the weights stream
-      // (prefetch_weights: !TileArgs::weights_in_l2; the C++ loops always prefetch them). 1x1 layers' tiles 2-10%
-      // faster (docs/PERFORMANCE.md, session 22).
-      for (int64_t l = 0; l < unrolled; l += 16) {
-#pragma GCC unroll 16
-        for (int m = 0; m < kRows; ++m) __builtin_prefetch(pixel[m] + l + 32);
-        prefetch_side_share(side_prefetch, side_rate, step0 + l);
-        Isa::loop_6x16(acc, pixel, l, w + l * kPanel, std::min<int64_t>(16, unrolled - l) / 4, prefetch_weights);
+      // AVX2's full tile: its assembly loop (Avx2::loop_6x16), in one call; with a side share to
+      // prefetch, 16 steps per call and the share between calls. The weight prefetch only where
+      // the weights stream (prefetch_weights: !TileArgs::weights_in_l2; the C++ loops always
+      // prefetch them).
+      if (side_prefetch == nullptr) {
+        Isa::loop_6x16(acc, pixel, 0, w, unrolled / 16, unrolled % 16 / 4, prefetch_weights);
+      } else {
+        for (int64_t l = 0; l < unrolled; l += 16) {
+          prefetch_side_share(side_prefetch, side_rate, step0 + l);
+          const int64_t steps = std::min<int64_t>(16, unrolled - l);
+          Isa::loop_6x16(acc, pixel, l, w + l * kPanel, steps / 16, steps % 16 / 4, prefetch_weights);
+        }
       }
       w += unrolled * kPanel;
     } else {
