@@ -4,7 +4,8 @@
 // bench/tools/tile_ab.sh, which compiles kernels/cpu/ukernel_avx2.cpp twice and renames each
 // build's table function (winfer_tile_ab_base, winfer_tile_ab_variant).
 //
-//   tile_ab [ROUNDS [COPIES]]
+//   tile_ab [ROUNDS [COPIES ["P C Co" ...]]]   (P pixels, C inputs, Co outputs, a multiple of 32;
+//                                             default: five ResNet-50 1x1 layers' shapes)
 //
 // Per round each layer runs once with each build (order alternating between rounds; the best
 // of 3 calls with COPIES = 1, one call on the next of COPIES input/output buffers otherwise,
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -82,7 +84,7 @@ double run_layer(const TileKernels& t, Layer& layer, int copy) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 41, copies = argc > 2 ? std::atoi(argv[2]) : 1;
   if (rounds < 1 || copies < 1) {
-    std::fprintf(stderr, "usage: tile_ab [ROUNDS [COPIES]] (both >= 1)\n");
+    std::fprintf(stderr, "usage: tile_ab [ROUNDS [COPIES [\"P C Co\" ...]]] (both >= 1)\n");
     return 2;
   }
   if (hardware_isa() < Isa::kAvx2) {
@@ -91,7 +93,18 @@ int main(int argc, char** argv) {
   }
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
-  const int shapes[][3] = {{784, 64, 64}, {784, 64, 256}, {784, 256, 64}, {196, 576, 64}, {196, 2304, 64}};
+  std::vector<std::array<int, 3>> shapes = {
+      {784, 64, 64}, {784, 64, 256}, {784, 256, 64}, {196, 576, 64}, {196, 2304, 64}};
+  if (argc > 3) shapes.clear();
+  for (int i = 3; i < argc; ++i) {
+    std::array<int, 3> sh{};
+    if (std::sscanf(argv[i], "%d %d %d", &sh[0], &sh[1], &sh[2]) != 3 || sh[0] < 1 || sh[1] < 1 || sh[2] < 1 ||
+        sh[2] % kPanel != 0) {
+      std::fprintf(stderr, "tile_ab: '%s': expected \"P C Co\" (Co a multiple of %d)\n", argv[i], int(kPanel));
+      return 2;
+    }
+    shapes.push_back(sh);
+  }
   std::vector<Layer> layers;
   for (const auto& s : shapes) {
     Layer l{s[0], s[1], s[2], {}, {}, {}, {}};
