@@ -210,7 +210,7 @@ class IndirectRun {
       a.cols = static_cast<int>(std::min<int64_t>(block_cols, width - c));
       a.weights = w_panel + c;
       a.bias = bias_ != nullptr ? bias_ + co0 + c : nullptr;
-      const int vecs = static_cast<int>(ceil_div(a.cols, uk_.lanes));
+      const int vecs = uk_.vecs_for(a.cols);
       for (int64_t s = 0; s < subs; ++s) {
         const int64_t m0 = rows * s / subs, m1 = rows * (s + 1) / subs;
         a.prefetch = nullptr;

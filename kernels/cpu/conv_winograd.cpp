@@ -377,7 +377,7 @@ void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, const float* ne
       a.cols = static_cast<int>(std::min<int64_t>(nr, panel_cols - c));
       a.weights = u + c;
       a.out = j.m + (xi * j.block + m0) * co + panel * kPanel + c;
-      uk.fn[mr][ceil_div(a.cols, uk.lanes)](a);
+      uk.fn[mr][uk.vecs_for(a.cols)](a);
       a.prefetch = nullptr;  // the first column block has fetched the share
     }
   }

@@ -131,6 +131,11 @@ struct TileKernels {
   // computed, and not stored).
   TileFn sets[3][kMaxTileRows + 1];
 
+  // Vectors of a column block of `cols` channels (1 <= cols <= max_vecs * lanes). A full block
+  // (nearly every call) takes no division: with `lanes` a run-time value, the ceil_div was an
+  // idiv per tile, 9% of a 1x1 32->16 layer's caller time (perf, session 22).
+  int vecs_for(int cols) const { return cols == max_vecs * lanes ? max_vecs : (cols + lanes - 1) / lanes; }
+
   // The kernel for `rows` pixels x `vecs` vectors of a panel `width` channels wide.
   TileFn pick(int rows, int vecs, int64_t width, bool indirect_rows) const {
     if (width < kPanel) return indirect_rows ? indirect_narrow[rows][vecs] : narrow[rows][vecs];
