@@ -37,7 +37,7 @@ namespace {
 
 struct Avx512 {
   static constexpr int kLanes = 16;
-  static constexpr bool kAsmLoop6x16 = false;  // see Avx2
+  static constexpr int kAsmLoopMinRows = 0;  // none (see Avx2)
   // The float at base + k * d bytes (k < 5; d3 = 3 * d), by index addressing: accumulate_affine
   // in ukernel_conv_body.h. Written out because GCC otherwise makes a pointer per pixel. The
   // "m" operand (unused in the text) tells GCC the instruction reads memory at `base`: the

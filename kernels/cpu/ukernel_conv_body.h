@@ -166,18 +166,19 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
   } else {
     const int64_t stride = kNarrow ? row_stride : kPanel;
     const int64_t unrolled = len & ~int64_t{3};
-    if constexpr (Isa::kAsmLoop6x16 && kRows == 6 && kVecs == 2 && !kNarrow && kFirst == 0 && kLast == kRows) {
-      // AVX2's full tile: its assembly loop (Avx2::loop_6x16), in one call; with a side share to
+    if constexpr (Isa::kAsmLoopMinRows > 0 && kRows >= Isa::kAsmLoopMinRows && kRows <= 6 && kVecs == 2 && !kNarrow &&
+                  kFirst == 0 && kLast == kRows) {
+      // AVX2's full tiles of 3-6 pixels: their assembly loop (Avx2::loop_x16), in one call; with a side share to
       // prefetch, 16 steps per call and the share between calls. The weight prefetch only where
       // the weights stream (prefetch_weights: !TileArgs::weights_in_l2; the C++ loops always
       // prefetch them).
       if (side_prefetch == nullptr) {
-        Isa::loop_6x16(acc, pixel, 0, w, unrolled / 16, unrolled % 16 / 4, prefetch_weights);
+        Isa::template loop_x16<kRows>(acc, pixel, 0, w, unrolled / 16, unrolled % 16 / 4, prefetch_weights);
       } else {
         for (int64_t l = 0; l < unrolled; l += 16) {
           prefetch_side_share(side_prefetch, side_rate, step0 + l);
           const int64_t steps = std::min<int64_t>(16, unrolled - l);
-          Isa::loop_6x16(acc, pixel, l, w + l * kPanel, steps / 16, steps % 16 / 4, prefetch_weights);
+          Isa::template loop_x16<kRows>(acc, pixel, l, w + l * kPanel, steps / 16, steps % 16 / 4, prefetch_weights);
         }
       }
       w += unrolled * kPanel;
