@@ -59,6 +59,9 @@ namespace {
 #define WINFER_AVX2_BASES_6 "mov 0(%[px]), %%r8\n\t" "mov 8(%[px]), %%r9\n\t" "mov 16(%[px]), %%r10\n\t" "mov 24(%[px]), %%r11\n\t" "mov 32(%[px]), %%r12\n\t" "mov 40(%[px]), %%r13\n\t"
 #define WINFER_AVX2_AHEAD_6 "prefetcht0 128(%%r8,%%rcx)\n\t" "prefetcht0 128(%%r9,%%rcx)\n\t" "prefetcht0 128(%%r10,%%rcx)\n\t" "prefetcht0 128(%%r11,%%rcx)\n\t" "prefetcht0 128(%%r12,%%rcx)\n\t" "prefetcht0 128(%%r13,%%rcx)\n\t"
 #define WINFER_AVX2_ACC_6 [a00] "+x"(acc[0][0]), [a01] "+x"(acc[0][1]), [a10] "+x"(acc[1][0]), [a11] "+x"(acc[1][1]), [a20] "+x"(acc[2][0]), [a21] "+x"(acc[2][1]), [a30] "+x"(acc[3][0]), [a31] "+x"(acc[3][1]), [a40] "+x"(acc[4][0]), [a41] "+x"(acc[4][1]), [a50] "+x"(acc[5][0]), [a51] "+x"(acc[5][1])
+#define WINFER_AVX2_FOUR_STEPS(N, S0, S1, S2, S3, PREFETCH) \
+  WINFER_AVX2_STEP_##N(S0, PREFETCH) WINFER_AVX2_STEP_##N(S1, PREFETCH) \
+  WINFER_AVX2_STEP_##N(S2, PREFETCH) WINFER_AVX2_STEP_##N(S3, PREFETCH)
 // The loop of an Nx16 tile: n16 iterations of 16 K steps (each first asking for the pixels'
 // lines 32 floats ahead), then n4 of 4 (PREFETCH: one of the two above).
 #define WINFER_AVX2_LOOP(N, PREFETCH) \
@@ -74,22 +77,10 @@ namespace {
       ".p2align 4\n" \
       "2:\n\t" \
       WINFER_AVX2_AHEAD_##N \
-      WINFER_AVX2_STEP_##N("0", PREFETCH) \
-      WINFER_AVX2_STEP_##N("1", PREFETCH) \
-      WINFER_AVX2_STEP_##N("2", PREFETCH) \
-      WINFER_AVX2_STEP_##N("3", PREFETCH) \
-      WINFER_AVX2_STEP_##N("4", PREFETCH) \
-      WINFER_AVX2_STEP_##N("5", PREFETCH) \
-      WINFER_AVX2_STEP_##N("6", PREFETCH) \
-      WINFER_AVX2_STEP_##N("7", PREFETCH) \
-      WINFER_AVX2_STEP_##N("8", PREFETCH) \
-      WINFER_AVX2_STEP_##N("9", PREFETCH) \
-      WINFER_AVX2_STEP_##N("10", PREFETCH) \
-      WINFER_AVX2_STEP_##N("11", PREFETCH) \
-      WINFER_AVX2_STEP_##N("12", PREFETCH) \
-      WINFER_AVX2_STEP_##N("13", PREFETCH) \
-      WINFER_AVX2_STEP_##N("14", PREFETCH) \
-      WINFER_AVX2_STEP_##N("15", PREFETCH) \
+      WINFER_AVX2_FOUR_STEPS(N, "0", "1", "2", "3", PREFETCH) \
+      WINFER_AVX2_FOUR_STEPS(N, "4", "5", "6", "7", PREFETCH) \
+      WINFER_AVX2_FOUR_STEPS(N, "8", "9", "10", "11", PREFETCH) \
+      WINFER_AVX2_FOUR_STEPS(N, "12", "13", "14", "15", PREFETCH) \
       "add $64, %%rcx\n\t" \
       "add $2048, %%rax\n\t" \
       "cmp %%rcx, %%rdx\n\t" \
@@ -102,10 +93,7 @@ namespace {
       "je 5f\n\t" \
       ".p2align 4\n" \
       "4:\n\t" \
-      WINFER_AVX2_STEP_##N("0", PREFETCH) \
-      WINFER_AVX2_STEP_##N("1", PREFETCH) \
-      WINFER_AVX2_STEP_##N("2", PREFETCH) \
-      WINFER_AVX2_STEP_##N("3", PREFETCH) \
+      WINFER_AVX2_FOUR_STEPS(N, "0", "1", "2", "3", PREFETCH) \
       "add $16, %%rcx\n\t" \
       "add $512, %%rax\n\t" \
       "cmp %%rcx, %%rdx\n\t" \
@@ -193,6 +181,7 @@ struct Avx2 {
 };
 
 #undef WINFER_AVX2_LOOP
+#undef WINFER_AVX2_FOUR_STEPS
 #undef WINFER_AVX2_NO_PREFETCH
 #undef WINFER_AVX2_PREFETCH_ROW
 #undef WINFER_AVX2_PIXEL

@@ -442,6 +442,20 @@ __attribute__((always_inline)) inline void store_set_tile(const TileArgs& a, Vec
   }
 }
 
+// Every line of the bytes [0, last] of kRows rows `stride` bytes apart from `base`, by the
+// offsets 0, 64, ... below kBytes (clamped to `last`) and `last` itself; kWrite: the hint's
+// write intent (__builtin_prefetch takes it as a constant).
+template <int kRows, int kBytes, int kWrite>
+__attribute__((always_inline)) inline void prefetch_rows(const char* base, int64_t stride, int64_t last) {
+#pragma GCC unroll 16
+  for (int m = 0; m < kRows; ++m) {
+#pragma GCC unroll 4
+    for (int off = 0; off < kBytes; off += 64)
+      __builtin_prefetch(base + m * stride + std::min<int64_t>(off, last), kWrite, 3);
+    __builtin_prefetch(base + m * stride + last, kWrite, 3);
+  }
+}
+
 // The tile's output lines, and its residual's, asked for when the tile starts. In a network
 // (and at batch 8) the output was last touched an inference ago and is out of L2; without this
 // each store of the epilogue waited for its line from L3, and each residual load stalled it.
@@ -463,24 +477,11 @@ __attribute__((always_inline)) inline void prefetch_tile_output(const TileArgs& 
   // and its last byte: no loop and no branch on the alignment (the loop this replaced, a row
   // of 64 bytes spanning one line or two, cost 1x1 tiles of 64 K steps 3-7%: tile_ab, session 22).
   const int64_t last = static_cast<int64_t>(a.cols) * int64_t{sizeof(float)} - 1;
-  const char* out = reinterpret_cast<const char*>(a.out + kRows * a.out_stride);  // the next tile's
-  const char* residual = a.residual ? reinterpret_cast<const char*>(a.residual + kRows * a.out_stride) : nullptr;
   const int64_t stride = a.out_stride * int64_t{sizeof(float)};
-#pragma GCC unroll 16
-  for (int m = 0; m < kRows; ++m) {
-#pragma GCC unroll 4
-    for (int off = 0; off < kBytes; off += 64)
-      __builtin_prefetch(out + m * stride + std::min<int64_t>(off, last), 1, 3);
-    __builtin_prefetch(out + m * stride + last, 1, 3);
-  }
-  if (residual == nullptr) return;
-#pragma GCC unroll 16
-  for (int m = 0; m < kRows; ++m) {
-#pragma GCC unroll 4
-    for (int off = 0; off < kBytes; off += 64)
-      __builtin_prefetch(residual + m * stride + std::min<int64_t>(off, last), 0, 3);
-    __builtin_prefetch(residual + m * stride + last, 0, 3);
-  }
+  const int64_t next = kRows * a.out_stride;  // the next tile's rows
+  prefetch_rows<kRows, kBytes, /*kWrite=*/1>(reinterpret_cast<const char*>(a.out + next), stride, last);
+  if (a.residual != nullptr)
+    prefetch_rows<kRows, kBytes, /*kWrite=*/0>(reinterpret_cast<const char*>(a.residual + next), stride, last);
 }
 
 // One tile: kRows pixels x kVecs vectors of output channels. kB > 0: of group sets
