@@ -445,14 +445,18 @@ __attribute__((always_inline)) inline void store_set_tile(const TileArgs& a, Vec
 // Every line of the bytes [0, last] of kRows rows `stride` bytes apart from `base`, by the
 // offsets 0, 64, ... below kBytes (clamped to `last`) and `last` itself; kWrite: the hint's
 // write intent (__builtin_prefetch takes it as a constant).
+// Addresses as integers: the rows may lie past the buffer's end (the next tile of a run's last),
+// where pointer arithmetic would be undefined; a prefetch of any address is only a hint.
 template <int kRows, int kBytes, int kWrite>
-__attribute__((always_inline)) inline void prefetch_rows(const char* base, int64_t stride, int64_t last) {
+__attribute__((always_inline)) inline void prefetch_rows(uintptr_t base, int64_t stride, int64_t last) {
 #pragma GCC unroll 16
   for (int m = 0; m < kRows; ++m) {
+    const uintptr_t row = base + static_cast<uintptr_t>(m * stride);
 #pragma GCC unroll 4
     for (int off = 0; off < kBytes; off += 64)
-      __builtin_prefetch(base + m * stride + std::min<int64_t>(off, last), kWrite, 3);
-    __builtin_prefetch(base + m * stride + last, kWrite, 3);
+      __builtin_prefetch(reinterpret_cast<const void*>(row + static_cast<uintptr_t>(std::min<int64_t>(off, last))),
+                         kWrite, 3);
+    __builtin_prefetch(reinterpret_cast<const void*>(row + static_cast<uintptr_t>(last)), kWrite, 3);
   }
 }
 
@@ -478,10 +482,10 @@ __attribute__((always_inline)) inline void prefetch_tile_output(const TileArgs& 
   // of 64 bytes spanning one line or two, cost 1x1 tiles of 64 K steps 3-7%: tile_ab, session 22).
   const int64_t last = static_cast<int64_t>(a.cols) * int64_t{sizeof(float)} - 1;
   const int64_t stride = a.out_stride * int64_t{sizeof(float)};
-  const int64_t next = kRows * a.out_stride;  // the next tile's rows
-  prefetch_rows<kRows, kBytes, /*kWrite=*/1>(reinterpret_cast<const char*>(a.out + next), stride, last);
+  const uintptr_t next = static_cast<uintptr_t>(kRows * stride);  // the next tile's rows
+  prefetch_rows<kRows, kBytes, /*kWrite=*/1>(reinterpret_cast<uintptr_t>(a.out) + next, stride, last);
   if (a.residual != nullptr)
-    prefetch_rows<kRows, kBytes, /*kWrite=*/0>(reinterpret_cast<const char*>(a.residual + next), stride, last);
+    prefetch_rows<kRows, kBytes, /*kWrite=*/0>(reinterpret_cast<uintptr_t>(a.residual) + next, stride, last);
 }
 
 // One tile: kRows pixels x kVecs vectors of output channels. kB > 0: of group sets
