@@ -13,7 +13,9 @@
 // "overlapping GEMM" that BLAS cannot express, computed by our own micro-kernel
 // (ukernel_conv.h), 14 pixels x 32 channels per call on AVX-512. Tiles are balanced runs of
 // at most MR consecutive output pixels (they may span output rows: a 7x7 output is 4 tiles of
-// 12-13 pixels, not 7 of 7), so row tails never fall to a slow narrow kernel. The first and
+// 12-13 pixels, not 7 of 7), so row tails never fall to a slow narrow kernel. Where the pixels lie
+// evenly spaced through whole runs of rows (stride-1 1x1 convolutions read in place), tiles are
+// cut every MR pixels instead and several go to one kernel call (Im2winRun::compute_affine). The first and
 // last output rows' taps that lie in the padding are skipped (the kernel walks Kw segments
 // of the valid taps), a tile never mixing rows with different taps; so are the left/right
 // padding taps of a tile's first pixel when it is a row's first column and of its last pixel
@@ -85,6 +87,14 @@ namespace {
 // it, a second pass over the weights costs nothing measurable (3x3/2 128->256, 1.2 MB, 28x28:
 // two blocks and one ran alike on 512 KiB) and the smaller block keeps the workspace lean.
 constexpr int64_t kSmallBlockBytes = 128 << 10;
+// The pixels of the tiles one kernel call computes in an affine run (Im2winRun::compute_affine):
+// half an L1 (32 KiB on every x86 we know), so that each column block after the first finds them
+// there.
+constexpr int64_t kAffineTileBytes = 16 << 10;
+// Fewer full tiles per call than this (K > 227 on AVX2): balanced tiles, one per call, as
+// elsewhere. Such tiles are long enough that the per-tile setup hardly shows, and two per call
+// measured slower on 232->232 7x7 (1.06x the time, model_ab, session 23).
+constexpr int64_t kAffineMinTilesPerCall = 3;
 constexpr int64_t kBlockBytes = 512 << 10;
 constexpr int64_t kDeepBlockBytes = 2 << 20;
 constexpr int64_t kBlockMarginBytes = 128 << 10;
@@ -131,6 +141,10 @@ struct Geometry {
   // Taps (kw) of output column 0 that lie in the left padding, and of column Wo-1 in the right
   // padding: a tile starting or ending there skips them (TileArgs::skip_first, skip_last).
   int64_t left_pad_taps, right_pad_taps;
+  // The runs of consecutive output pixels lie evenly spaced through whole row runs, rows
+  // included (in place, rows as long as the input's: a stride-1 1x1 convolution): a run's tiles
+  // may be cut every MR pixels and computed several per kernel call (TileArgs::tiles).
+  bool affine_runs;
 
   int64_t workspace_floats() const { return in_place ? 0 : block_rows * row_floats; }
 };
@@ -175,7 +189,9 @@ Geometry::Geometry(const ConvParams& p, bool group_sets) {
     segments = contiguous ? 1 : p.kernel_w;
     seg_len = contiguous ? k : cg;
     seg_stride = p.dilation_w * p.in_channels;
+    affine_runs = left_pad_taps == 0 && right_pad_taps == 0 && p.stride_h * p.in_w == wo * p.stride_w;
   } else {
+    affine_runs = false;
     const int64_t two_panels = 2 * kPanel * k * int64_t{sizeof(float)};
     const int64_t l2 = weight_bytes > kDeepBlockBytes ? std::max(kDeepBlockBytes, l2_bytes()) : l2_bytes();
     const int64_t budget =
@@ -605,6 +621,8 @@ class Im2winRun {
     const int64_t first = items * part / parts, last = items * (part + 1) / parts;
     if (first >= last) return;
     if (tile_major) {
+      if (const int64_t per_call = affine_tiles_per_call(); per_call >= kAffineMinTilesPerCall)
+        return compute_affine(run, first, last, per_call);
       int64_t j = first / panels;
       for_tiles(run, j, (last - 1) / panels + 1, [&](const SubRun& sub, int64_t p0, int64_t p1) {
         compute_tile(run, sub, std::max(first - j * panels, int64_t{0}), std::min(panels, last - j * panels), p0, p1,
@@ -627,6 +645,38 @@ class Im2winRun {
     }
   }
 
+  // Full tiles per kernel call in an affine run (Geometry::affine_runs): as many as keep their
+  // pixels in L1 while each column block reads them (kAffineTileBytes); 1: none of this.
+  int64_t affine_tiles_per_call() const {
+    if (!geo_.affine_runs) return 1;
+    return std::max<int64_t>(1, kAffineTileBytes / (uk_.max_rows * geo_.k * int64_t{sizeof(float)}));
+  }
+
+  // compute()'s items [first, last) of an affine run, tile by tile: tiles of MR pixels from the
+  // run's first, but for the last two, which share the rest evenly when the run does not end
+  // on a whole tile (49 pixels: 7 x 6 + 4 + 3, not 8 x 6 + 1: a 1-pixel tile of a long K runs
+  // at FMA latency); consecutive full tiles that take every panel go several per kernel call
+  // (TileArgs::tiles).
+  void compute_affine(const RowRun& run, int64_t first, int64_t last, int64_t per_call) const {
+    const int64_t panels = geo_.panels, mr = uk_.max_rows, pixels = run.rows * geo_.wo;
+    const int64_t count = ceil_div(pixels, mr), rest = pixels % mr;
+    const int64_t whole = rest == 0 ? count : std::max<int64_t>(count - 2, 0);  // tiles of exactly MR pixels
+    const int64_t second = (mr + rest) / 2;  // pixels of the last tile after `whole` + 1
+    const SubRun sub{0, run.rows, 0, p_.kernel_h};
+    for (int64_t j = first / panels, j_end = (last - 1) / panels + 1; j < j_end;) {
+      const int64_t panel0 = std::max(first - j * panels, int64_t{0}), panel1 = std::min(panels, last - j * panels);
+      int64_t p0 = j * mr, p1 = p0 + mr, tiles = 1;
+      if (j >= whole) {  // one of the last two (or the only tile, shorter than MR)
+        p0 = j == whole ? whole * mr : pixels - second;
+        p1 = j == whole && count - whole == 2 ? pixels - second : pixels;
+      } else if (panel0 == 0 && panel1 == panels) {
+        while (tiles < per_call && j + tiles < whole && (j + tiles + 1) * panels <= last) ++tiles;
+      }
+      compute_tile(run, sub, panel0, panel1, p0, p1, NextPanelShare(), tiles);
+      j += tiles;
+    }
+  }
+
   // Share `share` of `shares` of weight panel `panel` of group g, to prefetch during one tile
   // of the panel before it (panel < 0: nothing).
   struct NextPanelShare {
@@ -638,9 +688,12 @@ class Im2winRun {
   // pointers and the K walk are set once for all the panels (a C = 3 stem's tile is only 27 K
   // steps: per-call work shows there).
   void compute_tile(const RowRun& run, const SubRun& sub, int64_t panel0, int64_t panel1, int64_t p0, int64_t p1,
-                    const NextPanelShare& share) const {
+                    const NextPanelShare& share, int64_t tiles = 1) const {
     TileArgs a;
     a.weights_in_l2 = geo_.weights_fit_l2;
+    a.tiles = tiles;  // > 1: that many tiles of p1 - p0 pixels from p0 (affine runs only)
+    a.tile_pixel_step = (p1 - p0) * geo_.pixel_stride;
+    a.tile_out_step = (p1 - p0) * p_.out_stride();
     int64_t skip = 0;        // K steps of a pixel's run before its first valid tap
     int64_t w_seg_rows = 0;  // panel rows from one segment's weights to the next
     if (sub.kh0 == 0 && sub.kh1 == p_.kernel_h) {

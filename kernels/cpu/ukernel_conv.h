@@ -97,6 +97,16 @@ struct TileArgs {
   // hardware prefetcher, instead of spending two load slots per K step on prefetching the rows
   // 16 steps ahead, which weights streamed from L3 or memory need. A hint; results are the same.
   bool weights_in_l2 = false;
+  // Several tiles in one call (the im2win entries fn, narrow and sets; the indirect ones compute one):
+  // `tiles` tiles of the same shape, tile t's pixels at pixels[m] + t * tile_pixel_step, its
+  // outputs (and residual) at out + t * tile_out_step; skip_first/skip_last and the prefetch
+  // share apply to each alike (callers of several tiles pass neither). im2win's in-place 1x1
+  // layers, whose pixels lie evenly spaced through a whole run of rows: the run's full tiles in
+  // one call per column block, without the caller's per-tile setup (K = 16-96 tiles are only
+  // 100-600 cycles: that setup was 15-20% of such a layer, perf, session 22).
+  int64_t tiles = 1;
+  int64_t tile_pixel_step = 0;
+  int64_t tile_out_step = 0;
 };
 
 // Makes `a` prefetch share `share` of `shares` of the `bytes` at `region` (whole cache lines,

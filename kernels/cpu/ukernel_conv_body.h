@@ -491,8 +491,8 @@ __attribute__((always_inline)) inline void prefetch_tile_output(const TileArgs& 
 // One tile: kRows pixels x kVecs vectors of output channels. kB > 0: of group sets
 // (group_sets.h): the bias comes in lane order (a whole block, never null), the pixels
 // offset by a.pixel_offset to the block's set, and a K step reads 2 * kB floats.
-template <class Isa, int kRows, int kVecs, bool kNarrow = false, int kB = 0>
-void tile(const TileArgs& a) {
+template <class Isa, int kRows, int kVecs, bool kNarrow, int kB>
+__attribute__((always_inline)) inline void tile_once(const TileArgs& a) {
   constexpr int kStep = kB > 0 ? 2 * kB : 1;
   Vec<Isa::kLanes> acc[kRows][kVecs];
   prefetch_tile_output<kRows, kVecs * Isa::kLanes * 4>(a);
@@ -566,6 +566,28 @@ void tile(const TileArgs& a) {
     store_set_tile<Isa, kRows, kVecs, kB>(a, acc);
   else
     store_tile<Isa, kRows, kVecs>(a, acc);
+}
+
+// tile_once() for each of a.tiles tiles (TileArgs::tiles), its body inlined once: the later
+// tiles read a copy of the arguments with their pixels and outputs moved on.
+template <class Isa, int kRows, int kVecs, bool kNarrow = false, int kB = 0>
+void tile(const TileArgs& a) {
+  const TileArgs* cur = &a;
+  TileArgs moved_args;
+  const float* moved[kRows];
+  for (int64_t t = 0;;) {
+    tile_once<Isa, kRows, kVecs, kNarrow, kB>(*cur);
+    if (++t >= a.tiles) return;
+    if (t == 1) {
+      moved_args = a;
+      moved_args.pixels = moved;
+      cur = &moved_args;
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) moved[m] = a.pixels[m] + t * a.tile_pixel_step;
+    moved_args.out = a.out + t * a.tile_out_step;
+    if (a.residual != nullptr) moved_args.residual = a.residual + t * a.tile_out_step;
+  }
 }
 
 // The same tile for the indirect convolution: segment s of pixel m starts at

@@ -139,6 +139,12 @@ class ConvTileTester {
     prefetch_ = v;
     return *this;
   }
+  // Several tiles in one call (TileArgs::tiles): tile t's pixels rows * pixel_step floats after
+  // tile t-1's (as in an in-place 1x1 run), its outputs rows output rows after; im2win only.
+  ConvTileTester& tiles(int64_t v) {
+    tiles_ = v;
+    return *this;
+  }
   ConvTileTester& seed(uint32_t v) {
     seed_ = v;
     return *this;
@@ -151,7 +157,8 @@ class ConvTileTester {
       << " weight rows apart " << w_seg_rows() << " stride " << (indirect_ ? pixels_stride() : seg_stride())
       << (indirect_ ? " offset " + std::to_string(pixel_offset_) : std::string()) << (bias_ ? " bias" : " nobias")
       << (residual_ ? (residual_in_place_ ? " residual in place" : " residual") : "") << (prefetch_ ? " prefetch" : "")
-      << " skip first " << skip_first_ << " last " << skip_last_ << " act " << activation_name(activation_);
+      << " skip first " << skip_first_ << " last " << skip_last_ << " tiles " << tiles_ << " act "
+      << activation_name(activation_);
     return s.str();
   }
 
@@ -163,6 +170,9 @@ class ConvTileTester {
     // panel's whole vectors too (only the narrow kernels mask their last one).
     REQUIRE(rows_ >= 1);
     REQUIRE(rows_ <= uk.max_rows);
+    REQUIRE(tiles_ >= 1);
+    REQUIRE((tiles_ == 1 || !indirect_));
+    const int total_rows = static_cast<int>(rows_ * tiles_);  // pixels over all the call's tiles
     REQUIRE(vecs_ >= 1);
     REQUIRE(vecs_ <= uk.max_vecs);
     REQUIRE(n_cols > (vecs_ - 1) * uk.lanes);
@@ -176,10 +186,10 @@ class ConvTileTester {
     const std::vector<float> bias = random_floats(static_cast<size_t>(width), seed_ + 2);
     const int64_t out_stride = cpu::kPanel + 7;
     constexpr float kSentinel = 1234.5f;
-    std::vector<float> out(static_cast<size_t>(rows_ * out_stride), kSentinel);
+    std::vector<float> out(static_cast<size_t>(total_rows * out_stride), kSentinel);
     const std::vector<float> residual = random_floats(out.size(), seed_ + 3, -2.f, 2.f);
     if (residual_in_place_)
-      for (int m = 0; m < rows_; ++m)
+      for (int m = 0; m < total_rows; ++m)
         std::copy_n(residual.begin() + m * out_stride, n_cols, out.begin() + m * out_stride);
     Pixels px = make_pixels();
 
@@ -202,6 +212,9 @@ class ConvTileTester {
     REQUIRE((!indirect_ || (skip_first_ == 0 && skip_last_ == 0)));
     a.skip_first = skip_first_;
     a.skip_last = skip_last_;
+    a.tiles = tiles_;
+    a.tile_pixel_step = rows_ * pixel_step_;
+    a.tile_out_step = rows_ * out_stride;
     if (prefetch_)
       cpu::set_prefetch_share(a, weights.data(), static_cast<int64_t>(weights.size() * sizeof(float)), 0, 1,
                               segments_ * seg_len_);
@@ -210,8 +223,9 @@ class ConvTileTester {
     kernel(a);
 
     const int64_t terms = segments_ * seg_len_ + 1 + (residual_ ? 1 : 0);
-    for (int m = 0; m < rows_; ++m) {
+    for (int m = 0; m < total_rows; ++m) {
       INFO("pixel ", m);
+      const int tile_row = m % rows_;  // the pixel's place in its tile
       std::vector<double> want(static_cast<size_t>(n_cols)), abs_sum(want.size());
       for (int j = 0; j < n_cols; ++j) {
         double sum = bias_ ? bias[static_cast<size_t>(col0_ + j)] : 0.0, abs = std::abs(sum);
@@ -220,8 +234,8 @@ class ConvTileTester {
           const float* w = weights.data() + s * w_seg_rows() * width + col0_ + j;
           for (int64_t l = 0; l < seg_len_; ++l) {
             const int64_t step = s * seg_len_ + l;  // the K step, counted over the segments
-            if (m == 0 && step < skip_first_) continue;
-            if (m == rows_ - 1 && step >= segments_ * seg_len_ - skip_last_) continue;
+            if (tile_row == 0 && step < skip_first_) continue;
+            if (tile_row == rows_ - 1 && step >= segments_ * seg_len_ - skip_last_) continue;
             const double xw = static_cast<double>(x[l]) * w[l * width];
             sum += xw;
             abs += std::abs(xw);
@@ -263,8 +277,9 @@ class ConvTileTester {
       // rows pointers pixel_step floats apart into one buffer exactly as long as they read.
       px.seg_stride = seg_stride();
       const int64_t span = std::max<int64_t>(segments_ - 1, 0) * seg_stride() + seg_len_;
-      px.input = random_floats(static_cast<size_t>((rows_ - 1) * pixel_step_ + span), seed_);
-      for (int m = 0; m < rows_; ++m) px.pointers.push_back(px.input.data() + m * pixel_step_);
+      const int64_t total_rows = rows_ * tiles_;
+      px.input = random_floats(static_cast<size_t>((total_rows - 1) * pixel_step_ + span), seed_);
+      for (int64_t m = 0; m < total_rows; ++m) px.pointers.push_back(px.input.data() + m * pixel_step_);
       return px;
     }
     // segments x pixels_stride slots, those past `rows` null (never read); every third at the
@@ -299,6 +314,7 @@ class ConvTileTester {
   Activation activation_ = Activation::kNone;
   bool prefetch_ = false;
   int64_t skip_first_ = 0, skip_last_ = 0;
+  int64_t tiles_ = 1;
   uint32_t seed_ = 1;
 };
 
@@ -431,6 +447,40 @@ inline void check_every_tile_shape(bool indirect, uint32_t seed) {
                 .seed(seed += 3)
                 .test(uk);
             ConvTileTester(t).segments(1).seg_len(10).skip_first(7).skip_last(6).seed(seed += 3).test(uk);
+            // Several tiles per call (an in-place 1x1 run): a residual (separate or in place),
+            // the narrow entry, and skips, which apply to every tile alike.
+            ConvTileTester(t)
+                .tiles(3)
+                .segments(1)
+                .seg_len(odd ? 16 : 37)
+                .pixel_step(odd ? 16 : 37)
+                .residual(true)
+                .residual_in_place(rows % 2 == 1)
+                .bias(odd)
+                .activation(act)
+                .seed(seed += 3)
+                .test(uk);
+            ConvTileTester(t)
+                .tiles(2)
+                .segments(2)
+                .seg_len(6)
+                .seg_stride(9)
+                .skip_first(4)
+                .skip_last(odd ? 3 : 0)
+                .seed(seed += 3)
+                .test(uk);
+            if (cols < cpu::kPanel)
+              ConvTileTester(t)
+                  .panel_width(cols)
+                  .tiles(4)
+                  .segments(1)
+                  .seg_len(24)
+                  .pixel_step(24)
+                  .bias(!odd)
+                  .residual(odd)
+                  .activation(act)
+                  .seed(seed += 3)
+                  .test(uk);
             if (cols < cpu::kPanel)
               ConvTileTester(t)
                   .panel_width(cols)
