@@ -14,9 +14,15 @@
 // image, which on two threads split into pieces too small to scale (stage 4's pair 1.26x at
 // batch 8 before).
 //
-// Every convolution row is computed exactly once, by the same algorithm, reading the same
-// taps, so the result is the whole convolution's bit for bit (for algorithms that compute a
-// pixel the same way whatever the rows around it or the batch).
+// On several threads the bands are not split between the threads (two parallel calls per band,
+// each a few microseconds of work: MobileNetV2's fused pairs ran no faster on 2 threads than on
+// 1): each thread takes whole images, or contiguous ranges of an image's consumer rows, and runs
+// their bands alone in a "lane" of the workspace of its own (kLanes of them, each a band of
+// band_bytes / kLanes and its scratch). Rows that two ranges' windows share are computed by both.
+//
+// Every convolution row is computed by the same algorithm, reading the same taps, so the
+// result is the whole convolution's bit for bit (for algorithms that compute a pixel the same
+// way whatever the rows around it or the batch).
 //
 // Users: ConvPool (kernels/cpu/conv_pool.h) and ConvThenConv (kernels/cpu/conv_then_conv.h).
 #pragma once
@@ -27,6 +33,7 @@
 #include <cstring>
 
 #include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace winfer {
 
@@ -50,6 +57,9 @@ class ConvBands {
   // Stays in L2 from the write to the read. VGG16 conv1_2 under a pooling: 8 pooled rows = 16
   // rows of 224 x 64 floats, 896 KiB.
   static constexpr int64_t kDefaultBandBytes = 1 << 20;
+  // Lanes the workspace holds for threads that run bands on their own: 2 to kLanes threads take a
+  // lane each; more split each band between them, as before lanes.
+  static constexpr int kLanes = 4;
 
   // One group of consumer rows [o0, o1): the convolution rows its windows read are [r0, r1),
   // of which [r0, kept) are still in the buffer from the previous group.
@@ -63,6 +73,7 @@ class ConvBands {
       : algorithm_(algorithm), conv_(conv), consumer_(consumer) {
     const int64_t row_bytes = conv_.out_w() * conv_.out_channels * int64_t{sizeof(float)};
     rows_per_band_ = std::clamp<int64_t>(band_bytes / (row_bytes * consumer_.stride), 1, consumer_.out_rows);
+
     // Whole images per band: only when the consumer reads every convolution row and those read
     // every input row (a batch of images then keeps the input's and the output's image strides).
     const RowSpan read =
@@ -74,24 +85,34 @@ class ConvBands {
       images_per_band_ =
           std::clamp<int64_t>(band_bytes / std::max<int64_t>(1, conv_.out_h() * row_bytes), 1, (conv_.batch + 1) / 2);
     }
-    int64_t rows = 0, workspace = 0;
-    for_each_band([&](const Band& b) {
-      rows = std::max(rows, b.r1 - b.r0);
-      if (b.r1 > b.kept) {
-        workspace =
-            std::max<int64_t>(workspace, algorithm_.workspace_bytes(rows_problem(b.kept, b.r1, images_per_band_)));
-      }
-    });
+    int64_t rows = 0, lane_rows = 0, workspace = 0;
+    const auto measure = [&](const Band& b, int64_t images, int64_t* most_rows) {
+      *most_rows = std::max(*most_rows, b.r1 - b.r0);
+      if (b.r1 > b.kept)
+        workspace = std::max<int64_t>(workspace, algorithm_.workspace_bytes(rows_problem(b.kept, b.r1, images)));
+    };
+    for_each_band([&](const Band& b) { measure(b, images_per_band_, &rows); });
+    // Lanes only where an image takes several bands: kLanes bands of a kLanes-th of the rows
+    // then hold about what one band does (a small layer's image in one band would need kLanes
+    // of them; it keeps splitting its bands, or its images, between the threads).
+    if (images_per_band_ == 1 && rows_per_band_ < consumer_.out_rows) {
+      lane_rows_per_band_ = std::max<int64_t>(1, rows_per_band_ / kLanes);
+      for_each_lane_band([&](const Band& b) { measure(b, 1, &lane_rows); });
+    }
     // Rounded to 64 bytes: the scratch after the band keeps the arena's alignment.
     band_floats_ = static_cast<size_t>((images_per_band_ * rows * row_floats() + 15) / 16 * 16);
+    lane_band_floats_ = static_cast<size_t>((lane_rows * row_floats() + 15) / 16 * 16);
     scratch_bytes_ = static_cast<size_t>(workspace);
   }
 
   // The consumer may need scratch of its own while it reads a band: it shares the region the
   // convolution's sub-problems use (they never run at the same time).
   void reserve_scratch(size_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, bytes); }
-  // Band buffer plus the scratch.
-  size_t workspace_bytes() const { return band_floats_ * sizeof(float) + (scratch_bytes_ + 3) / 4 * 4; }
+  // Band buffer plus the scratch, or kLanes of them (lanes), whichever is larger.
+  size_t workspace_bytes() const {
+    const size_t one = (band_floats_ + scratch_floats()) * sizeof(float);
+    return lanes() ? std::max(one, kLanes * lane_bytes()) : one;
+  }
   int64_t row_floats() const { return conv_.out_w() * conv_.out_channels; }
   // Images a band holds: 1 unless one image's whole convolution output fits in a band. When
   // more, every band covers whole images (one band per group of images).
@@ -100,55 +121,113 @@ class ConvBands {
   // f(band) for one image's groups of consumer rows, in order.
   template <class F>
   void for_each_band(F f) const {
+    for_each_band_of(0, consumer_.out_rows, rows_per_band_, [&](const Band& b) {
+      f(b);
+      return false;
+    });
+  }
+
+  // f(band) for every band a lane may run (of one image): a range of consumer rows may start
+  // anywhere, and its first band computes all its rows, which covers every later band's.
+  template <class F>
+  void for_each_lane_band(F f) const {
+    if (lane_rows_per_band_ == 0) return;  // no lanes
+    for (int64_t o0 = 0; o0 < consumer_.out_rows; ++o0)
+      for_each_band_of(o0, consumer_.out_rows, lane_rows_per_band_, [&](const Band& b) {
+        f(b);
+        return true;
+      });
+  }
+
+  // The groups of `per_band` consumer rows of the range [o_begin, o_end), in order, until
+  // f(band) returns true; the range's first band computes all its rows.
+  template <class F>
+  void for_each_band_of(int64_t o_begin, int64_t o_end, int64_t per_band, F f) const {
     const int64_t ho = conv_.out_h();
     int64_t computed_end = 0;  // convolution rows [.., computed_end) are in the buffer
-    for (int64_t o0 = 0; o0 < consumer_.out_rows; o0 += rows_per_band_) {
+    for (int64_t o0 = o_begin; o0 < o_end; o0 += per_band) {
       Band b;
       b.o0 = o0;
-      b.o1 = std::min(consumer_.out_rows, o0 + rows_per_band_);
+      b.o1 = std::min(o_end, o0 + per_band);
       // The convolution rows the group's windows read, within [0, Ho).
       const RowSpan read =
           window_rows(b.o0, b.o1, consumer_.kernel, consumer_.stride, consumer_.pad_top, consumer_.dilation);
       b.r0 = std::max<int64_t>(0, read.top);
       b.r1 = std::max(b.r0, std::min(ho, read.bottom));
       b.kept = std::clamp(computed_end, b.r0, b.r1);
-      f(b);
+      if (f(b)) return;
       computed_end = std::max(computed_end, b.r1);
     }
   }
 
   // For each group of images [n, n + images) (one image unless images_per_band() > 1) and band
   // b, in order: the band's new convolution rows are computed (act applied), then
-  // consume(n, images, b, rows, scratch) reads convolution rows [b.r0, b.r1) of those images at
-  // `rows` (NHWC: per image, b.r1 - b.r0 rows of row_floats()); `scratch` is the consumer's
-  // reserved scratch.
+  // consume(n, images, b, rows, scratch, threads) reads convolution rows [b.r0, b.r1) of those
+  // images at `rows` (NHWC: per image, b.r1 - b.r0 rows of row_floats()) on `threads` threads;
+  // `scratch` is the consumer's reserved scratch. On 2 to kLanes threads the bands of different
+  // images (or row ranges) run at the same time, each on one thread (lanes, above).
   template <class Consume>
   void run(const float* input_nhwc, const float* packed, const float* bias, Activation act, void* workspace,
            int threads, Consume&& consume) const {
+    if (threads >= 2 && threads <= kLanes && lanes())
+      return run_lanes(input_nhwc, packed, bias, act, workspace, threads, consume);
     float* band = static_cast<float*>(workspace);
     void* scratch = scratch_bytes_ > 0 ? band + band_floats_ : nullptr;
-    const int64_t row = row_floats();
-    const int64_t in_row_floats = conv_.in_w * conv_.in_channels;
     for (int64_t n = 0; n < conv_.batch; n += images_per_band_) {
       const int64_t images = std::min(images_per_band_, conv_.batch - n);
-      const float* image = input_nhwc + n * conv_.in_h * in_row_floats;
-      int64_t buffer_r0 = 0;  // convolution row held in the buffer's first row
-      for_each_band([&](const Band& b) {
-        // Rows shared with the previous group move to the top.
-        if (b.kept > b.r0) {
-          std::memmove(band, band + (b.r0 - buffer_r0) * row,
-                       static_cast<size_t>((b.kept - b.r0) * row) * sizeof(float));
-        }
-        buffer_r0 = b.r0;
-        if (b.r1 > b.kept) {
-          const int64_t ih0 = std::max<int64_t>(0, b.kept * conv_.stride_h - conv_.pad_top);
-          algorithm_.run(rows_problem(b.kept, b.r1, images), image + ih0 * in_row_floats, packed, bias,
-                         band + (b.kept - b.r0) * row, scratch, act, threads);
-        }
-        consume(n, images, b, static_cast<const float*>(band), scratch);
-      });
+      run_rows(input_nhwc, packed, bias, act, n, images, 0, consumer_.out_rows, rows_per_band_, band, scratch, threads,
+               consume);
     }
   }
+
+ private:
+  // The bands of consumer rows [o_begin, o_end) of images [n, n + images), each band's new
+  // rows computed into `band`, then consumed; the algorithm and the consumer on `threads`.
+  template <class Consume>
+  void run_rows(const float* input_nhwc, const float* packed, const float* bias, Activation act, int64_t n,
+                int64_t images, int64_t o_begin, int64_t o_end, int64_t per_band, float* band, void* scratch,
+                int threads, Consume& consume) const {
+    const int64_t row = row_floats();
+    const int64_t in_row_floats = conv_.in_w * conv_.in_channels;
+    const float* image = input_nhwc + n * conv_.in_h * in_row_floats;
+    int64_t buffer_r0 = 0;  // convolution row held in the buffer's first row
+    for_each_band_of(o_begin, o_end, per_band, [&](const Band& b) {
+      // Rows shared with the previous group move to the top.
+      if (b.kept > b.r0)
+        std::memmove(band, band + (b.r0 - buffer_r0) * row, static_cast<size_t>((b.kept - b.r0) * row) * sizeof(float));
+      buffer_r0 = b.r0;
+      if (b.r1 > b.kept) {
+        const int64_t ih0 = std::max<int64_t>(0, b.kept * conv_.stride_h - conv_.pad_top);
+        algorithm_.run(rows_problem(b.kept, b.r1, images), image + ih0 * in_row_floats, packed, bias,
+                       band + (b.kept - b.r0) * row, scratch, act, threads);
+      }
+      consume(n, images, b, static_cast<const float*>(band), scratch, threads);
+      return false;
+    });
+  }
+
+  // Lanes: tasks of whole images, or of an image's consumer rows cut into contiguous ranges
+  // where the images are fewer than 2 per thread; each task runs its bands alone, in the lane
+  // of the thread that took it (slot < threads <= kLanes).
+  template <class Consume>
+  void run_lanes(const float* input_nhwc, const float* packed, const float* bias, Activation act, void* workspace,
+                 int threads, Consume& consume) const {
+    const int64_t splits = std::clamp<int64_t>((2 * threads + conv_.batch - 1) / conv_.batch, 1, threads);
+    const int64_t out_rows = consumer_.out_rows;
+    auto task = [&](int64_t t, int slot) {
+      const int64_t n = t / splits, k = t % splits;
+      float* band = static_cast<float*>(workspace) + slot * (lane_bytes() / sizeof(float));
+      void* scratch = scratch_bytes_ > 0 ? band + lane_band_floats_ : nullptr;
+      run_rows(input_nhwc, packed, bias, act, n, 1, out_rows * k / splits, out_rows * (k + 1) / splits,
+               lane_rows_per_band_, band, scratch, 1, consume);
+    };
+    cpu::parallel_tasks(threads, conv_.batch * splits, cpu::TaskFn(task));
+  }
+
+  bool lanes() const { return lane_band_floats_ > 0; }
+  // One lane: its band, then its scratch (both whole 64-byte lines).
+  size_t scratch_floats() const { return (scratch_bytes_ + 63) / 64 * 16; }
+  size_t lane_bytes() const { return (lane_band_floats_ + scratch_floats()) * sizeof(float); }
 
  private:
   // The convolution of output rows [a, b) of `images` images as a problem of its own.
@@ -167,9 +246,9 @@ class ConvBands {
   const ConvAlgorithm& algorithm_;
   ConvParams conv_;
   RowWindow consumer_;
-  int64_t rows_per_band_ = 1;
+  int64_t rows_per_band_ = 1, lane_rows_per_band_ = 0;  // 0: no lanes
   int64_t images_per_band_ = 1;
-  size_t band_floats_ = 0, scratch_bytes_ = 0;
+  size_t band_floats_ = 0, lane_band_floats_ = 0, scratch_bytes_ = 0;
 };
 
 }  // namespace winfer

@@ -11,7 +11,7 @@ void ConvPool::run(const float* input_nhwc, const float* packed, const float* bi
                    Activation act, int threads) const {
   const int64_t out_row_floats = pool_.out_w * pool_.channels;
   bands_.run(input_nhwc, packed, bias, act, workspace, threads,
-             [&](int64_t n, int64_t images, const ConvBands::Band& b, const float* rows, void*) {
+             [&](int64_t n, int64_t images, const ConvBands::Band& b, const float* rows, void*, int band_threads) {
                // The pooling of rows [o0, o1) as one of its own: the band's rows are its input,
                // with the part of the windows above them as padding.
                PoolParams pool = pool_;
@@ -19,7 +19,7 @@ void ConvPool::run(const float* input_nhwc, const float* packed, const float* bi
                pool.in_h = b.r1 - b.r0;
                pool.out_h = b.o1 - b.o0;
                pool.pad_top = b.r0 - (b.o0 * pool_.stride_h - pool_.pad_top);
-               maxpool2d_nhwc(pool, rows, output_nhwc + (n * pool_.out_h + b.o0) * out_row_floats, threads);
+               maxpool2d_nhwc(pool, rows, output_nhwc + (n * pool_.out_h + b.o0) * out_row_floats, band_threads);
              });
 }
 

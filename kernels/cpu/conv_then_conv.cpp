@@ -14,6 +14,9 @@ ConvThenConv::ConvThenConv(const ConvAlgorithm& first_algorithm, const ConvParam
   bands_.for_each_band([&](const ConvBands::Band& b) {
     scratch = std::max(scratch, second_algorithm.workspace_bytes(second_rows_problem(b, bands_.images_per_band())));
   });
+  bands_.for_each_lane_band([&](const ConvBands::Band& b) {
+    scratch = std::max(scratch, second_algorithm.workspace_bytes(second_rows_problem(b, 1)));
+  });
   bands_.reserve_scratch(scratch);
 }
 
@@ -32,12 +35,13 @@ ConvParams ConvThenConv::second_rows_problem(const ConvBands::Band& b, int64_t i
 void ConvThenConv::run(const float* input_nhwc, const ConvStage& first, const ConvStage& second, float* output_nhwc,
                        void* workspace, int threads) const {
   const int64_t out_row_floats = second_.out_w() * second_.out_channels;
-  bands_.run(input_nhwc, first.packed, first.bias, first.act, workspace, threads,
-             [&](int64_t n, int64_t images, const ConvBands::Band& b, const float* rows, void* scratch) {
-               float* out = output_nhwc + (n * second_.out_h() + b.o0) * out_row_floats;
-               second.algorithm->run(second_rows_problem(b, images), rows, second.packed, second.bias, out, scratch,
-                                     second.act, threads);
-             });
+  bands_.run(
+      input_nhwc, first.packed, first.bias, first.act, workspace, threads,
+      [&](int64_t n, int64_t images, const ConvBands::Band& b, const float* rows, void* scratch, int band_threads) {
+        float* out = output_nhwc + (n * second_.out_h() + b.o0) * out_row_floats;
+        second.algorithm->run(second_rows_problem(b, images), rows, second.packed, second.bias, out, scratch,
+                              second.act, band_threads);
+      });
 }
 
 }  // namespace winfer
