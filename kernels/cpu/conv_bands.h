@@ -17,8 +17,9 @@
 // On several threads the bands are not split between the threads (two parallel calls per band,
 // each a few microseconds of work: MobileNetV2's fused pairs ran no faster on 2 threads than on
 // 1): each thread takes whole images, or contiguous ranges of an image's consumer rows, and runs
-// their bands alone in a "lane" of the workspace of its own (kLanes of them, each a band of
-// band_bytes / kLanes and its scratch). Rows that two ranges' windows share are computed by both.
+// their bands alone in a "lane" of the workspace of its own: kLanes lanes of band_bytes / kLanes
+// where an image takes several bands, one lane per image of a band of whole images (at most
+// kLanes), each with its scratch. Rows that two ranges' windows share are computed by both.
 //
 // Every convolution row is computed by the same algorithm, reading the same taps, so the
 // result is the whole convolution's bit for bit (for algorithms that compute a pixel the same
@@ -33,6 +34,7 @@
 #include <cstring>
 
 #include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace winfer {
@@ -92,13 +94,20 @@ class ConvBands {
         workspace = std::max<int64_t>(workspace, algorithm_.workspace_bytes(rows_problem(b.kept, b.r1, images)));
     };
     for_each_band([&](const Band& b) { measure(b, images_per_band_, &rows); });
-    // Lanes only where an image takes several bands: kLanes bands of a kLanes-th of the rows
-    // then hold about what one band does (a small layer's image in one band would need kLanes
-    // of them; it keeps splitting its bands, or its images, between the threads).
+    // Lanes where they hold about what one band does: an image of several bands gets kLanes
+    // lanes of a kLanes-th of the band's rows; a band of several whole images gets a lane per
+    // image (at most kLanes), each lane one image, where the weights stay in L2 (a lane reads
+    // them once per image: VGG16's conv5_3, 9.4 MB, read 8 times instead of 4 at batch 8 ran
+    // 3% slower). A single image in one band has no lanes (it would need kLanes of them): it
+    // keeps splitting its band between the threads.
     if (images_per_band_ == 1 && rows_per_band_ < consumer_.out_rows) {
       lane_rows_per_band_ = std::max<int64_t>(1, rows_per_band_ / kLanes);
-      for_each_lane_band([&](const Band& b) { measure(b, 1, &lane_rows); });
+      lane_count_ = kLanes;
+    } else if (images_per_band_ > 1 && int64_t(algorithm_.packed_weight_bytes(conv_)) <= cpu::l2_weight_bytes()) {
+      lane_rows_per_band_ = consumer_.out_rows;
+      lane_count_ = static_cast<int>(std::min<int64_t>(kLanes, images_per_band_));
     }
+    for_each_lane_band([&](const Band& b) { measure(b, 1, &lane_rows); });
     // Rounded to 64 bytes: the scratch after the band keeps the arena's alignment.
     band_floats_ = static_cast<size_t>((images_per_band_ * rows * row_floats() + 15) / 16 * 16);
     lane_band_floats_ = static_cast<size_t>((lane_rows * row_floats() + 15) / 16 * 16);
@@ -108,10 +117,10 @@ class ConvBands {
   // The consumer may need scratch of its own while it reads a band: it shares the region the
   // convolution's sub-problems use (they never run at the same time).
   void reserve_scratch(size_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, bytes); }
-  // Band buffer plus the scratch, or kLanes of them (lanes), whichever is larger.
+  // Band buffer plus the scratch, or the lanes, whichever is larger.
   size_t workspace_bytes() const {
     const size_t one = (band_floats_ + scratch_floats()) * sizeof(float);
-    return lanes() ? std::max(one, kLanes * lane_bytes()) : one;
+    return lanes() ? std::max(one, lane_count_ * lane_bytes()) : one;
   }
   int64_t row_floats() const { return conv_.out_w() * conv_.out_channels; }
   // Images a band holds: 1 unless one image's whole convolution output fits in a band. When
@@ -127,16 +136,21 @@ class ConvBands {
     });
   }
 
-  // f(band) for every band a lane may run (of one image): a range of consumer rows may start
-  // anywhere, and its first band computes all its rows, which covers every later band's.
+  // f(band) for every band a lane may run (of one image): every band of every range of
+  // consumer rows that run_lanes() cuts on 2 to lane_count_ threads. (Every one: a range's last
+  // band may be shorter, and a shorter sub-problem may need more scratch: im2win's window
+  // blocks of 9 rows are larger than those of 16.)
   template <class F>
   void for_each_lane_band(F f) const {
-    if (lane_rows_per_band_ == 0) return;  // no lanes
-    for (int64_t o0 = 0; o0 < consumer_.out_rows; ++o0)
-      for_each_band_of(o0, consumer_.out_rows, lane_rows_per_band_, [&](const Band& b) {
-        f(b);
-        return true;
-      });
+    for (int threads = 2; threads <= lane_count_; ++threads) {
+      const int64_t splits = lane_splits(threads);
+      for (int64_t k = 0; k < splits; ++k)
+        for_each_band_of(lane_range_begin(k, splits), lane_range_begin(k + 1, splits), lane_rows_per_band_,
+                         [&](const Band& b) {
+                           f(b);
+                           return false;
+                         });
+    }
   }
 
   // The groups of `per_band` consumer rows of the range [o_begin, o_end), in order, until
@@ -169,7 +183,7 @@ class ConvBands {
   template <class Consume>
   void run(const float* input_nhwc, const float* packed, const float* bias, Activation act, void* workspace,
            int threads, Consume&& consume) const {
-    if (threads >= 2 && threads <= kLanes && lanes())
+    if (threads >= 2 && threads <= lane_count_)
       return run_lanes(input_nhwc, packed, bias, act, workspace, threads, consume);
     float* band = static_cast<float*>(workspace);
     void* scratch = scratch_bytes_ > 0 ? band + band_floats_ : nullptr;
@@ -208,23 +222,29 @@ class ConvBands {
 
   // Lanes: tasks of whole images, or of an image's consumer rows cut into contiguous ranges
   // where the images are fewer than 2 per thread; each task runs its bands alone, in the lane
-  // of the thread that took it (slot < threads <= kLanes).
+  // of the thread that took it (slot < threads <= lane_count_).
   template <class Consume>
   void run_lanes(const float* input_nhwc, const float* packed, const float* bias, Activation act, void* workspace,
                  int threads, Consume& consume) const {
-    const int64_t splits = std::clamp<int64_t>((2 * threads + conv_.batch - 1) / conv_.batch, 1, threads);
-    const int64_t out_rows = consumer_.out_rows;
+    const int64_t splits = lane_splits(threads);
     auto task = [&](int64_t t, int slot) {
       const int64_t n = t / splits, k = t % splits;
       float* band = static_cast<float*>(workspace) + slot * (lane_bytes() / sizeof(float));
       void* scratch = scratch_bytes_ > 0 ? band + lane_band_floats_ : nullptr;
-      run_rows(input_nhwc, packed, bias, act, n, 1, out_rows * k / splits, out_rows * (k + 1) / splits,
+      run_rows(input_nhwc, packed, bias, act, n, 1, lane_range_begin(k, splits), lane_range_begin(k + 1, splits),
                lane_rows_per_band_, band, scratch, 1, consume);
     };
     cpu::parallel_tasks(threads, conv_.batch * splits, cpu::TaskFn(task));
   }
 
-  bool lanes() const { return lane_band_floats_ > 0; }
+  // Ranges per image on `threads` lanes: whole images where the batch gives every thread 2,
+  // else each image cut into as many ranges as make about 2 per thread (at most `threads`).
+  int64_t lane_splits(int threads) const {
+    return std::clamp<int64_t>((2 * threads + conv_.batch - 1) / conv_.batch, 1, threads);
+  }
+  // Range k of `splits` of an image's consumer rows begins at this row (k = splits: the end).
+  int64_t lane_range_begin(int64_t k, int64_t splits) const { return consumer_.out_rows * k / splits; }
+  bool lanes() const { return lane_count_ > 0; }
   // One lane: its band, then its scratch (both whole 64-byte lines).
   size_t scratch_floats() const { return (scratch_bytes_ + 63) / 64 * 16; }
   size_t lane_bytes() const { return (lane_band_floats_ + scratch_floats()) * sizeof(float); }
@@ -247,6 +267,7 @@ class ConvBands {
   ConvParams conv_;
   RowWindow consumer_;
   int64_t rows_per_band_ = 1, lane_rows_per_band_ = 0;  // 0: no lanes
+  int lane_count_ = 0;
   int64_t images_per_band_ = 1;
   size_t band_floats_ = 0, lane_band_floats_ = 0, scratch_bytes_ = 0;
 };

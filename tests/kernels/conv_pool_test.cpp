@@ -45,6 +45,10 @@ std::vector<ConvPoolCase> cases() {
       {Conv(1, 24, 10, 10, 24).k(1, 1).p, {3, 2, 1, 1, false}, relu},          // 1x1
       {Conv(1, 8, 9, 9, 12).k(3, 3).g(2).pad(1).p, {2, 2, 0, 1, true}, relu},  // groups, ceil
       {Conv(3, 6, 8, 8, 16).k(1, 1).p, {2, 2, 0, 1, false}, relu},             // batch 3: bands of whole images
+      // GoogLeNet's stem and conv3 at 64x64, batch 3 (ceil mode): bands of whole images, one
+      // lane per image on 2 threads, each image's rows cut in two ranges.
+      {Conv(3, 3, 64, 64, 64).k(7, 7).s(2, 2).pad(3).p, {3, 2, 0, 1, true}, relu},
+      {Conv(3, 64, 16, 16, 192).k(3, 3).pad(1).p, {3, 2, 0, 1, true}, relu},
   };
 }
 

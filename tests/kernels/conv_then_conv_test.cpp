@@ -58,6 +58,10 @@ std::vector<PairCase> cases() {
   // A first convolution with a window of its own (3x3 stride 2, groups) and a dense second.
   add(Conv(2, 6, 17, 14, 12).k(3, 3).s(2, 2).pad(1).g(2).p, Conv(0, 0, 0, 0, 10).k(3, 3).pad(1), relu, none, "direct");
   add(Conv(1, 8, 10, 10, 16).k(3, 3).pad(1).p, Conv(0, 0, 0, 0, 16).k(1, 1), relu, relu, "im2win");
+  // RegNet's 1x1 -> grouped 3x3 (group width 8, stride 2 and 1), batch 3 and 5: bands of whole
+  // images, one lane per image on 2 threads (each image cut in two ranges at batch 3).
+  add(Conv(3, 6, 13, 11, 24).p, Conv(0, 0, 0, 0, 24).k(3, 3).s(2, 2).pad(1).g(3), relu, relu, "im2win");
+  add(Conv(5, 8, 9, 9, 16).p, Conv(0, 0, 0, 0, 16).k(3, 3).pad(1).g(2), relu, none, "im2win");
   return out;
 }
 
