@@ -147,7 +147,7 @@ std::string Conv2dOp::kernel_description(const char* algorithm, const std::strin
   }
   if (pointwise_) extra = std::string("fused ") + pointwise_fn_name(*pointwise_);
   if (pool_) extra = "fused maxpool";
-  if (then_) extra = "then depthwise, fused";
+  if (then_) extra = then_->attrs().depthwise() ? "then depthwise, fused" : "then grouped, fused";
   if (!note.empty()) extra += (extra.empty() ? "" : "; ") + note;
   return extra.empty() ? std::string(algorithm) : std::string(algorithm) + " (" + extra + ")";
 }

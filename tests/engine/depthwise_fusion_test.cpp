@@ -114,8 +114,10 @@ TEST_CASE("depthwise fusion: not where the pair cannot run band by band or the o
   // Padding beyond the dilated kernel: some windows read padding only (no band to compute).
   const std::string wide_pad = head + conv("dw", 12, 12, 3, 1, 12, 3);
   CHECK_FALSE(pw1_fused(wide_pad));
-  // A grouped convolution that is not depthwise, and depthwise after depthwise.
-  CHECK_FALSE(pw1_fused(head + conv("dw", 12, 12, 3, 1, 4, 1)));
+  // A grouped convolution that is not depthwise is fused (RegNet's 1x1 -> grouped 3x3); a dense
+  // one is not, nor depthwise after depthwise.
+  CHECK(pw1_fused(head + conv("dw", 12, 12, 3, 1, 4, 1)));
+  CHECK_FALSE(pw1_fused(head + conv("dw", 12, 12, 3, 1, 1, 1)));
   CHECK_FALSE(pw1_fused(model_header(6, 9, 9) + "outputs: [dw]\nlayers:\n" + conv("pw1", 6, 6, 3, 1, 6, 1) +
                         conv("dw", 6, 6, 3, 1, 6, 1)));
   // A convolution that already fused a residual add or a pooling takes no depthwise.

@@ -166,6 +166,15 @@ TEST_CASE(
   CHECK(kernel_description(load_ok(yaml), winfer::Shape{1, 4, 9, 7}, "pw") == "im2win (then depthwise, fused)");
 }
 
+TEST_CASE("rewrite pointwise_depthwise: a grouped convolution (RegNet's group width 4) joins, a dense one does not") {
+  const std::string head =
+      model_header(4, 9, 7) + "layers:\n" + conv("pw", 4, 12, 1) + bn("pw.bn", 12) + layer("pw.relu", "relu");
+  const std::string grouped = head + conv("g", 12, 12, 3, 2, 3) + bn("g.bn", 12) + layer("g.relu", "relu");
+  check_rewrite(grouped, winfer::Shape{2, 4, 9, 7}, "pw", {"pw.bn", "pw.relu", "g", "g.bn", "g.relu"});
+  CHECK(kernel_description(load_ok(grouped), winfer::Shape{1, 4, 9, 7}, "pw") == "im2win (then grouped, fused)");
+  CHECK(kept(head + conv("dense", 12, 12, 3, 1, 1), "dense"));
+}
+
 TEST_CASE(
     "rewrite pointwise_depthwise: not depthwise after depthwise, with padding beyond the kernel, nor on an output") {
   const std::string head = model_header(6, 9, 9);

@@ -14,7 +14,7 @@ const AbsorbConsumerRule& activation_epilogue_rule();
 const AbsorbConsumerRule& conv_pointwise_rule();
 // conv2d <- maxpool2d: pooled band by band, the convolution's output never stored.
 const AbsorbConsumerRule& conv_maxpool_rule();
-// conv2d (not depthwise) <- depthwise conv2d: the pair run band by band.
+// conv2d (not depthwise) <- grouped conv2d (depthwise or not): the pair run band by band.
 const AbsorbConsumerRule& pointwise_depthwise_rule();
 // conv2d <- add of its output and a tensor ready before it: the residual (ResNet shortcut).
 const RewriteRule& conv_add_rule();
