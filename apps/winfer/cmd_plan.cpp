@@ -123,11 +123,13 @@ void count_conv_kernels(const Session& session, const std::string& conv, PlanCol
     // A quantized model's INT8 convolutions: "int8 ALGO (ISA) ...".
     if (layer.kernel.rfind("int8 ", 0) == 0) layer.kernel.erase(0, 5);
     ++column->conv_layers;
-    // A fused pointwise -> depthwise pair is two convolutions, the second depthwise.
+    // A fused pointwise -> depthwise pair is two convolutions, the second depthwise; a fused
+    // pair with a grouped second convolution is two of the algorithm's.
     if (layer.kernel.find("then depthwise") != std::string::npos) {
       ++column->conv_layers;
       ++column->depthwise_layers;
     }
+    if (layer.kernel.find("then grouped") != std::string::npos) ++column->conv_layers;
     if (layer.kernel.rfind("depthwise", 0) == 0) {
       ++column->depthwise_layers;
     } else if (layer.kernel.rfind(conv, 0) != 0) {

@@ -75,6 +75,7 @@ KernelCounts count_conv_kernels(const Session& session, const std::string& conv)
       ++c.conv;
       ++c.depthwise;
     }
+    if (layer.kernel.find("then grouped") != std::string::npos) ++c.conv;  // a fused 1x1 -> grouped pair
     if (layer.kernel.rfind("depthwise", 0) == 0) {
       ++c.depthwise;
     } else if (layer.kernel.rfind(conv, 0) != 0) {
