@@ -130,10 +130,7 @@ class ConvBands {
   // f(band) for one image's groups of consumer rows, in order.
   template <class F>
   void for_each_band(F f) const {
-    for_each_band_of(0, consumer_.out_rows, rows_per_band_, [&](const Band& b) {
-      f(b);
-      return false;
-    });
+    for_each_band_of(0, consumer_.out_rows, rows_per_band_, f);
   }
 
   // f(band) for every band a lane may run (of one image): every band of every range of
@@ -145,16 +142,12 @@ class ConvBands {
     for (int threads = 2; threads <= lane_count_; ++threads) {
       const int64_t splits = lane_splits(threads);
       for (int64_t k = 0; k < splits; ++k)
-        for_each_band_of(lane_range_begin(k, splits), lane_range_begin(k + 1, splits), lane_rows_per_band_,
-                         [&](const Band& b) {
-                           f(b);
-                           return false;
-                         });
+        for_each_band_of(lane_range_begin(k, splits), lane_range_begin(k + 1, splits), lane_rows_per_band_, f);
     }
   }
 
-  // The groups of `per_band` consumer rows of the range [o_begin, o_end), in order, until
-  // f(band) returns true; the range's first band computes all its rows.
+  // f(band) for the groups of `per_band` consumer rows of the range [o_begin, o_end), in order;
+  // the range's first band computes all its rows.
   template <class F>
   void for_each_band_of(int64_t o_begin, int64_t o_end, int64_t per_band, F f) const {
     const int64_t ho = conv_.out_h();
@@ -169,7 +162,7 @@ class ConvBands {
       b.r0 = std::max<int64_t>(0, read.top);
       b.r1 = std::max(b.r0, std::min(ho, read.bottom));
       b.kept = std::clamp(computed_end, b.r0, b.r1);
-      if (f(b)) return;
+      f(b);
       computed_end = std::max(computed_end, b.r1);
     }
   }
@@ -216,7 +209,6 @@ class ConvBands {
                        band + (b.kept - b.r0) * row, scratch, act, threads);
       }
       consume(n, images, b, static_cast<const float*>(band), scratch, threads);
-      return false;
     });
   }
 
