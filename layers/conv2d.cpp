@@ -19,7 +19,8 @@ std::string with_variant(const ConvAlgorithm& algorithm, const ConvParams& p, co
   return note.empty() ? variant : variant + "; " + note;
 }
 
-// The fused depthwise convolution of a ConvKernel: its algorithm ("depthwise"), weights (the
+// The fused second (grouped: depthwise or not) convolution of a ConvKernel: its algorithm
+// ("depthwise" for a depthwise one), weights (the
 // model's, packed at load, or packed for this kernel: `owned`), bias and activation, and the
 // band-by-band schedule of the pair.
 struct ThenStage {
@@ -36,7 +37,7 @@ class ConvKernel : public Kernel {
   // `packed` holds the weights in the algorithm's layout: the model's copy (packed at load,
   // shared with every session using this algorithm) or one packed for this kernel (`owned`).
   // With `pool`, the output is the max-pooled convolution, computed band by band; with `then`,
-  // the output is the fused depthwise convolution's, computed band by band too.
+  // the output is the fused grouped convolution's, computed band by band too.
   ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op, Tensor packed, bool owned,
              std::optional<ConvPool> pool, std::optional<ThenStage> then, std::string note)
       : algorithm_(algorithm),
@@ -66,7 +67,7 @@ class ConvKernel : public Kernel {
   // The output may take over the residual's storage where the algorithm adds it element by
   // element in its store (im2win, indirect); never in a band-by-band pooling (no residual).
   int in_place_input() const override { return residual_ && algorithm_->residual_may_alias_output() ? 1 : -1; }
-  // A plain convolution (no residual, pooling or absorbed depthwise one) whose algorithm writes
+  // A plain convolution (no residual, pooling or absorbed grouped one) whose algorithm writes
   // with a pixel stride (im2win, indirect, im2col, direct, winograd; not depthwise).
   bool supports_output_pixel_stride(int output) const override {
     return output == 0 && !residual_ && !pool_ && !then_ && algorithm_->supports_output_stride();
@@ -252,12 +253,11 @@ bool Conv2dOp::absorb_pool(const Pool2dAttrs& pool) {
   return true;
 }
 
-bool Conv2dOp::absorb_depthwise(const Conv2dOp& depthwise) {
-  const bool bare = !depthwise.has_residual_ && !depthwise.pool_ && !depthwise.then_ &&
-                    depthwise.packed_for_ == nullptr && depthwise.activation_ == Activation::kNone &&
-                    !depthwise.pointwise_;
+bool Conv2dOp::absorb_grouped(const Conv2dOp& grouped) {
+  const bool bare = !grouped.has_residual_ && !grouped.pool_ && !grouped.then_ && grouped.packed_for_ == nullptr &&
+                    grouped.activation_ == Activation::kNone && !grouped.pointwise_;
   if (then_ || has_residual_ || pool_ || pointwise_ || !bare) return false;
-  then_ = std::make_shared<Conv2dOp>(depthwise);
+  then_ = std::make_shared<Conv2dOp>(grouped);
   return true;
 }
 
@@ -291,13 +291,13 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
   if (then_) {
     const ConvParams q = then_->params_for(conv_output_shape(inputs[0]));
     std::string then_note;
-    const ConvAlgorithm* depthwise = choose_algorithm(q, options.conv_algorithm, false, &then_note);
-    if (depthwise == nullptr) return internal_error("no convolution algorithm supports " + q.to_string());
+    const ConvAlgorithm* second = choose_algorithm(q, options.conv_algorithm, false, &then_note);
+    if (second == nullptr) return internal_error("no convolution algorithm supports " + q.to_string());
     bool then_shared = false;
-    auto then_packed = then_->weights_for(*depthwise, q, &then_shared);
+    auto then_packed = then_->weights_for(*second, q, &then_shared);
     if (!then_packed.ok()) return then_packed.status();
-    then.emplace(ThenStage{depthwise, std::move(then_packed.value()), !then_shared, then_->bias(), then_->activation(),
-                           ConvThenConv(*algorithm, p, *depthwise, q)});
+    then.emplace(ThenStage{second, std::move(then_packed.value()), !then_shared, then_->bias(), then_->activation(),
+                           ConvThenConv(*algorithm, p, *second, q)});
   }
   return std::unique_ptr<Kernel>(new ConvKernel(algorithm, p, *this, std::move(packed.value()), /*owned=*/!shared,
                                                 std::move(pool), std::move(then), std::move(note)));
@@ -317,8 +317,8 @@ size_t Conv2dOp::kernel_workspace_bytes(const ConvAlgorithm& algorithm, const st
   if (then_) {
     const ConvParams q = then_->params_for(conv_output_shape(inputs[0]));
     std::string note;
-    const ConvAlgorithm* depthwise = choose_algorithm(q, &algorithm, /*may_decline=*/false, &note);
-    return depthwise != nullptr ? ConvThenConv(algorithm, p, *depthwise, q).workspace_bytes() : 0;
+    const ConvAlgorithm* second = choose_algorithm(q, &algorithm, /*may_decline=*/false, &note);
+    return second != nullptr ? ConvThenConv(algorithm, p, *second, q).workspace_bytes() : 0;
   }
   if (const auto pooling = pool_params(p, outputs[0])) return ConvPool(algorithm, p, *pooling).workspace_bytes();
   return algorithm.workspace_bytes(p);

@@ -58,7 +58,7 @@ class Conv2dOp : public Op, public ConvCapability {
   // compute the result: one activation, one residual, one pooling and one absorbed convolution
   // at most, and the band-by-band schedules (pooling, depthwise) add no residual.
   //
-  // The convolution that produces the op's output: the absorbed depthwise one (then()) when
+  // The convolution that produces the op's output: the absorbed grouped one (then()) when
   // there is one, else this one. A batch norm or activation after the op goes there.
   Conv2dOp& output_stage() { return then_ ? *then_ : *this; }
   // Folds a per-channel affine map y = x * scale[o] + shift[o] into the weights and bias:
@@ -82,10 +82,10 @@ class Conv2dOp : public Op, public ConvCapability {
   // Max pooling of this op's output; false with a pooling, a residual or a depthwise
   // convolution already.
   bool absorb_pool(const Pool2dAttrs& pool);
-  // A copy of `depthwise`, run on this op's output band by band; false when this op has a
-  // residual, a pooling or an absorbed convolution already, or `depthwise` has absorbed anything
-  // or been packed (the copy must be the bare layer).
-  bool absorb_depthwise(const Conv2dOp& depthwise);
+  // A copy of `grouped` (a grouped convolution, depthwise or not), run on this op's output band
+  // by band; false when this op has a residual, a pooling or an absorbed convolution already, or
+  // `grouped` has absorbed anything or been packed (the copy must be the bare layer).
+  bool absorb_grouped(const Conv2dOp& grouped);
 
   // The convolution for a given input shape (NCHW).
   ConvParams params_for(const Shape& input) const override;

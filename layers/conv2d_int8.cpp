@@ -4,7 +4,7 @@ namespace winfer {
 
 Result<std::unique_ptr<Op>> Conv2dInt8Op::from(const Conv2dOp& fp32, const Shape& input,
                                                const Int8LayerWeights& weights, const Int8LayerQuant& quant) {
-  if (fp32.then() != nullptr) return unsupported("no INT8 kernel runs a fused pointwise -> depthwise pair");
+  if (fp32.then() != nullptr) return unsupported("no INT8 kernel runs a fused convolution pair");
   if (fp32.pointwise()) return unsupported("no INT8 kernel applies a fused pointwise function");
   const bool depthwise = fp32.attrs().depthwise();
   if (fp32.has_residual() && (depthwise || !quant.residual)) {

@@ -59,8 +59,8 @@ class ConvBands {
   // Stays in L2 from the write to the read. VGG16 conv1_2 under a pooling: 8 pooled rows = 16
   // rows of 224 x 64 floats, 896 KiB.
   static constexpr int64_t kDefaultBandBytes = 1 << 20;
-  // Lanes the workspace holds for threads that run bands on their own: 2 to kLanes threads take a
-  // lane each; more split each band between them, as before lanes.
+  // Most lanes a workspace holds for threads that run bands on their own: 2 to lane_count_
+  // threads take a lane each; more split each band between them.
   static constexpr int kLanes = 4;
 
   // One group of consumer rows [o0, o1): the convolution rows its windows read are [r0, r1),
@@ -171,7 +171,7 @@ class ConvBands {
   // b, in order: the band's new convolution rows are computed (act applied), then
   // consume(n, images, b, rows, scratch, threads) reads convolution rows [b.r0, b.r1) of those
   // images at `rows` (NHWC: per image, b.r1 - b.r0 rows of row_floats()) on `threads` threads;
-  // `scratch` is the consumer's reserved scratch. On 2 to kLanes threads the bands of different
+  // `scratch` is the consumer's reserved scratch. On 2 to lane_count_ threads the bands of different
   // images (or row ranges) run at the same time, each on one thread (lanes, above).
   template <class Consume>
   void run(const float* input_nhwc, const float* packed, const float* bias, Activation act, void* workspace,

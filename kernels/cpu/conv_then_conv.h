@@ -7,7 +7,8 @@
 //
 // The second convolution runs on each band as a problem of its own (the band's images, its rows
 // as its input, the part of its windows above and below them as padding), so any algorithm
-// computes it; the engine uses this for a depthwise second convolution only.
+// computes it; the engine uses this for a grouped (depthwise or not) second convolution only:
+// RegNet's 1x1 -> grouped 3x3 too.
 #pragma once
 
 #include <cstddef>

@@ -12,7 +12,7 @@
 //   "same" padding is half of that): the bands need every window of the depthwise convolution to
 //   read at least one row of the first one's output, and a window of padding only has no band;
 // - the first convolution has no residual, pooling or absorbed convolution, and the depthwise
-//   one is the bare layer (Conv2dOp::absorb_depthwise refuses the rest: the band schedule adds
+//   one is the bare layer (Conv2dOp::absorb_grouped refuses the rest: the band schedule adds
 //   no residual and pools nothing). A later add, pooling or convolution stays a node of its own.
 // - Not a dense second convolution (groups == 1): it reads every channel of many rows per output
 //   row, and ResNet's 1x1 -> 3x3 has no large tensor to save. RegNetY-400MF's grouped pairs at
@@ -34,7 +34,7 @@ class PointwiseDepthwise : public AbsorbConsumerRule {
     const Conv2dAttrs& a = second->attrs();
     const int64_t extent = (a.kernel_h - 1) * a.dilation_h;
     return a.groups > 1 && !first->attrs().depthwise() && a.in_channels == first->attrs().out_channels &&
-           a.padding.top <= extent && a.padding.bottom <= extent && first->absorb_depthwise(*second);
+           a.padding.top <= extent && a.padding.bottom <= extent && first->absorb_grouped(*second);
   }
 };
 
