@@ -33,6 +33,8 @@ std::vector<ConvCase> residual_cases() {
       {Conv(1, 6, 9, 9, 36).k(3, 3).pad(1).g(2).p, true, kRelu},
       {Conv(1, 3, 11, 13, 16).k(7, 7).s(2, 2).pad(3).p, true, kNone},
       {Conv(2, 16, 7, 7, 16).k(3, 3).pad(1).g(16).p, true, kRelu},
+      {Conv(2, 1024, 3, 5, 40).p, true, kRelu},          // im2win in K chunks: the residual in the first
+      {Conv(1, 512, 5, 6, 36).s(2, 2).p, false, kNone},  // pixels 4 KiB apart, packed
   };
 }
 

@@ -202,8 +202,17 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       {Conv(3, 32, 7, 8, 32).k(3, 3).s(2, 2).pad(1).g(8).p, true, kRelu},           // 4 per group, G = 4
       {Conv(1, 24, 5, 6, 24).k(1, 1).g(6).p, true, kRelu},                          // in place, G = 3
       {Conv(1, 64, 6, 7, 64).k(3, 3).pad(1).g(4).p, true, kRelu},                   // 16 per group
-      {Conv(1, 48, 7, 7, 48).k(3, 3).s(2, 2).pad(1).g(2).p, true, kRelu},           // 24 per group
-      {Conv(2, 64, 5, 6, 64).k(3, 3).pad(1).g(2).p, false, kRelu},                  // 32 per group
+      // im2win's K chunks (in place, a 14-pixel tile's runs past 32 KiB, or pixels 4 KiB apart):
+      // K = 1000 in chunks of 512 and 488 with a narrow last panel, batch 2; 512 channels at
+      // stride 2 (one chunk, packed); 1024 per group; a 1x3 kernel's run of 768 cut across its
+      // taps; 600 channels of 2.4 MB weights in blocks of panels.
+      {Conv(2, 1000, 3, 5, 40).k(1, 1).p, true, kRelu},
+      {Conv(1, 512, 5, 6, 48).k(1, 1).s(2, 2).p, false, kRelu6},
+      {Conv(1, 2048, 3, 4, 64).k(1, 1).g(2).p, true, kNone},
+      {Conv(1, 256, 3, 9, 20).k(1, 3).p, true, kRelu},
+      {Conv(1, 1024, 4, 4, 600).k(1, 1).p, true, kRelu},
+      {Conv(1, 48, 7, 7, 48).k(3, 3).s(2, 2).pad(1).g(2).p, true, kRelu},  // 24 per group
+      {Conv(2, 64, 5, 6, 64).k(3, 3).pad(1).g(2).p, false, kRelu},         // 32 per group
       // im2win's group sets (group_sets.h: groups of 4, 8, 16 outputs interleaved in panels of
       // 32 lanes; the cases above with 4, 8 and 16 per group run them too): Cg != Cog (cells
       // not 32 floats), a last panel with absent groups for B = 4 and B = 1, rows of 14 (every
