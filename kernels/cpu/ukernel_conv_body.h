@@ -216,7 +216,7 @@ template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLa
 __attribute__((always_inline)) inline void accumulate_affine(Vec<Isa::kLanes> (&acc)[kRows][kVecs], const float* p0,
                                                              int64_t d, int64_t len, const float* w, int64_t row_stride,
                                                              int last_lanes, const char* side_prefetch,
-                                                             int64_t side_rate, int64_t step0) {
+                                                             int64_t side_rate, int64_t step0, bool prefetch_weights) {
   static_assert(kRows <= 15, "three bases of five pixels");
   constexpr int kLanes = Isa::kLanes;
   const int64_t stride = kNarrow ? row_stride : kPanel;
@@ -225,8 +225,10 @@ __attribute__((always_inline)) inline void accumulate_affine(Vec<Isa::kLanes> (&
   const float* b10 = p0 + 10 * d;
   const int64_t d_bytes = d * int64_t{sizeof(float)}, d3_bytes = 3 * d_bytes;
   for (int64_t l = 0; l < len; ++l, w += stride, ++b0, ++b5, ++b10) {
-    __builtin_prefetch(w + kPrefetchSteps * stride);  // as in accumulate()
-    __builtin_prefetch(w + kPrefetchSteps * stride + 16);
+    if (prefetch_weights) {  // as in accumulate_steps(), where the weights stream (TileArgs::weights_in_l2)
+      __builtin_prefetch(w + kPrefetchSteps * stride);
+      __builtin_prefetch(w + kPrefetchSteps * stride + 16);
+    }
     if ((l & 15) == 0) {
 #pragma GCC unroll 16
       for (int m = kFirst; m < kLast; ++m) __builtin_prefetch(p0 + m * d + l + 32);
@@ -374,19 +376,20 @@ __attribute__((always_inline)) inline void accumulate_some_affine(Vec<Isa::kLane
                                                                   const float* p0, int64_t d, int64_t len,
                                                                   const float* w, int64_t row_stride, int last_lanes,
                                                                   const char* side_prefetch, int64_t side_rate,
-                                                                  int64_t step0, bool skip_first, bool skip_last) {
+                                                                  int64_t step0, bool skip_first, bool skip_last,
+                                                                  bool prefetch_weights) {
   if (!skip_first && !skip_last) {
     accumulate_affine<Isa, kRows, kVecs, kNarrow, 0, kRows>(acc, p0, d, len, w, row_stride, last_lanes, side_prefetch,
-                                                            side_rate, step0);
+                                                            side_rate, step0, prefetch_weights);
   } else if (!skip_last) {
     accumulate_affine<Isa, kRows, kVecs, kNarrow, 1, kRows>(acc, p0, d, len, w, row_stride, last_lanes, side_prefetch,
-                                                            side_rate, step0);
+                                                            side_rate, step0, prefetch_weights);
   } else if (!skip_first) {
     accumulate_affine<Isa, kRows, kVecs, kNarrow, 0, kRows - 1>(acc, p0, d, len, w, row_stride, last_lanes,
-                                                                side_prefetch, side_rate, step0);
+                                                                side_prefetch, side_rate, step0, prefetch_weights);
   } else {
     accumulate_affine<Isa, kRows, kVecs, kNarrow, 1, kRows - 1>(acc, p0, d, len, w, row_stride, last_lanes,
-                                                                side_prefetch, side_rate, step0);
+                                                                side_prefetch, side_rate, step0, prefetch_weights);
   }
 }
 
@@ -523,7 +526,7 @@ __attribute__((always_inline)) inline void tile_once(const TileArgs& a) {
         if (affine) {
           accumulate_affine<Isa, kRows, kVecs, kNarrow>(acc, a.pixels[0] + s * a.seg_stride, d, a.seg_len,
                                                         a.weights + s * a.w_seg_stride, a.w_row_stride, last_lanes,
-                                                        a.prefetch, a.prefetch_rate, s * a.seg_len);
+                                                        a.prefetch, a.prefetch_rate, s * a.seg_len, !a.weights_in_l2);
           continue;
         }
       }
@@ -552,7 +555,7 @@ __attribute__((always_inline)) inline void tile_once(const TileArgs& a) {
             accumulate_some_affine<Isa, kRows, kVecs, kNarrow>(
                 acc, a.pixels[0] + s * a.seg_stride + (lo - k0), d, hi - lo,
                 a.weights + s * a.w_seg_stride + (lo - k0) * stride, a.w_row_stride, last_lanes, a.prefetch,
-                a.prefetch_rate, lo, lo < first_end, lo >= last_begin);
+                a.prefetch_rate, lo, lo < first_end, lo >= last_begin, !a.weights_in_l2);
             continue;
           }
         }
