@@ -367,6 +367,10 @@ void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, const float* ne
   a.bias = nullptr;
   a.out_stride = co;
   a.clip = activation_clamp(Activation::kNone);
+  // A U panel that does not stream (no `next`) is read by every micro-tile of the block from
+  // L1/L2: the tile leaves its prefetch to the hardware (0.95x the time on ResNet-18 and VGG-16,
+  // AVX-512, Zen 4, session 25).
+  a.weights_in_l2 = next == nullptr;
   const int64_t micro_tiles = ceil_div(rows, int64_t{uk.max_rows});
   for (int64_t m0 = 0; m0 < rows; m0 += uk.max_rows) {
     const int mr = static_cast<int>(std::min<int64_t>(uk.max_rows, rows - m0));
