@@ -133,11 +133,13 @@ __attribute__((always_inline)) inline void accumulate_steps(Vec<Isa::kLanes> (&a
 template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst, int kLast, int kU>
 __attribute__((always_inline)) inline void pointer_step(Vec<Isa::kLanes> (&acc)[kRows][kVecs],
                                                         const float* const (&pixel)[kRows], int64_t l, const float* w,
-                                                        int64_t stride, int last_lanes) {
+                                                        int64_t stride, int last_lanes, bool prefetch_weights) {
   constexpr int kLanes = Isa::kLanes;
   const float* row = w + kU * stride;
-  __builtin_prefetch(row + kPrefetchSteps * stride);  // as in accumulate_steps()
-  __builtin_prefetch(row + kPrefetchSteps * stride + 16);
+  if (prefetch_weights) {  // as in accumulate_steps()
+    __builtin_prefetch(row + kPrefetchSteps * stride);
+    __builtin_prefetch(row + kPrefetchSteps * stride + 16);
+  }
   Vec<kLanes> wv[kVecs];
   load_weight_row<Isa, kVecs, kNarrow>(row, last_lanes, wv);
 #pragma GCC unroll 16
@@ -189,10 +191,14 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
           for (int m = kFirst; m < kLast; ++m) __builtin_prefetch(pixel[m] + l + 32);
           prefetch_side_share(side_prefetch, side_rate, step0 + l);
         }
-        pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 0>(acc, pixel, l, w, stride, last_lanes);
-        pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 1>(acc, pixel, l, w, stride, last_lanes);
-        pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 2>(acc, pixel, l, w, stride, last_lanes);
-        pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 3>(acc, pixel, l, w, stride, last_lanes);
+        pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 0>(acc, pixel, l, w, stride, last_lanes,
+                                                                   prefetch_weights);
+        pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 1>(acc, pixel, l, w, stride, last_lanes,
+                                                                   prefetch_weights);
+        pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 2>(acc, pixel, l, w, stride, last_lanes,
+                                                                   prefetch_weights);
+        pointer_step<Isa, kRows, kVecs, kNarrow, kFirst, kLast, 3>(acc, pixel, l, w, stride, last_lanes,
+                                                                   prefetch_weights);
       }
     }
     if (unrolled == len) return;
