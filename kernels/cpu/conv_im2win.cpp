@@ -371,14 +371,16 @@ struct SetCellShuffle {
   // Output float i (c = i / P, j = i % P) comes from input float j * Cg + c, Cg = 32 / P.
   static constexpr int from(int i) { return (i % kPerPanel) * (32 / kPerPanel) + i / kPerPanel; }
   template <int... kI>
-  WINFER_ALWAYS_INLINE static void run(const float* src, float* cell, std::integer_sequence<int, kI...>) {
-    const Vec<16> a = load<16>(src), b = load<16>(src + 16);
+  WINFER_ALWAYS_INLINE static void run(const Vec<16>& a, const Vec<16>& b, float* cell,
+                                       std::integer_sequence<int, kI...>) {
     store<16>(cell, __builtin_shufflevector(a, b, from(kI)...));
     store<16>(cell + 16, __builtin_shufflevector(a, b, from(kI + 16)...));
   }
-  WINFER_ALWAYS_INLINE static void run(const float* src, float* cell) {
-    run(src, cell, std::make_integer_sequence<int, 16>{});
+  // The cell of the input's 32 floats a, b.
+  WINFER_ALWAYS_INLINE static void run(const Vec<16>& a, const Vec<16>& b, float* cell) {
+    run(a, b, cell, std::make_integer_sequence<int, 16>{});
   }
+  WINFER_ALWAYS_INLINE static void run(const float* src, float* cell) { run(load<16>(src), load<16>(src + 16), cell); }
 };
 
 // The same cell in 8-lane vectors (AVX2, where GCC lowered the 16-lane shuffles above into
@@ -398,6 +400,10 @@ struct SetCellShuffle8 {
   }
   WINFER_ALWAYS_INLINE static void run(const float* src, float* cell) {
     const Vec<8> x[4] = {load<8>(src), load<8>(src + 8), load<8>(src + 16), load<8>(src + 24)};
+    run(x, cell);
+  }
+  // The cell of the input's 32 floats x.
+  WINFER_ALWAYS_INLINE static void run(const Vec<8> (&x)[4], float* cell) {
     constexpr auto e = std::make_integer_sequence<int, 8>{};
     store<8>(cell, out<0>(x, e));
     store<8>(cell + 8, out<1>(x, e));
@@ -406,19 +412,31 @@ struct SetCellShuffle8 {
   }
 };
 
-// Copies n floats, n a multiple of 4 below 32, in 4-float moves. Not copy_exact: GCC turned
-// its loop with a run-time count into a memmove call per cell (8% of a stride-2 RegNet layer).
-WINFER_ALWAYS_INLINE inline void copy_fours(float* d, const float* s, int64_t n) {
-  switch (n / 4) {
-    case 7: store<4>(d + 24, load<4>(s + 24)); [[fallthrough]];
-    case 6: store<4>(d + 20, load<4>(s + 20)); [[fallthrough]];
-    case 5: store<4>(d + 16, load<4>(s + 16)); [[fallthrough]];
-    case 4: store<4>(d + 12, load<4>(s + 12)); [[fallthrough]];
-    case 3: store<4>(d + 8, load<4>(s + 8)); [[fallthrough]];
-    case 2: store<4>(d + 4, load<4>(s + 4)); [[fallthrough]];
-    case 1: store<4>(d, load<4>(s)); [[fallthrough]];
-    default: break;
-  }
+// The first n floats at s (n a multiple of 4 below 32) and zeros up to 32, as eight 4-float
+// vectors in registers. (Through a stack buffer before: 4-float stores, then 64-byte loads of
+// the same bytes, which no store forwards to: 45% of the window transform of RegNet's grouped
+// 48-channel layer stalled on them, perf, session 25.)
+WINFER_ALWAYS_INLINE inline void load_fours(const float* s, int64_t n, Vec<4> (&q)[8]) {
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) q[i] = 4 * i < n ? load<4>(s + 4 * i) : Vec<4>{};
+}
+WINFER_ALWAYS_INLINE inline Vec<8> join(const Vec<4>& lo, const Vec<4>& hi) {
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+WINFER_ALWAYS_INLINE inline Vec<16> join(const Vec<8>& lo, const Vec<8>& hi) {
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+// A last panel's cell, its absent groups' floats zeros (present * cg_in of 32 floats given).
+template <int kLanes, int kPerPanel>
+WINFER_ALWAYS_INLINE inline void fill_partial_set_cell(const float* src, int64_t n, float* cell) {
+  Vec<4> q[8];
+  load_fours(src, n, q);
+  const Vec<8> x[4] = {join(q[0], q[1]), join(q[2], q[3]), join(q[4], q[5]), join(q[6], q[7])};
+  if constexpr (kLanes == 8)
+    SetCellShuffle8<kPerPanel>::run(x, cell);
+  else
+    SetCellShuffle<kPerPanel>::run(join(x[0], x[1]), join(x[2], x[3]), cell);
 }
 
 template <int kLanes>
@@ -430,12 +448,11 @@ WINFER_ALWAYS_INLINE inline void fill_set_cell(const float* src, int64_t cg_in, 
       store<16>(cell + 16, Vec<16>{});
       return;
     }
-    alignas(64) float padded[32];  // a last panel's groups, zeros for the absent ones
     if (present < per_panel) {
-      store<16>(padded, Vec<16>{});
-      store<16>(padded + 16, Vec<16>{});
-      copy_fours(padded, src, present * cg_in);
-      src = padded;
+      const int64_t n = present * cg_in;
+      if (per_panel == 2) return fill_partial_set_cell<kLanes, 2>(src, n, cell);
+      if (per_panel == 4) return fill_partial_set_cell<kLanes, 4>(src, n, cell);
+      if (per_panel == 8) return fill_partial_set_cell<kLanes, 8>(src, n, cell);
     }
     if constexpr (kLanes == 8) {
       if (per_panel == 2) return SetCellShuffle8<2>::run(src, cell);
