@@ -23,7 +23,7 @@
 #                          between the markers bench_report:peers:begin/end of docs/PERFORMANCE.md.
 #                          Never part of the default run. --models replaces its networks, --rounds its
 #                          interleaved rounds (default 30 at batch 1, 10 at batch 8; --quick 3). The
-#                          whole grid takes about an hour on 2 cores (VGG-16 at batch 8 a third of it).
+#                          whole grid took 19-21 minutes on 2 cores (sessions 23 and 25, otherwise idle).
 #
 # Run it on an otherwise idle machine: check `uptime` first (it is recorded before and after).
 # PyTorch runs through /usr/bin/python3 (Debian's python3-torch, python3-torchvision); without
