@@ -62,7 +62,7 @@
 //   K chunks (in-place runs whose 14-pixel tile reads more than L1 holds, K > 585 on AVX-512,
 //     or whose pixels lie a multiple of 4 KiB apart, so that a tile's broadcasts all fall in one
 //     L1 set): per block of panels whose weights fit half of L2, per chunk of K, each tile copies
-//     its pixels' chunk next to each other (a few KiB on the stack) and computes it for the
+//     its pixels' chunk next to each other (at most 34 KiB, on the stack) and computes it for the
 //     block's panels; later chunks add to the output so far (Im2winRun::chunked). ResNet-50's
 //     1024- and 2048-channel 1x1 layers ran at 50-57% of the FMA peak read in place, 85-95% so.
 // Each output element is computed by the same kernel calls whatever the thread count, so
