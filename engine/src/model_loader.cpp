@@ -15,6 +15,7 @@
 #include "engine/src/core/file_io.h"
 #include "engine/src/fusion.h"
 #include "engine/src/graph.h"
+#include "engine/src/model_description.h"
 #include "engine/src/onnx/onnx_import.h"
 #include "engine/src/op_registry.h"
 #include "engine/src/param_sources.h"
@@ -81,8 +82,13 @@ class YamlReader {
   Status printable(const YAML::Node& node, const std::string& text, const std::string& what) const {
     const size_t at = first_control_character(text);
     if (at == std::string::npos) return Status::Ok();
-    return error(node, what + " is '" + escaped(text) + "', with a control character at byte " + std::to_string(at) +
-                           "; names, keys and values must be printable text");
+    return error(node, not_printable(text, what, at));
+  }
+  // The same check for text that comes from no YAML node (an imported model's description).
+  Status printable(const std::string& text, const std::string& what) const {
+    const size_t at = first_control_character(text);
+    if (at == std::string::npos) return Status::Ok();
+    return invalid_argument(file_ + ": " + not_printable(text, what, at));
   }
 
   // The keys of a mapping: plain printable names, each given once. yaml-cpp keeps both entries
@@ -132,6 +138,11 @@ class YamlReader {
   }
 
  private:
+  static std::string not_printable(const std::string& text, const std::string& what, size_t at) {
+    return what + " is '" + escaped(text) + "', with a control character at byte " + std::to_string(at) +
+           "; names, keys and values must be printable text";
+  }
+
   std::string file_;
   bool show_lines_ = true;
 };
@@ -196,8 +207,8 @@ class ModelLoader {
         options_(options),
         yaml_(path, false),
         model_(new Model()),
-        yaml_text_(imported->tree ? nullptr : &imported->yaml),
-        imported_tree_(std::move(imported->tree)),
+        yaml_text_(imported->description ? nullptr : &imported->yaml),
+        description_(std::move(imported->description)),
         imported_params_(std::move(imported->params)),
         imported_(true) {
     model_->input_dim_fixed_ = imported->input_dim_fixed;
@@ -205,10 +216,14 @@ class ModelLoader {
 
   Result<std::shared_ptr<const Model>> load() {
     YAML::Node root;
-    WINFER_RETURN_IF_ERROR(read_file(&root));
-    WINFER_RETURN_IF_ERROR(read_header(root));
-    WINFER_RETURN_IF_ERROR(read_layers(root["layers"]));
-    WINFER_RETURN_IF_ERROR(read_outputs(root["outputs"]));
+    if (description_ != nullptr) {
+      WINFER_RETURN_IF_ERROR(read_description(*description_));
+    } else {
+      WINFER_RETURN_IF_ERROR(read_file(&root));
+      WINFER_RETURN_IF_ERROR(read_header(root));
+      WINFER_RETURN_IF_ERROR(read_layers(root["layers"]));
+      WINFER_RETURN_IF_ERROR(read_outputs(root["outputs"]));
+    }
     Graph& graph = *model_->graph_;
     {
       Status s = graph.sort_topologically();
@@ -220,9 +235,10 @@ class ModelLoader {
     ParamSpec spec;
     WINFER_RETURN_IF_ERROR(read_param_spec(root, &spec));
     if (root["quantization"]) WINFER_RETURN_IF_ERROR(read_quantization(root["quantization"]));
-    // The parse tree (several hundred KiB for a ShuffleNet) is released before the weights are
-    // allocated, so that they reuse its pages instead of adding to the peak.
+    // The parse tree (several hundred KiB for a ShuffleNet) or the description is released before
+    // the weights are allocated, so that they reuse its pages instead of adding to the peak.
     root = YAML::Node();
+    description_.reset();
     WINFER_RETURN_IF_ERROR(load_params(std::move(spec)));
     // A quantized model keeps pointwise -> depthwise pairs apart (the tensor between them is
     // rounded to u8 like every other, quant_model.h), and its INT8 layers' element-wise
@@ -281,13 +297,6 @@ class ModelLoader {
   }
 
   Status read_file(YAML::Node* root) {
-    if (imported_tree_ != nullptr) {
-      // The importer's tree, as parsing its text would give it (onnx_import::ImportedModel::tree).
-      // (No Node assignment here: yaml-cpp's operator= rewrites the node shared with the copy.)
-      const Status s = parse_yaml_tree([&] { return *imported_tree_; }, root);
-      imported_tree_.reset();
-      return s;
-    }
     if (yaml_text_ != nullptr) return parse_yaml(*yaml_text_, root);
     WINFER_ASSIGN_OR_RETURN(std::string text, detail::read_input_file(path_, kModelFile));
     return parse_yaml(text, root);
@@ -330,9 +339,58 @@ class ModelLoader {
                          ": YAML syntax error: " + e.msg);
     }
     if (!root->IsMap()) return parse_error(path_ + ": expected a YAML mapping with 'format', 'input' and 'layers'");
+    start_graph();
+    return Status::Ok();
+  }
+
+  void start_graph() {
     model_->path_ = path_;
     model_->graph_.reset(new Graph());
-    return Status::Ok();
+  }
+
+  // An imported model's description (model_description.h): what read_header, read_layers and
+  // read_outputs take from a YAML file, with the same checks, from plain strings.
+  Status read_description(const ModelDescription& d) {
+    start_graph();
+    WINFER_RETURN_IF_ERROR(yaml_.printable(d.name, "'name'"));
+    model_->name_ = d.name;
+    WINFER_RETURN_IF_ERROR(yaml_.printable(d.input_name, "'input.name'"));
+    const auto fail = [&](const std::string& message) { return invalid_argument(path_ + ": " + message); };
+    WINFER_RETURN_IF_ERROR(set_input(d.input_name, d.input_shape, fail, fail, path_ + ": "));
+    if (d.layers.empty()) return fail("'layers' must be a non-empty list");
+    if (d.layers.size() > kMaxLayers) {
+      return fail("'layers' has " + std::to_string(d.layers.size()) + " layers, more than the limit of " +
+                  std::to_string(kMaxLayers));
+    }
+    std::string previous = model_->input_name_;
+    for (const LayerDescription& layer : d.layers) WINFER_RETURN_IF_ERROR(read_described_layer(layer, &previous));
+    WINFER_RETURN_IF_ERROR(resolve_inputs());
+    for (const std::string& name : d.outputs) WINFER_RETURN_IF_ERROR(yaml_.printable(name, "'outputs'"));
+    if (d.outputs.empty()) return fail("'outputs' must be a tensor name or a non-empty list of names");
+    return set_outputs(d.outputs, fail);
+  }
+
+  Status read_described_layer(const LayerDescription& l, std::string* previous_output) {
+    WINFER_RETURN_IF_ERROR(yaml_.printable(l.name, "'name'"));
+    WINFER_RETURN_IF_ERROR(
+        check_layer_name(l.name, [&](const std::string& m) { return invalid_argument(path_ + ": " + m); }));
+    WINFER_RETURN_IF_ERROR(yaml_.printable(l.op, "'op'"));
+    Attrs attrs;
+    for (const auto& [key, value] : l.attrs) {
+      WINFER_RETURN_IF_ERROR(yaml_.printable(key, "key of layer '" + l.name + "'"));
+      for (const std::string& item : value.items) {
+        WINFER_RETURN_IF_ERROR(yaml_.printable(item, "attribute '" + key + "'"));
+      }
+      attrs.set(key, value);
+    }
+    for (const std::string& name : l.inputs) WINFER_RETURN_IF_ERROR(yaml_.printable(name, "'inputs'"));
+    WINFER_RETURN_IF_ERROR(yaml_.printable(l.params, "'params'"));
+    GraphNode g;
+    g.name = l.name;
+    g.type = l.op;
+    std::optional<std::string> params;
+    if (!l.params.empty()) params = l.params;
+    return add_layer(std::move(g), attrs, l.inputs, params, path_ + ": layer '" + l.name + "'", previous_output);
   }
 
   Status read_header(const YAML::Node& root) {
@@ -399,29 +457,40 @@ class ModelLoader {
       const std::string key = kv.first.Scalar();
       if (key != "name" && key != "shape") return yaml_.error(kv.first, "unknown key 'input." + key + "'");
     }
-    model_->input_name_ = "input";
-    if (node["name"]) WINFER_RETURN_IF_ERROR(yaml_.string(node["name"], "input.name", &model_->input_name_));
-    // The same rule as for layer names: an empty name would read as "the previous layer had
-    // several outputs" to the first layer, which defaults to it.
-    if (model_->input_name_.empty() || model_->input_name_.find(':') != std::string::npos) {
-      return yaml_.error(node["name"], "input name '" + model_->input_name_ + "' must be non-empty and contain no ':'");
-    }
+    std::string name = "input";
+    if (node["name"]) WINFER_RETURN_IF_ERROR(yaml_.string(node["name"], "input.name", &name));
     if (!node["shape"]) return yaml_.error(node, "missing 'input.shape'");
     std::vector<int64_t> dims;
     WINFER_RETURN_IF_ERROR(yaml_.int_list(node["shape"], "input.shape", &dims));
+    return set_input(
+        name, dims, [&](const std::string& m) { return yaml_.error(node["name"], m); },
+        [&](const std::string& m) { return yaml_.error(node["shape"], m); }, yaml_.at(node["shape"]));
+  }
+
+  // The input's name and shape, checked; name_error and shape_error make the messages (with the
+  // YAML line where there is one), shape_at prefixes a Shape's own error.
+  template <typename NameError, typename ShapeError>
+  Status set_input(const std::string& name, const std::vector<int64_t>& dims, NameError name_error,
+                   ShapeError shape_error, const std::string& shape_at) {
+    model_->input_name_ = name;
+    // The same rule as for layer names: an empty name would read as "the previous layer had
+    // several outputs" to the first layer, which defaults to it.
+    if (name.empty() || name.find(':') != std::string::npos) {
+      return name_error("input name '" + name + "' must be non-empty and contain no ':'");
+    }
     if (dims.size() != 4 && dims.size() != 2) {
-      return yaml_.error(node["shape"], "'input.shape' must have 4 dims [N, C, H, W] (or 2 [N, F]), got " +
-                                            std::to_string(dims.size()));
+      return shape_error("'input.shape' must have 4 dims [N, C, H, W] (or 2 [N, F]), got " +
+                         std::to_string(dims.size()));
     }
     for (int64_t d : dims) {
-      if (d < 1) return yaml_.error(node["shape"], "'input.shape' dims must be >= 1, got " + Shape(dims).to_string());
+      if (d < 1) return shape_error("'input.shape' dims must be >= 1, got " + Shape(dims).to_string());
       if (d > kMaxInputDim) {
-        return yaml_.error(node["shape"], "'input.shape' dims must be <= 2^24 (" + std::to_string(kMaxInputDim) +
-                                              "), got " + Shape(dims).to_string());
+        return shape_error("'input.shape' dims must be <= 2^24 (" + std::to_string(kMaxInputDim) + "), got " +
+                           Shape(dims).to_string());
       }
     }
     auto shape = Shape::make(dims);
-    if (!shape.ok()) return Status(shape.status()).with_context(yaml_.at(node["shape"]) + "input.shape");
+    if (!shape.ok()) return Status(shape.status()).with_context(shape_at + "input.shape");
     model_->input_shape_ = shape.value();
     auto id = model_->graph_->add_tensor(model_->input_name_);
     if (!id.ok()) return Status(id.status()).with_context(path_);
@@ -458,16 +527,10 @@ class ModelLoader {
     g.line = line_of(node);
     if (!name_node) return yaml_.error(node, "layer " + std::to_string(index) + " has no 'name'");
     WINFER_RETURN_IF_ERROR(yaml_.string(*name_node, "name", &g.name));
-    if (g.name.empty() || g.name.find(':') != std::string::npos) {
-      return yaml_.error(*name_node, "layer name '" + g.name + "' must be non-empty and contain no ':'");
-    }
+    WINFER_RETURN_IF_ERROR(check_layer_name(g.name, [&](const std::string& m) { return yaml_.error(*name_node, m); }));
     const std::string where = yaml_.at(node) + "layer '" + g.name + "'";
     if (!op_node) return invalid_argument(where + ": missing 'op'");
     WINFER_RETURN_IF_ERROR(yaml_.string(*op_node, "op", &g.type));
-    const OpEntry* info = op_registry().find_entry(g.type);
-    if (info == nullptr) {
-      return invalid_argument(where + ": unknown op '" + g.type + "' (known ops: " + join(op_registry().types()) + ")");
-    }
     const std::string context = where + " (" + g.type + ")";
 
     Attrs attrs;
@@ -490,13 +553,6 @@ class ModelLoader {
         return invalid_argument(context + ": attribute '" + key + "' must be a value or a list");
       }
     }
-    auto op = info->create(attrs);
-    if (!op.ok()) return Status(op.status()).with_context(context);
-    const std::vector<std::string> unknown = attrs.unread_keys();
-    if (!unknown.empty()) {
-      return invalid_argument(context + ": unknown attribute '" + unknown[0] + "' for op " + g.type);
-    }
-    g.op = std::move(op).value();
 
     // Inputs: 'input' (one name), 'inputs' (list), or the previous layer's output.
     std::vector<std::string> input_names;
@@ -520,6 +576,36 @@ class ModelLoader {
     } else {
       input_names.push_back(*previous_output);
     }
+    std::optional<std::string> params;
+    if (params_node) WINFER_RETURN_IF_ERROR(yaml_.string(*params_node, "params", &params.emplace()));
+    return add_layer(std::move(g), attrs, std::move(input_names), params, where, previous_output);
+  }
+
+  template <typename Error>
+  static Status check_layer_name(const std::string& name, Error error) {
+    if (name.empty() || name.find(':') != std::string::npos) {
+      return error("layer name '" + name + "' must be non-empty and contain no ':'");
+    }
+    return Status::Ok();
+  }
+
+  // A layer however it was described (YAML or an importer's description): its op created from
+  // its attributes, its inputs counted, its outputs named. `where`: "file:line: layer 'name'".
+  Status add_layer(GraphNode g, const Attrs& attrs, std::vector<std::string> input_names,
+                   const std::optional<std::string>& params, const std::string& where, std::string* previous_output) {
+    const OpEntry* info = op_registry().find_entry(g.type);
+    if (info == nullptr) {
+      return invalid_argument(where + ": unknown op '" + g.type + "' (known ops: " + join(op_registry().types()) + ")");
+    }
+    const std::string context = where + " (" + g.type + ")";
+    auto op = info->create(attrs);
+    if (!op.ok()) return Status(op.status()).with_context(context);
+    const std::vector<std::string> unknown = attrs.unread_keys();
+    if (!unknown.empty()) {
+      return invalid_argument(context + ": unknown attribute '" + unknown[0] + "' for op " + g.type);
+    }
+    g.op = std::move(op).value();
+
     const int count = static_cast<int>(input_names.size());
     if (count < info->min_inputs || (info->max_inputs >= 0 && count > info->max_inputs)) {
       std::string expected = std::to_string(info->min_inputs);
@@ -528,10 +614,8 @@ class ModelLoader {
       }
       return invalid_argument(context + ": takes " + expected + " input(s), got " + std::to_string(count));
     }
-    pending_inputs_.push_back(input_names);
-
-    g.param_prefix = g.name;
-    if (params_node) WINFER_RETURN_IF_ERROR(yaml_.string(*params_node, "params", &g.param_prefix));
+    pending_inputs_.push_back(std::move(input_names));
+    g.param_prefix = params ? *params : g.name;
 
     const int outputs = info->num_outputs(attrs);
     for (int i = 0; i < outputs; ++i) {
@@ -556,7 +640,12 @@ class ModelLoader {
     std::string previous = model_->input_name_;
     size_t index = 0;
     for (const YAML::Node& layer : node) WINFER_RETURN_IF_ERROR(read_layer(layer, index++, &previous));
-    // Inputs may name layers defined later (the graph is sorted afterwards), so resolve now.
+    return resolve_inputs();
+  }
+
+  // Inputs may name layers defined later (the graph is sorted afterwards), so they are resolved
+  // once every layer is read.
+  Status resolve_inputs() {
     Graph& graph = *model_->graph_;
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       for (const std::string& name : pending_inputs_[n]) {
@@ -594,9 +683,15 @@ class ModelLoader {
     } else {
       return yaml_.error(node, "'outputs' must be a tensor name or a non-empty list of names");
     }
+    return set_outputs(names, [&](const std::string& m) { return yaml_.error(node, m); });
+  }
+
+  template <typename Error>
+  Status set_outputs(const std::vector<std::string>& names, Error error) {
+    Graph& graph = *model_->graph_;
     for (const std::string& name : names) {
       const int id = graph.find_tensor(name);
-      if (id < 0) return yaml_.error(node, "output '" + name + "' is not any layer's output");
+      if (id < 0) return error("output '" + name + "' is not any layer's output");
       graph.outputs.push_back(id);
     }
     return Status::Ok();
@@ -725,7 +820,7 @@ class ModelLoader {
   std::unique_ptr<Model> model_;
   std::vector<std::vector<std::string>> pending_inputs_;   // per node, in file order
   const std::string* yaml_text_ = nullptr;                 // load_from_memory, imported models as text
-  std::unique_ptr<YAML::Node> imported_tree_;              // imported models (import_onnx as_tree)
+  std::unique_ptr<ModelDescription> description_;          // imported models (import_onnx as_description)
   std::shared_ptr<const SafeTensorsFile> memory_weights_;  // load_from_memory
   std::unique_ptr<NamedParamSource> imported_params_;      // imported models
   bool imported_ = false;
@@ -738,7 +833,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& yaml_path, c
   try {
     if (onnx_import::is_onnx_path(yaml_path)) {
       WINFER_ASSIGN_OR_RETURN(onnx_import::ImportedModel imported,
-                              onnx_import::import_onnx(yaml_path, options.confine_to, /*as_tree=*/true));
+                              onnx_import::import_onnx(yaml_path, options.confine_to, /*as_description=*/true));
       return ModelLoader(yaml_path, &imported, options).load();
     }
     return ModelLoader(yaml_path, options).load();

@@ -3,8 +3,8 @@
 // (detail::copy_from_mapping_and_drop, measured on the mapping itself in /proc/self/smaps, which
 // other threads' allocations cannot disturb), and an ONNX file's initializers are not parsed into
 // protobuf strings but read from the mapping: the parsed model holds no raw_data, and the values
-// read are the file's, bit for bit. Model::load takes an imported model as the YAML tree the
-// importer builds, not as text to parse: that tree is the one parsing the text gives.
+// read are the file's, bit for bit. Model::load takes an imported model as the importer's
+// description (no YAML text, no YAML tree): it loads the same model as that text does.
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -15,7 +15,6 @@
 #include <vector>
 
 #include <doctest/doctest.h>
-#include <yaml-cpp/yaml.h>
 
 #include "core/test_files.h"
 #include "engine/model_test_util.h"
@@ -55,36 +54,6 @@ std::string pattern_bytes(size_t size) {
     bytes[i] = static_cast<char>(state >> 24);
   }
   return bytes;
-}
-
-// Same node types, scalars, sequence items and map entries in the same order (what the loader
-// reads); styles and marks aside. *where: the first difference.
-bool same_tree(const YAML::Node& a, const YAML::Node& b, const std::string& at, std::string* where) {
-  if (a.Type() != b.Type()) {
-    *where = at + ": node types differ";
-    return false;
-  }
-  if (a.IsScalar() && a.Scalar() != b.Scalar()) {
-    *where = at + ": '" + a.Scalar() + "' vs '" + b.Scalar() + "'";
-    return false;
-  }
-  if (a.IsSequence() || a.IsMap()) {
-    if (a.size() != b.size()) {
-      *where = at + ": sizes differ";
-      return false;
-    }
-    auto i = a.begin();
-    auto j = b.begin();
-    for (size_t k = 0; i != a.end(); ++i, ++j, ++k) {
-      if (a.IsSequence()) {
-        if (!same_tree(*i, *j, at + "[" + std::to_string(k) + "]", where)) return false;
-      } else {
-        if (!same_tree(i->first, j->first, at + ".key" + std::to_string(k), where)) return false;
-        if (!same_tree(i->second, j->second, at + "." + i->first.Scalar(), where)) return false;
-      }
-    }
-  }
-  return true;
 }
 
 }  // namespace
@@ -160,21 +129,54 @@ TEST_CASE("load memory: an ONNX file's initializers are read from the file, not 
   CHECK(short_read.message().find("432 bytes of raw_data") != std::string::npos);
 }
 
-TEST_CASE("load start-up: an imported model's tree is what parsing its YAML text gives (every ONNX seed model)") {
+TEST_CASE("load start-up: an imported model's description loads what its YAML text loads (every ONNX seed model)") {
+  // Model::load of an .onnx file reads the importer's description (no YAML); `winfer convert`
+  // writes the text. Both must give the same model: layers (after fusion), shapes, outputs, and
+  // bit for bit the same output on the same random weights and input.
   int models = 0;
   for (const auto& entry : std::filesystem::directory_iterator(repo_path("tests/fuzz/corpus/onnx"))) {
     const std::string path = entry.path().string();
     if (entry.path().extension() != ".onnx") continue;
     CAPTURE(path);
-    auto text = winfer::onnx_import::import_onnx(path, "", /*as_tree=*/false);
-    auto tree = winfer::onnx_import::import_onnx(path, "", /*as_tree=*/true);
-    REQUIRE(text.ok() == tree.ok());
+    auto text = winfer::onnx_import::import_onnx(path, "", /*as_description=*/false);
+    auto described = winfer::onnx_import::import_onnx(path, "", /*as_description=*/true);
+    REQUIRE(text.ok() == described.ok());
     if (!text.ok()) continue;  // a seed the importer refuses: refused the same way both times
-    CHECK(text.value().tree == nullptr);
-    REQUIRE(tree.value().tree != nullptr);
-    CHECK(tree.value().yaml.empty());
-    std::string where;
-    CHECK_MESSAGE(same_tree(YAML::Load(text.value().yaml), *tree.value().tree, "", &where), where);
+    CHECK(text.value().description == nullptr);
+    REQUIRE(described.value().description != nullptr);
+    CHECK(described.value().yaml.empty());
+
+    winfer::LoadOptions options;
+    options.random_weights_seed = 5;
+    auto direct = winfer::Model::load(path, options);
+    auto from_text = winfer::Model::load_from_memory(text.value().yaml, nullptr, 0, options, path);
+    REQUIRE_MESSAGE(direct.ok(), direct.status().message());
+    REQUIRE_MESSAGE(from_text.ok(), from_text.status().message());
+    const winfer::Model& a = *direct.value();
+    const winfer::Model& b = *from_text.value();
+    CHECK(a.name() == b.name());
+    CHECK(a.input_name() == b.input_name());
+    CHECK(a.input_shape() == b.input_shape());
+    CHECK(a.output_names() == b.output_names());
+    CHECK(a.output_shapes() == b.output_shapes());
+    const std::vector<winfer::LayerInfo> la = a.layers(), lb = b.layers();
+    REQUIRE(la.size() == lb.size());
+    for (size_t i = 0; i < la.size(); ++i) {
+      CAPTURE(la[i].name);
+      CHECK(la[i].name == lb[i].name);
+      CHECK(la[i].type == lb[i].type);
+      CHECK(la[i].inputs == lb[i].inputs);
+      CHECK(la[i].outputs == lb[i].outputs);
+      CHECK(la[i].output_shapes == lb[i].output_shapes);
+      CHECK(la[i].fused == lb[i].fused);
+      CHECK(la[i].flops == lb[i].flops);
+      CHECK(la[i].params == lb[i].params);
+    }
+    const winfer::Tensor input = random_tensor(a.input_shape(), 17, winfer::Layout::kNCHW);
+    const winfer::Tensor ya = run_model(direct.value(), input);
+    const winfer::Tensor yb = run_model(from_text.value(), input);
+    REQUIRE(ya.shape() == yb.shape());
+    CHECK(std::memcmp(ya.data(), yb.data(), size_t(ya.numel()) * sizeof(float)) == 0);
     ++models;
   }
   CHECK(models >= 4);

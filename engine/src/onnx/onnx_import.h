@@ -4,14 +4,13 @@
 // loaded. What is supported and refused: docs/MODEL_FORMAT.md, "ONNX".
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "engine/src/model_description.h"
 #include "engine/src/onnx/onnx_file.h"
 #include "engine/src/param_sources.h"
 
@@ -48,20 +47,20 @@ class OnnxParamSource : public NamedParamSource {
 
 struct ImportedModel {
   std::string yaml;  // a winfer/1 model without `weights:` (the parameters come from `params`)
-  // import_onnx(..., as_tree = true): the same model as the parse tree YAML::Load(yaml) gives,
-  // built directly (`yaml` then stays empty): Model::load's way, which spares writing the text
-  // and yaml-cpp's parse of it, most of a small model's start-up (ShuffleNetV2: 20-30 ms
-  // each on a loaded machine; docs/PERFORMANCE.md, "Start-up and load memory").
-  // (A pointer, to be handed on: assigning a yaml-cpp Node rewrites the node its copies share.)
-  std::unique_ptr<YAML::Node> tree;
+  // import_onnx(..., as_description = true): the same model as the loader's description of it
+  // (model_description.h), built directly (`yaml` then stays empty): Model::load's way, which
+  // spares writing the text, yaml-cpp's parse of it and any YAML tree, most of a small model's
+  // start-up (docs/PERFORMANCE.md, "Start-up and load memory").
+  std::unique_ptr<ModelDescription> description;
   std::unique_ptr<OnnxParamSource> params;
   std::vector<bool> input_dim_fixed;  // per input dim: fixed in the file (true) or symbolic
 };
 
 // Reads and converts an ONNX model. Errors name the file and the node (name, op type, opset).
 // `confine_to`: LoadOptions::confine_to, applied to external data files.
-// `as_tree`: ImportedModel::tree instead of ImportedModel::yaml.
-Result<ImportedModel> import_onnx(const std::string& path, const std::string& confine_to = "", bool as_tree = false);
+// `as_description`: ImportedModel::description instead of ImportedModel::yaml.
+Result<ImportedModel> import_onnx(const std::string& path, const std::string& confine_to = "",
+                                  bool as_description = false);
 
 // True when `path` names an ONNX file (by its extension, .onnx in any case).
 bool is_onnx_path(const std::string& path);

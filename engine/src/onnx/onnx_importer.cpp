@@ -552,58 +552,27 @@ std::string Importer::write_yaml() const {
   return std::string(out.c_str()) + "\n";
 }
 
-YAML::Node Importer::build_tree() const {
-  // Every scalar as the text write_yaml() gives it, in the same order (the loader reads
-  // scalars as text and iterates maps in order). force_insert: every key is new, and yaml-cpp's
-  // operator[] would compare it with each key already there, converting them to text.
-  auto seq = [](const std::vector<std::string>& items) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (const std::string& item : items) list.push_back(item);
-    return list;
-  };
-  YAML::Node root(YAML::NodeType::Map);
-  root.force_insert("format", "winfer/1");
-  const std::string path = file().path();
-  root.force_insert("name", std::filesystem::path(path).stem().string());
-  const onnx::ModelProto& m = params_->file().model();
-  std::string producer = m.producer_name() + (m.producer_version().empty() ? "" : " " + m.producer_version());
-  root.force_insert("description", "imported from " + std::filesystem::path(path).filename().string() + " (ONNX IR " +
-                                       std::to_string(m.ir_version()) + ", opset " + std::to_string(opset()) +
-                                       (producer.empty() ? std::string() : ", written by " + producer) + ")");
-  YAML::Node input(YAML::NodeType::Map);
-  input.force_insert("name", input_name_);
-  std::vector<std::string> dims;
-  for (int64_t d : input_shape_.dims()) dims.push_back(std::to_string(d));
-  input.force_insert("shape", seq(dims));
-  root.force_insert("input", input);
-  std::vector<std::string> outputs;
-  for (const std::string& name : output_names_) outputs.push_back(values_.at(name).tensor);
-  root.force_insert("outputs", seq(outputs));
-  YAML::Node layers(YAML::NodeType::Sequence);
+ModelDescription Importer::describe() const {
+  ModelDescription d;
+  d.name = std::filesystem::path(file().path()).stem().string();
+  d.input_name = input_name_;
+  d.input_shape = input_shape_.dims();
+  for (const std::string& name : output_names_) d.outputs.push_back(values_.at(name).tensor);
+  d.layers.reserve(layers_.size());
   for (const Layer& layer : layers_) {
-    YAML::Node l(YAML::NodeType::Map);
-    l.force_insert("name", layer.name);
-    l.force_insert("op", layer.op);
-    if (layer.inputs.size() == 1) {
-      l.force_insert("input", layer.inputs[0]);
-    } else {
-      l.force_insert("inputs", seq(layer.inputs));
-    }
-    if (!layer.params.empty() && layer.params != layer.name) l.force_insert("params", layer.params);
-    for (const auto& kv : layer.attrs) {
-      if (kv.second.kind == AttrValue::Kind::kScalar) {
-        l.force_insert(kv.first, kv.second.items[0]);
-      } else {
-        l.force_insert(kv.first, seq(kv.second.items));
-      }
-    }
-    layers.push_back(l);
+    LayerDescription l;
+    l.name = layer.name;
+    l.op = layer.op;
+    l.inputs = layer.inputs;
+    // write_yaml() leaves out a prefix equal to the name; the loader reads either as the name.
+    if (layer.params != layer.name) l.params = layer.params;
+    l.attrs = layer.attrs;
+    d.layers.push_back(std::move(l));
   }
-  root.force_insert("layers", layers);
-  return root;
+  return d;
 }
 
-Result<ImportedModel> Importer::run(bool as_tree) {
+Result<ImportedModel> Importer::run(bool as_description) {
   WINFER_RETURN_IF_ERROR(read_inputs_and_outputs());
   std::vector<const onnx::NodeProto*> order;
   WINFER_RETURN_IF_ERROR(order_nodes(&order));
@@ -623,8 +592,8 @@ Result<ImportedModel> Importer::run(bool as_tree) {
   }
   if (layers_.empty()) return unsupported(file().path() + ": the graph computes nothing (no layers after import)");
   ImportedModel model;
-  if (as_tree) {
-    model.tree.reset(new YAML::Node(build_tree()));
+  if (as_description) {
+    model.description = std::make_unique<ModelDescription>(describe());
   } else {
     model.yaml = write_yaml();
   }
@@ -639,9 +608,9 @@ bool is_onnx_path(const std::string& path) {
   return ext == ".onnx";
 }
 
-Result<ImportedModel> import_onnx(const std::string& path, const std::string& confine_to, bool as_tree) {
+Result<ImportedModel> import_onnx(const std::string& path, const std::string& confine_to, bool as_description) {
   WINFER_ASSIGN_OR_RETURN(std::unique_ptr<OnnxFile> file, OnnxFile::open(path, confine_to));
-  return Importer(std::move(file)).run(as_tree);
+  return Importer(std::move(file)).run(as_description);
 }
 
 }  // namespace winfer::onnx_import

@@ -78,7 +78,7 @@ Status convert_reshape_layer(Importer& im);
 class Importer {
  public:
   explicit Importer(std::unique_ptr<OnnxFile> file);
-  Result<ImportedModel> run(bool as_tree = false);
+  Result<ImportedModel> run(bool as_description = false);
 
   // ---- for converters: the node being converted ----
   const onnx::NodeProto& node() const { return *node_; }
@@ -142,7 +142,7 @@ class Importer {
   Status convert(const onnx::NodeProto& node);
   std::string unique_layer_name(std::string base);
   std::string write_yaml() const;
-  YAML::Node build_tree() const;  // what YAML::Load(write_yaml()) gives, without the text
+  ModelDescription describe() const;  // what the loader reads of write_yaml()'s text, without the text
 
   std::unique_ptr<OnnxParamSource> params_;
   ConverterTable converters_;
