@@ -574,10 +574,13 @@ def peer_engines_section(recs, meta):
     if mem:
         mem_names = [(k, label) for k, label in names if any(m["engine"] == k for m in mem)]
         peers_here = [k for k in PEER_ONLY if any(m["engine"] == k for m in mem)]
+        rounds = sorted({m.get("rounds", 1) for m in mem})
+        apart = ("each engine in a fresh process" +
+                 (f", medians of {'/'.join(map(str, rounds))} processes" if rounds != [1] else ""))
         for what, field, target, caption in [
-                ("Peak memory beyond the weights (MiB), each engine in a fresh process", "beyond_weights_bytes", 0.5,
+                (f"Peak memory beyond the weights (MiB), {apart}", "beyond_weights_bytes", 0.5,
                  "im2win ÷ best peer (target ≤ 0.5)"),
-                ("Start-up: load + first inference (ms), each engine in a fresh process", "startup_ms", 1.0,
+                (f"Start-up: load + first inference (ms), {apart}", "startup_ms", 1.0,
                  "im2win ÷ fastest peer (target ≤ 1.0)")]:
             w(f"#### {what}")
             w("")

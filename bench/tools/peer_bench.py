@@ -55,7 +55,8 @@ MODEL is a zoo name (models/zoo/MODEL.yaml). What happens:
    loaded (the peak first reset to the resident set, /proc/self/clear_refs 5: the baseline) and
    after load + first inference + 3 more calls; beyond the weights = peak - baseline - the
    weights file's size (the .onnx; ncnn's .bin; the TorchScript file). Start-up = load (file to
-   runnable: session creation, compilation, packing) + first inference, ms.
+   runnable: session creation, compilation, packing) + first inference, ms. --memory-rounds
+   processes per engine (default 3), the engines in a shuffled order each round; medians.
 
 Threads, per engine: ONNX Runtime intra_op_num_threads=N, inter_op_num_threads=1, sequential
 execution, all graph optimisations; OpenVINO INFERENCE_NUM_THREADS=N, INFERENCE_PRECISION_HINT=f32,
@@ -708,6 +709,33 @@ def worker(args):
                       "peak_bytes": peak, "weights_bytes": weights, "beyond_weights_bytes": peak - weights}))
 
 
+def measure_rounds(args, names, model, batch, threads):
+    """Each engine in args.memory_rounds fresh processes, the engines in a shuffled order each round
+    (one process is one sample of a noisy machine: ShuffleNet's load took 16 to 24 ms in runs minutes apart);
+    per engine the medians of the timings and of the peak, the p10 of the start-up and the rounds."""
+    runs = {n: [] for n in names}
+    order = list(names)
+    rng = random.Random(args.seed)
+    for _ in range(max(1, args.memory_rounds)):
+        rng.shuffle(order)
+        for n in order:
+            runs[n].append(measure_apart(args, n, model, batch, threads))
+    out = {}
+    for n, rs in runs.items():
+        ok = [r for r in rs if "error" not in r]
+        if not ok:
+            out[n] = rs[-1]
+            continue
+        r = dict(ok[0])
+        for key in ("load_ms", "first_ms", "startup_ms", "import_ms", "baseline_bytes", "peak_bytes",
+                    "beyond_weights_bytes"):
+            r[key] = statistics.median(x[key] for x in ok)
+        r["startup_ms_p10"] = sorted(x["startup_ms"] for x in ok)[len(ok) // 10]
+        r["rounds"] = len(ok)
+        out[n] = r
+    return out
+
+
 def measure_apart(args, name, model, batch, threads):
     cmd = [sys.executable, os.path.abspath(__file__), model, "--worker", name, "--batch", str(batch),
            "--threads", str(threads), "--build", args.build, "--cache", args.cache, "--seed", str(args.seed),
@@ -934,6 +962,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1, help="weights, input and call order (default 1)")
     ap.add_argument("--no-memory", action="store_true", help="skip the per-engine memory/start-up processes")
     ap.add_argument("--memory-threads", type=int, default=1, help="threads of those processes (default 1)")
+    ap.add_argument("--memory-rounds", type=int, default=3, help="fresh processes per engine, the engines in a "
+                    "shuffled order each round; medians reported (default 3)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="winfer build (default build/)")
     ap.add_argument("--cache", help="exported models (default BUILD/peers)")
     ap.add_argument("--json", help="append one JSON object per line to this file")
@@ -1016,12 +1046,12 @@ def main():
             for threads in args.threads:
                 emit(bench_cell(args, files, model_names, batch, threads, log, winfer, skipped))
             if not args.no_memory:
-                print(f"\n{model}, batch {batch}, {args.memory_threads} thread(s): each engine in a fresh process "
-                      "(peak beyond the weights, MiB; start-up = load + first inference, ms)")
-                for n in model_names:
-                    if n in skipped:
-                        continue
-                    r = measure_apart(args, n, model, batch, args.memory_threads)
+                print(f"\n{model}, batch {batch}, {args.memory_threads} thread(s): each engine in a fresh process, "
+                      f"{args.memory_rounds} rounds, medians (peak beyond the weights, MiB; start-up = load + first "
+                      "inference, ms)")
+                measured = measure_rounds(args, [n for n in model_names if n not in skipped], model, batch,
+                                          args.memory_threads)
+                for n, r in measured.items():
                     r.update({"kind": "memory", "model": model, "batch": batch, "threads": args.memory_threads,
                               "load_average": os.getloadavg()[0]})
                     emit(r)
