@@ -28,6 +28,8 @@ std::vector<ConvParams> packing_shapes() {
       Conv(1, 16, 6, 7, 7).k(3, 2).d(2, 1).pad(2).p,  // 7 output channels: one narrow panel
       Conv(1, 32, 5, 5, 64).k(3, 3).g(2).pad(1).p,    // groups: 16 -> 32 per group
       Conv(1, 12, 5, 5, 12).k(3, 3).g(4).pad(1).p,    // groups: 3 -> 3 per group, narrow panels
+      Conv(1, 440, 3, 3, 70).k(1, 1).p,               // RegNet-sized K = 440 (27 blocks of 16 + 8), 70 = 2 x 32 + 6
+      Conv(1, 20, 9, 9, 40).k(5, 3).pad(1).p,         // K = 300 in (c, kh, kw) order, 5 x 3 taps
   };
 }
 
