@@ -105,7 +105,7 @@ class MappedFile {
 };
 
 // Copies `size` bytes out of a read-only file mapping into `out` and gives the mapped pages
-// back as it goes (madvise MADV_DONTNEED on every whole page of the source, 4 MiB at a time):
+// back as it goes (madvise MADV_DONTNEED on every whole page of the source, 256 KiB at a time):
 // the file's pages stay in the page cache but leave the process's resident set, so that loading
 // weights from a mapped file never holds them twice (docs/MEMORY.md, "Loading"). Reading the
 // bytes again later faults them back in from the file. Only for memory mapped from a file with
