@@ -1,7 +1,7 @@
-// ONNX import: an .onnx file -> winfer's own model (its YAML text and a source of its
-// parameters), which the model loader then reads like any YAML model, so that fusion, planning
-// and every convolution algorithm apply unchanged, and `winfer convert` writes exactly what is
-// loaded. What is supported and refused: docs/MODEL_FORMAT.md, "ONNX".
+// ONNX import: an .onnx file -> winfer's own model (its description, or its YAML text, and a
+// source of its parameters), which the model loader then reads like any YAML model, so that
+// fusion, planning and every convolution algorithm apply unchanged, and `winfer convert` writes
+// the model that is loaded. What is supported and refused: docs/MODEL_FORMAT.md, "ONNX".
 #pragma once
 
 #include <map>
