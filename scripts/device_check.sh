@@ -19,13 +19,15 @@
 #      and % of the FP32 peak (the bench computes the peak as SMs x max SM clock x 128 lanes x 2)
 # and a table of the steps at the end.
 #
-# Usage: device_check.sh [--probe] [--quick] [--zoo-only] [--models M1,M2] [--batch N] [--budget SECONDS]
+# Usage: device_check.sh [--probe] [--quick] [--zoo-only] [--models M1,M2] [--batch N] [--profile] [--budget SECONDS]
 #   --probe     preflight only (no GPU work beyond the tiny_net run; without a GPU: stops at the driver)
 #   --quick     resnet18 only in step 3, no sanitizer, bench on conv1 and conv10-12
 #   --zoo-only  preflight and step 3 only (no tests, sanitizer or bench)
 #   --models L  step 3's zoo models, comma-separated, or 'all' (default resnet18,resnet50,vgg16,
 #               shufflenet_v2_x1_0)
 #   --batch N   step 3's batch (default 8)
+#   --profile   step 3's CUDA runs print per-layer times (winfer run --profile) into each run's log
+#               ($OUT/device_check/MODEL.CONV.log)
 #   --budget S  overall time limit (default 420 s); later steps keep a minimum share
 # Environment: OUT (results are written to $OUT/device_check/ when set, else to results/ here),
 #   WINFER_CUDA_LIB_DIRS (colon-separated folders searched first for cuBLAS/cuDNN), RUNS (bench
@@ -39,6 +41,7 @@ quick=0
 zoo_only=0
 zoo_models="resnet18,resnet50,vgg16,shufflenet_v2_x1_0"
 zoo_batch=8
+zoo_profile=()
 budget=420
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -47,8 +50,9 @@ while [[ $# -gt 0 ]]; do
     --zoo-only) zoo_only=1; shift ;;
     --models) zoo_models="$2"; shift 2 ;;
     --batch) zoo_batch="$2"; shift 2 ;;
+    --profile) zoo_profile=(--profile); shift ;;
     --budget) budget="$2"; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "device_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -454,7 +458,7 @@ EOF
         continue
       fi
       timeout -k 5 "$((left < 90 ? left : 90))" env "${run_env[@]}" "$stage/bin/winfer" run "$yaml" --random-weights 1 \
-        --batch "$zoo_batch" --device cuda --conv "$conv" --repeat 20 --top 0 --expect "$ref" --tolerance "$tol" > /dev/null 2> "$log"
+        --batch "$zoo_batch" --device cuda --conv "$conv" --repeat 20 --top 0 "${zoo_profile[@]}" --expect "$ref" --tolerance "$tol" > /dev/null 2> "$log"
       rc=$?
       zoo_rows=$((zoo_rows + 1))
       median=$(sed -n 's/.*run: median \([0-9.]*\) ms.*/\1/p' "$log" | head -1)
