@@ -78,6 +78,9 @@ versions="" # GPU and library versions found by the preflight, for the summary
 overall=0
 record() { steps+=("$1|$2|$3|$4"); [[ "$2" == FAIL || "$2" == TIMEOUT ]] && overall=1; return 0; }
 
+# relative_error LOG: the error `winfer run --expect` printed into LOG (empty if none)
+relative_error() { sed -n 's/^max relative error vs [^:]*: \([^ ]*\) .*/\1/p' "$1" | head -1; }
+
 # step_cap CAP LATER_MIN: seconds a step may use, keeping LATER_MIN seconds for the steps after it
 step_cap() {
   local left=$((budget - (SECONDS - t0) - $2))
@@ -446,7 +449,7 @@ EOF
     timeout -k 5 "$((left < 120 ? left : 120))" env "${run_env[@]}" "$stage/bin/winfer" run "$yaml" --random-weights 1 \
       --batch "$zoo_batch" --threads "$threads" --conv direct --repeat 0 --top 0 --expect "$ref" --tolerance 1 \
       > /dev/null 2> "$res/$model.cpu-direct.log"
-    spread=$(sed -n 's/^max relative error vs [^:]*: \([^ ]*\) .*/\1/p' "$res/$model.cpu-direct.log" | head -1)
+    spread=$(relative_error "$res/$model.cpu-direct.log")
     tol=$(awk -v s="${spread:-0}" 'BEGIN { t = 8 * s; if (t < 1e-4) t = 1e-4; printf "%.3g", t }')
     echo "$model: CPU direct vs im2win ${spread:-unknown}; GPU tolerance $tol"
     for conv in $algorithms; do
@@ -464,7 +467,7 @@ EOF
       median=$(sed -n 's/.*run: median \([0-9.]*\) ms.*/\1/p' "$log" | head -1)
       read -r arena ws weights < <(sed -n 's/^memory ([^)]*): activation arena \(.*\), largest workspace \(.*\), weights as run \(.*\)$/\1|\2|\3/p' "$log" |
                                     tr ' ' '~' | tr '|' ' ')
-      err=$(sed -n 's/^max relative error vs [^:]*: \([^ ]*\) .*/\1/p' "$log" | head -1)
+      err=$(relative_error "$log")
       result=ok
       if ((rc == 124 || rc == 137)); then
         result="TIMEOUT"
