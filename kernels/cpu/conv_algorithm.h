@@ -33,6 +33,15 @@ class ConvAlgorithm {
   // takes because of its shape (depthwise: every depthwise layer, whatever the session asks);
   // such an algorithm is neither listed nor accepted as a choice.
   virtual bool user_selectable() const { return true; }
+  // The fewest output rows a sub-problem of this layer should have when a banded run
+  // (kernels/cpu/conv_bands.h: a convolution fused with the pooling or depthwise layer after it)
+  // computes it a band of rows at a time, and the multiple of rows a band's size should be;
+  // 1 and 1 where any band runs as fast per row as the whole layer. Winograd's tiles and
+  // streamed weights make small bands slower (docs/PERFORMANCE.md, "Winograd under a pooling").
+  struct BandRows {
+    int64_t min_rows = 1, multiple = 1;
+  };
+  virtual BandRows band_rows(const ConvParams& /*whole*/) const { return {}; }
   // Scratch memory run() needs (bytes), for exactly these params (batch included).
   virtual size_t workspace_bytes(const ConvParams& p) const = 0;
   // Size of the algorithm's own weight layout (bytes).

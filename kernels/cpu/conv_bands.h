@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/cpu_caches.h"
@@ -74,7 +75,7 @@ class ConvBands {
   ConvBands(const ConvAlgorithm& algorithm, const ConvParams& conv, const RowWindow& consumer, int64_t band_bytes)
       : algorithm_(algorithm), conv_(conv), consumer_(consumer) {
     const int64_t row_bytes = conv_.out_w() * conv_.out_channels * int64_t{sizeof(float)};
-    rows_per_band_ = std::clamp<int64_t>(band_bytes / (row_bytes * consumer_.stride), 1, consumer_.out_rows);
+    rows_per_band_ = algorithm_band_rows(band_bytes / (row_bytes * consumer_.stride));
 
     // Whole images per band: only when the consumer reads every convolution row and those read
     // every input row (a batch of images then keeps the input's and the output's image strides).
@@ -100,8 +101,12 @@ class ConvBands {
     // them once per image: VGG16's conv5_3, 9.4 MB, read 8 times instead of 4 at batch 8 ran
     // 3% slower). A single image in one band has no lanes (it would need kLanes of them): it
     // keeps splitting its band between the threads.
-    if (images_per_band_ == 1 && rows_per_band_ < consumer_.out_rows) {
-      lane_rows_per_band_ = std::max<int64_t>(1, rows_per_band_ / kLanes);
+    // A lane's bands are no smaller than the algorithm's smallest (ConvAlgorithm::band_rows);
+    // where that is a whole band, lanes would only split the band's work less evenly.
+    const int64_t least_rows = algorithm_band_rows(1);
+    if (images_per_band_ == 1 && rows_per_band_ < consumer_.out_rows &&
+        (least_rows == 1 || least_rows < rows_per_band_)) {
+      lane_rows_per_band_ = std::max<int64_t>(least_rows, rows_per_band_ / kLanes);
       lane_count_ = kLanes;
     } else if (images_per_band_ > 1 && int64_t(algorithm_.packed_weight_bytes(conv_)) <= cpu::l2_weight_bytes()) {
       lane_rows_per_band_ = consumer_.out_rows;
@@ -227,6 +232,18 @@ class ConvBands {
                lane_rows_per_band_, band, scratch, 1, consume);
     };
     cpu::parallel_tasks(threads, conv_.batch * splits, cpu::TaskFn(task));
+  }
+
+  // Consumer rows per band: `rows` (at least one), or more where the algorithm wants bands of
+  // at least ConvAlgorithm::band_rows' rows, in whole multiples of its rows where the
+  // consumer's stride allows (VGG's 2x2 pooling: an even number of pooled rows for F(4x4)).
+  int64_t algorithm_band_rows(int64_t rows) const {
+    const ConvAlgorithm::BandRows want = algorithm_.band_rows(conv_);
+    const int64_t stride = consumer_.stride;
+    rows = std::max(rows, (want.min_rows + stride - 1) / stride);
+    const int64_t step = want.multiple / std::gcd(want.multiple, stride);
+    rows = (rows + step - 1) / step * step;
+    return std::clamp<int64_t>(rows, 1, consumer_.out_rows);
   }
 
   // Ranges per image on `threads` lanes: whole images where the batch gives every thread 2,

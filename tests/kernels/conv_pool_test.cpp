@@ -2,14 +2,18 @@
 // reference and against the same algorithm's whole convolution pooled afterwards (bitwise: the
 // bands compute every convolution row once, with the same taps; im2col within tolerance, its
 // BLAS blocks products of fewer rows differently), for bands of one pooled row
-// (the most shared rows), a few rows, and the whole image.
+// (the most shared rows), a few rows, and the whole image. Winograd: against the reference
+// (a band's tiles start at its first row), and its bands' sizes (ConvAlgorithm::band_rows).
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
 #include "conv_test_util.h"
+#include "kernels/cpu/conv_bands.h"
 #include "kernels/cpu/conv_pool.h"
+#include "kernels/cpu/conv_winograd.h"
+#include "kernels/cpu/ukernel_conv.h"
 #include "kernels/cpu/pooling.h"
 #include "reference.h"
 #include "test_util.h"
@@ -107,6 +111,65 @@ TEST_CASE("conv + maxpool in bands: equal to the whole convolution pooled, and t
           else
             CHECK(test::bitwise_equal(got.data(), whole.data(), got.size()));
         }
+      }
+    }
+  }
+}
+
+// VGG's shapes for winograd under a 2x2 pooling: U in L2 (64 -> 40) and U streamed from memory
+// (112 -> 112: 1.8 MB of transformed weights), 64 rows so that the streamed layer takes two bands.
+std::vector<ConvPoolCase> winograd_cases() {
+  return {
+      {Conv(2, 64, 18, 14, 40).k(3, 3).pad(1).p, {2, 2, 0, 1, false}, Activation::kRelu},
+      {Conv(1, 112, 64, 28, 112).k(3, 3).pad(1).p, {2, 2, 0, 1, false}, Activation::kRelu},
+  };
+}
+
+TEST_CASE("conv + maxpool in bands, winograd: bands of whole tile rows, a block of tiles where U streams") {
+  const ConvAlgorithm& winograd = *find_conv_algorithm("winograd");
+  for (const ConvPoolCase& c : winograd_cases()) {
+    INFO(c.conv.to_string());
+    REQUIRE(winograd.supports(c.conv));
+    const int tile = cpu::winograd_tile(c.conv);
+    const ConvAlgorithm::BandRows want = winograd.band_rows(c.conv);
+    CHECK(want.multiple == tile);
+    // Where U streams, a band's tiles fill a block of micro-kernel calls (4 x its rows) or the image.
+    const bool streams = winograd.packed_weight_bytes(c.conv) > size_t{3} << 19;
+    const int64_t tiles_per_row = (c.conv.out_w() + tile - 1) / tile;
+    const int64_t block_rows = (4 * cpu::tile_kernels(cpu::cpu_isa()).max_rows + tiles_per_row - 1) / tiles_per_row;
+    CHECK(want.min_rows == (streams ? std::min(c.conv.out_h(), block_rows * tile) : tile));
+    const RowWindow pool{c.pool.k, c.pool.s, c.pool.pad, c.pool.d, pool_params(c.conv, c.pool).out_h};
+    for (int64_t band_bytes : {int64_t{1}, int64_t{1} << 20}) {
+      INFO("band bytes ", band_bytes);
+      const ConvBands bands(winograd, c.conv, pool, band_bytes);
+      auto check_band = [&](const ConvBands::Band& b) {
+        INFO("band of pooled rows ", b.o0, "..", b.o1, ": convolution rows ", b.kept, "..", b.r1);
+        CHECK(b.kept % tile == 0);  // its tiles start on the whole layer's tile grid
+        if (b.r1 < c.conv.out_h()) CHECK(b.r1 - b.kept >= want.min_rows);  // only the image's last may be short
+      };
+      bands.for_each_band(check_band);
+      bands.for_each_lane_band(check_band);
+    }
+  }
+}
+
+TEST_CASE("conv + maxpool in bands, winograd: within the transforms' tolerance of the float64 reference") {
+  const ConvAlgorithm& winograd = *find_conv_algorithm("winograd");
+  uint32_t seed = 800;
+  for (const ConvPoolCase& c : winograd_cases()) {
+    const PoolParams pool = pool_params(c.conv, c.pool);
+    INFO(c.conv.to_string());
+    const test::ConvData d = test::make_data(c.conv, seed += 3);
+    const ref::Result conv = ref::conv2d(c.conv, d.input, d.weight, d.bias.data(), c.act);
+    const std::vector<double> want = ref::maxpool2d(pool, std::vector<float>(conv.value.begin(), conv.value.end()));
+    std::vector<double> abs_sum = ref::maxpool2d(pool, std::vector<float>(conv.abs_sum.begin(), conv.abs_sum.end()));
+    for (double& v : abs_sum) v *= 32.0;  // F(4x4)'s transforms (winograd_test.cpp)
+    for (int64_t band_bytes : {int64_t{1}, int64_t{1} << 20, int64_t{1} << 30}) {
+      INFO("band bytes ", band_bytes);
+      for (int threads : {1, 2}) {
+        INFO("threads ", threads);
+        const std::vector<float> got = banded(winograd, c, d, pool, band_bytes, threads);
+        test::check_close(got.data(), want, abs_sum, conv.terms, "banded winograd vs reference");
       }
     }
   }
