@@ -71,7 +71,8 @@ class ConvBands {
   };
 
   // `conv` is the whole layer (any batch). As many consumer rows per band as keep a band's
-  // convolution rows within band_bytes (at least one).
+  // convolution rows within band_bytes (at least one), or the more the algorithm asks for
+  // (ConvAlgorithm::band_rows: winograd's block of tiles).
   ConvBands(const ConvAlgorithm& algorithm, const ConvParams& conv, const RowWindow& consumer, int64_t band_bytes)
       : algorithm_(algorithm), conv_(conv), consumer_(consumer) {
     const int64_t row_bytes = conv_.out_w() * conv_.out_channels * int64_t{sizeof(float)};

@@ -15,7 +15,8 @@ namespace winfer {
 
 // `conv` as the whole layer (any batch); `pool` pools its output (pool.batch, channels, in_h
 // and in_w match conv's output). The bands are chosen from these alone: as many pooled rows
-// as keep a band's convolution rows within band_bytes (at least one).
+// as keep a band's convolution rows within band_bytes (at least one), or the more the
+// algorithm asks for (ConvAlgorithm::band_rows).
 class ConvPool {
  public:
   static constexpr int64_t kDefaultBandBytes = ConvBands::kDefaultBandBytes;
