@@ -134,7 +134,7 @@ TEST_CASE("classify: broken files are reported by name and skipped, and the othe
   CHECK(contains(r.stdout_text, "a_bag.png\n 1  "));
   CHECK(contains(r.stdout_text, "e_coat.png\n 1  "));
   CHECK(contains(r.stderr_text, "b_empty.png: the file is empty"));
-  CHECK(contains(r.stderr_text, "c_truncated.png: cannot decode"));
+  CHECK(contains(r.stderr_text, "c_truncated.png: corrupt PNG"));
   CHECK(contains(r.stderr_text, "d_text.jpg: not an image"));
   CHECK(contains(r.stderr_text, "f_huge.pgm: the image is 10000x10000 pixels"));
   CHECK(contains(r.stderr_text, "missing.png' does not exist"));

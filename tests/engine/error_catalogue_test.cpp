@@ -79,6 +79,26 @@ TEST_CASE("fuzz regression: a PGM/PPM header number of more than 9 digits is ref
   CHECK(read_image(repo_path("tests/fixtures/images/gray_17x19.pgm"), ColorMode::kGray).ok());
 }
 
+TEST_CASE("fuzz regression: a PNG chunk that declares more bytes than the file holds is refused before stb_image") {
+  // fuzz_image (CI, session 27): stb_image (Debian 2022-09) grew its IDAT buffer to a chunk's
+  // declared length (1.48 GB here, in a 1 KiB file) before reading it: libFuzzer stopped at a 2
+  // GiB malloc.
+  const std::string path = corpus_file("image", "regress_png_idat_beyond_end.png");
+  auto image = read_image(path, ColorMode::kRgb);
+  expect_message(image.status(), {path, "corrupt PNG", "chunk 'IDAT' at byte 57 declares 1482250851 bytes of data",
+                                  "bytes follow (truncated or corrupt file)"});
+  // Any chunk, not only IDAT, and a file cut inside a chunk: the same message.
+  const std::string png = read_bytes(repo_path("tests/fixtures/images/rgba_33x45.png"));
+  TempDir dir;
+  write_bytes(dir.file("cut.png"), png.substr(0, png.size() - 20));
+  auto cut = read_image(dir.file("cut.png"), ColorMode::kRgb);
+  expect_message(cut.status(), {"cut.png", "corrupt PNG", "declares", "bytes follow"});
+  // Whole PNGs still decode (the walk stops at IEND; bytes after it are ignored, as stb_image does).
+  CHECK(read_image(repo_path("tests/fixtures/images/rgba_33x45.png"), ColorMode::kRgb).ok());
+  write_bytes(dir.file("trailing.png"), png + "trailing bytes");
+  CHECK(read_image(dir.file("trailing.png"), ColorMode::kRgb).ok());
+}
+
 TEST_CASE("fuzz regression: an empty input name is refused, not taken for a split's missing default") {
   // fuzz_model_yaml: `name: !nput` (a bare tag) is the empty string; the first layer's default
   // input then looked like "the previous layer has several outputs", and its message read the

@@ -97,6 +97,8 @@ TEST_CASE("image errors: truncated files of every format") {
   expect_image_error(dir, "cut.bmp", bmp.substr(0, bmp.size() - 100), "truncated");
   const std::string ppm = read_bytes(fixture("rgb_23x21.ppm"));
   expect_image_error(dir, "cut.ppm", ppm.substr(0, ppm.size() - 1), "truncated");
+  const std::string png = read_bytes(fixture("rgb_97x61.png"));
+  expect_image_error(dir, "cut.png", png.substr(0, png.size() / 2), "truncated");
 }
 
 TEST_CASE("image errors: a header claiming 10000x10000 pixels is refused before decoding") {
