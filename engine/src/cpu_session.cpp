@@ -218,8 +218,12 @@ class CpuSession : public SessionImpl {
   void allocate_arena() {
     const Graph& graph = model->graph();
     const Shape arena_shape{static_cast<int64_t>(report.arena_bytes / sizeof(float))};
+    // Not zeroed, like a caller's arena (SessionOptions::arena): every kernel writes what it
+    // reads later (the poisoned-plan tests fill every byte that is not live with NaNs before each
+    // layer and get the same bits), so a zeroing pass over the pages would only add to the
+    // session's creation (at batch 8 the arena is most of what a small network's session touches).
     arena = options.arena != nullptr ? Tensor::view(static_cast<float*>(options.arena), arena_shape)
-                                     : Tensor::allocate(arena_shape);
+                                     : Tensor::allocate_for_overwrite(arena_shape);
     char* base = reinterpret_cast<char*>(arena.data());
     for (size_t t = 0; t < graph.tensors.size(); ++t) {
       // A concat slice (docs/MEMORY.md) starts at its channel offset in its concat output.
