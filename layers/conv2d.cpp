@@ -29,6 +29,7 @@ struct ThenStage {
   bool owned;
   Tensor bias;
   Activation activation;
+  std::optional<PointwiseFn> pointwise;
   ConvThenConv pair;
 };
 
@@ -78,9 +79,9 @@ class ConvKernel : public Kernel {
            int threads) const override {
     const float* bias = bias_.empty() ? nullptr : bias_.data();
     if (then_) {
-      const ConvStage first{algorithm_, packed_.data(), bias, activation_};
+      const ConvStage first{algorithm_, packed_.data(), bias, activation_, pointwise_};
       const ConvStage second{then_->algorithm, then_->packed.data(), then_->bias.empty() ? nullptr : then_->bias.data(),
-                             then_->activation};
+                             then_->activation, then_->pointwise};
       then_->pair.run(in[0]->data(), first, second, out[0]->data(), workspace, threads);
     } else if (pool_) {
       pool_->run(in[0]->data(), packed_.data(), bias, out[0]->data(), workspace, activation_, threads);
@@ -148,7 +149,15 @@ std::string Conv2dOp::kernel_description(const char* algorithm, const std::strin
   }
   if (pointwise_) extra = std::string("fused ") + pointwise_fn_name(*pointwise_);
   if (pool_) extra = "fused maxpool";
-  if (then_) extra = then_->attrs().depthwise() ? "then depthwise, fused" : "then grouped, fused";
+  if (then_) {
+    // e.g. "silu, then depthwise+silu, fused": each stage's own function, where it has one.
+    const auto stage_fn = [](const std::optional<PointwiseFn>& fn) {
+      return fn ? std::string(pointwise_fn_name(*fn)) : std::string();
+    };
+    const std::string first = stage_fn(pointwise_), second = stage_fn(then_->pointwise_);
+    extra = (first.empty() ? "" : first + ", ") + (then_->attrs().depthwise() ? "then depthwise" : "then grouped") +
+            (second.empty() ? "" : "+" + second) + ", fused";
+  }
   if (!note.empty()) extra += (extra.empty() ? "" : "; ") + note;
   return extra.empty() ? std::string(algorithm) : std::string(algorithm) + " (" + extra + ")";
 }
@@ -256,7 +265,8 @@ bool Conv2dOp::absorb_pool(const Pool2dAttrs& pool) {
 bool Conv2dOp::absorb_grouped(const Conv2dOp& grouped) {
   const bool bare = !grouped.has_residual_ && !grouped.pool_ && !grouped.then_ && grouped.packed_for_ == nullptr &&
                     grouped.activation_ == Activation::kNone && !grouped.pointwise_;
-  if (then_ || has_residual_ || pool_ || pointwise_ || !bare) return false;
+  // A pointwise function of this op stays: the bands apply it to their rows (ConvStage).
+  if (then_ || has_residual_ || pool_ || !bare) return false;
   then_ = std::make_shared<Conv2dOp>(grouped);
   return true;
 }
@@ -297,7 +307,7 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
     auto then_packed = then_->weights_for(*second, q, &then_shared);
     if (!then_packed.ok()) return then_packed.status();
     then.emplace(ThenStage{second, std::move(then_packed.value()), !then_shared, then_->bias(), then_->activation(),
-                           ConvThenConv(*algorithm, p, *second, q)});
+                           then_->pointwise(), ConvThenConv(*algorithm, p, *second, q)});
   }
   return std::unique_ptr<Kernel>(new ConvKernel(algorithm, p, *this, std::move(packed.value()), /*owned=*/!shared,
                                                 std::move(pool), std::move(then), std::move(note)));

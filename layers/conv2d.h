@@ -5,10 +5,10 @@
 // added in the epilogue before the activation, out = act(conv(x) + bias + residual)), a
 // sigmoid/hardsigmoid/hardswish/silu (applied over the output after the convolution), a maxpool2d after the activation
 // (computed band by band, kernels/cpu/conv_pool.h: the convolution's full output is never stored), or a depthwise
-// conv2d reading its output, with that one's own batch norm and activation (ShuffleNet's and MobileNet's pointwise ->
-// depthwise pair, band by band too, kernels/cpu/conv_then_conv.h). The op only offers the
-// mutators below and refuses what its kernel cannot compute; when a pattern may be fused is
-// the rules' business.
+// conv2d reading its output, with that one's own batch norm and activation or pointwise function (ShuffleNet's,
+// MobileNet's and EfficientNet's pointwise -> depthwise pair, band by band too, kernels/cpu/conv_then_conv.h). The op
+// only offers the mutators below and refuses what its kernel cannot compute; when a pattern may be fused is the rules'
+// business.
 #pragma once
 
 #include <memory>
@@ -70,9 +70,10 @@ class Conv2dOp : public Op, public ConvCapability {
   bool set_activation(Activation act) { return !pointwise_ && set_fused_activation(&activation_, act); }
   // An element-wise activation (sigmoid, hardsigmoid, hardswish, silu) of the output, applied by
   // the kernel over the output after the convolution: false with one already, an
-  // activation, a residual, a pooling or an absorbed convolution (whose band schedules do not
-  // apply it). Nothing else is fused after it: batch norm, activation, residual, pooling and
-  // depthwise absorption all refuse once it is set.
+  // activation, a residual, a pooling (whose band schedule does not apply it) or an absorbed
+  // convolution (whose output the function would apply to: the rule gives it to output_stage()).
+  // Nothing but a grouped convolution is fused after it: batch norm, activation, residual and
+  // pooling refuse once it is set; absorb_grouped takes it, the pair applying it band by band.
   bool set_pointwise(PointwiseFn fn);
   const std::optional<PointwiseFn>& pointwise() const { return pointwise_; }
   // A second input, the residual, added in the epilogue before `act` (the add's own activation,
@@ -83,8 +84,9 @@ class Conv2dOp : public Op, public ConvCapability {
   // convolution already.
   bool absorb_pool(const Pool2dAttrs& pool);
   // A copy of `grouped` (a grouped convolution, depthwise or not), run on this op's output band
-  // by band; false when this op has a residual, a pooling or an absorbed convolution already, or
-  // `grouped` has absorbed anything or been packed (the copy must be the bare layer).
+  // by band (after this op's activation or pointwise function); false when this op has a
+  // residual, a pooling or an absorbed convolution already, or `grouped` has absorbed anything or
+  // been packed (the copy must be the bare layer).
   bool absorb_grouped(const Conv2dOp& grouped);
 
   // The convolution for a given input shape (NCHW).

@@ -33,9 +33,11 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/cpu_caches.h"
+#include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace winfer {
@@ -100,8 +102,12 @@ class ConvBands {
     // lanes of a kLanes-th of the band's rows; a band of several whole images gets a lane per
     // image (at most kLanes), each lane one image, where the weights stay in L2 (a lane reads
     // them once per image: VGG16's conv5_3, 9.4 MB, read 8 times instead of 4 at batch 8 ran
-    // 3% slower). A single image in one band has no lanes (it would need kLanes of them): it
-    // keeps splitting its band between the threads.
+    // 3% slower). A band of one whole image gets two lanes where the batch gives each of two
+    // threads whole images (at least 4 images): EfficientNet's expand outputs of 0.5-0.75 MiB per
+    // image (28x28x240, 14x14x672) ran 8-15% slower at batch 8 on 2 threads than the layers
+    // unfused while each band's four calls (convolution, SiLU, depthwise, SiLU) were split
+    // between the threads; with a lane per thread, 0-3%. It costs a second band of workspace.
+    // Otherwise a single image in one band keeps splitting its band between the threads.
     // A lane's bands are no smaller than the algorithm's smallest (ConvAlgorithm::band_rows);
     // where that is a whole band, lanes would only split the band's work less evenly.
     const int64_t least_rows = algorithm_band_rows(1);
@@ -109,9 +115,10 @@ class ConvBands {
         (least_rows == 1 || least_rows < rows_per_band_)) {
       lane_rows_per_band_ = std::max<int64_t>(least_rows, rows_per_band_ / kLanes);
       lane_count_ = kLanes;
-    } else if (images_per_band_ > 1 && int64_t(algorithm_.packed_weight_bytes(conv_)) <= cpu::l2_weight_bytes()) {
+    } else if (rows_per_band_ == consumer_.out_rows && (images_per_band_ > 1 || lane_splits(2) == 1) &&
+               int64_t(algorithm_.packed_weight_bytes(conv_)) <= cpu::l2_weight_bytes()) {
       lane_rows_per_band_ = consumer_.out_rows;
-      lane_count_ = static_cast<int>(std::min<int64_t>(kLanes, images_per_band_));
+      lane_count_ = static_cast<int>(std::clamp<int64_t>(images_per_band_, 2, kLanes));
     }
     for_each_lane_band([&](const Band& b) { measure(b, 1, &lane_rows); });
     // Rounded to 64 bytes: the scratch after the band keeps the arena's alignment.
@@ -173,23 +180,31 @@ class ConvBands {
     }
   }
 
+  // The convolution's epilogue: its weights (the algorithm's layout), bias (may be null), its
+  // clamp and an element-wise function after it (EfficientNet's SiLU, MobileNetV3's Hardswish),
+  // applied to each band's new rows while they are in cache.
+  struct Conv {
+    const float* packed = nullptr;
+    const float* bias = nullptr;
+    Activation act = Activation::kNone;
+    std::optional<PointwiseFn> pointwise;
+  };
+
   // For each group of images [n, n + images) (one image unless images_per_band() > 1) and band
-  // b, in order: the band's new convolution rows are computed (act applied), then
+  // b, in order: the band's new convolution rows are computed (conv's activation and pointwise
+  // function applied), then
   // consume(n, images, b, rows, scratch, threads) reads convolution rows [b.r0, b.r1) of those
   // images at `rows` (NHWC: per image, b.r1 - b.r0 rows of row_floats()) on `threads` threads;
   // `scratch` is the consumer's reserved scratch. On 2 to lane_count_ threads the bands of different
   // images (or row ranges) run at the same time, each on one thread (lanes, above).
   template <class Consume>
-  void run(const float* input_nhwc, const float* packed, const float* bias, Activation act, void* workspace,
-           int threads, Consume&& consume) const {
-    if (threads >= 2 && threads <= lane_count_)
-      return run_lanes(input_nhwc, packed, bias, act, workspace, threads, consume);
+  void run(const float* input_nhwc, const Conv& conv, void* workspace, int threads, Consume&& consume) const {
+    if (threads >= 2 && threads <= lane_count_) return run_lanes(input_nhwc, conv, workspace, threads, consume);
     float* band = static_cast<float*>(workspace);
     void* scratch = scratch_bytes_ > 0 ? band + band_floats_ : nullptr;
     for (int64_t n = 0; n < conv_.batch; n += images_per_band_) {
       const int64_t images = std::min(images_per_band_, conv_.batch - n);
-      run_rows(input_nhwc, packed, bias, act, n, images, 0, consumer_.out_rows, rows_per_band_, band, scratch, threads,
-               consume);
+      run_rows(input_nhwc, conv, n, images, 0, consumer_.out_rows, rows_per_band_, band, scratch, threads, consume);
     }
   }
 
@@ -197,9 +212,8 @@ class ConvBands {
   // The bands of consumer rows [o_begin, o_end) of images [n, n + images), each band's new
   // rows computed into `band`, then consumed; the algorithm and the consumer on `threads`.
   template <class Consume>
-  void run_rows(const float* input_nhwc, const float* packed, const float* bias, Activation act, int64_t n,
-                int64_t images, int64_t o_begin, int64_t o_end, int64_t per_band, float* band, void* scratch,
-                int threads, Consume& consume) const {
+  void run_rows(const float* input_nhwc, const Conv& conv, int64_t n, int64_t images, int64_t o_begin, int64_t o_end,
+                int64_t per_band, float* band, void* scratch, int threads, Consume& consume) const {
     const int64_t row = row_floats();
     const int64_t in_row_floats = conv_.in_w * conv_.in_channels;
     const float* image = input_nhwc + n * conv_.in_h * in_row_floats;
@@ -211,8 +225,13 @@ class ConvBands {
       buffer_r0 = b.r0;
       if (b.r1 > b.kept) {
         const int64_t ih0 = std::max<int64_t>(0, b.kept * conv_.stride_h - conv_.pad_top);
-        algorithm_.run(rows_problem(b.kept, b.r1, images), image + ih0 * in_row_floats, packed, bias,
-                       band + (b.kept - b.r0) * row, scratch, act, threads);
+        float* fresh = band + (b.kept - b.r0) * row;
+        algorithm_.run(rows_problem(b.kept, b.r1, images), image + ih0 * in_row_floats, conv.packed, conv.bias, fresh,
+                       scratch, conv.act, threads);
+        // The new rows only (kept rows had it already); several images' bands are whole images
+        // (kept == r0), so the new rows of all of them are contiguous.
+        if (conv.pointwise)
+          pointwise_activation(fresh, fresh, images * (b.r1 - b.kept) * row, *conv.pointwise, threads);
       }
       consume(n, images, b, static_cast<const float*>(band), scratch, threads);
     });
@@ -222,14 +241,13 @@ class ConvBands {
   // where the images are fewer than 2 per thread; each task runs its bands alone, in the lane
   // of the thread that took it (slot < threads <= lane_count_).
   template <class Consume>
-  void run_lanes(const float* input_nhwc, const float* packed, const float* bias, Activation act, void* workspace,
-                 int threads, Consume& consume) const {
+  void run_lanes(const float* input_nhwc, const Conv& conv, void* workspace, int threads, Consume& consume) const {
     const int64_t splits = lane_splits(threads);
     auto task = [&](int64_t t, int slot) {
       const int64_t n = t / splits, k = t % splits;
       float* band = static_cast<float*>(workspace) + slot * (lane_bytes() / sizeof(float));
       void* scratch = scratch_bytes_ > 0 ? band + lane_band_floats_ : nullptr;
-      run_rows(input_nhwc, packed, bias, act, n, 1, lane_range_begin(k, splits), lane_range_begin(k + 1, splits),
+      run_rows(input_nhwc, conv, n, 1, lane_range_begin(k, splits), lane_range_begin(k + 1, splits),
                lane_rows_per_band_, band, scratch, 1, consume);
     };
     cpu::parallel_tasks(threads, conv_.batch * splits, cpu::TaskFn(task));

@@ -10,7 +10,7 @@ ConvPool::ConvPool(const ConvAlgorithm& algorithm, const ConvParams& conv, const
 void ConvPool::run(const float* input_nhwc, const float* packed, const float* bias, float* output_nhwc, void* workspace,
                    Activation act, int threads) const {
   const int64_t out_row_floats = pool_.out_w * pool_.channels;
-  bands_.run(input_nhwc, packed, bias, act, workspace, threads,
+  bands_.run(input_nhwc, ConvBands::Conv{packed, bias, act, std::nullopt}, workspace, threads,
              [&](int64_t n, int64_t images, const ConvBands::Band& b, const float* rows, void*, int band_threads) {
                // The pooling of rows [o0, o1) as one of its own: the band's rows are its input,
                // with the part of the windows above them as padding.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/pointwise.h"
+
 namespace winfer {
 
 ConvThenConv::ConvThenConv(const ConvAlgorithm& first_algorithm, const ConvParams& first,
@@ -36,11 +38,14 @@ void ConvThenConv::run(const float* input_nhwc, const ConvStage& first, const Co
                        void* workspace, int threads) const {
   const int64_t out_row_floats = second_.out_w() * second_.out_channels;
   bands_.run(
-      input_nhwc, first.packed, first.bias, first.act, workspace, threads,
+      input_nhwc, ConvBands::Conv{first.packed, first.bias, first.act, first.pointwise}, workspace, threads,
       [&](int64_t n, int64_t images, const ConvBands::Band& b, const float* rows, void* scratch, int band_threads) {
         float* out = output_nhwc + (n * second_.out_h() + b.o0) * out_row_floats;
         second.algorithm->run(second_rows_problem(b, images), rows, second.packed, second.bias, out, scratch,
                               second.act, band_threads);
+        // A band of several images covers them whole: their output rows are contiguous.
+        if (second.pointwise)
+          pointwise_activation(out, out, images * (b.o1 - b.o0) * out_row_floats, *second.pointwise, band_threads);
       });
 }
 

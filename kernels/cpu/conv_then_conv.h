@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/conv_bands.h"
@@ -20,12 +21,14 @@
 namespace winfer {
 
 // One convolution of the pair: its algorithm, weights in that algorithm's layout, bias (may be
-// null) and fused activation.
+// null), fused activation and an element-wise function after it (EfficientNet's SiLU,
+// MobileNetV3's Hardswish), applied to each band of its output while the band is in cache.
 struct ConvStage {
   const ConvAlgorithm* algorithm = nullptr;
   const float* packed = nullptr;
   const float* bias = nullptr;
   Activation act = Activation::kNone;
+  std::optional<PointwiseFn> pointwise;
 };
 
 class ConvThenConv {
@@ -37,7 +40,8 @@ class ConvThenConv {
 
   // Band buffer plus the largest scratch either algorithm needs for any band.
   size_t workspace_bytes() const { return bands_.workspace_bytes(); }
-  // output (NHWC, second's output) = second(first(input)), each with its bias and activation.
+  // output (NHWC, second's output) = second(first(input)), each with its bias, activation and
+  // pointwise function.
   void run(const float* input_nhwc, const ConvStage& first, const ConvStage& second, float* output_nhwc,
            void* workspace, int threads) const;
 

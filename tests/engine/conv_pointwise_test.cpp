@@ -78,14 +78,18 @@ TEST_CASE("rewrite conv_pointwise: sigmoid/hardsigmoid/hardswish/silu into the c
   CHECK(std::string(winfer::conv_pointwise_rule().name()) == "conv_pointwise");
   for (const char* fn : kFunctions) {
     INFO(fn);
-    const std::string yaml = model_header(4, 6, 5) + "layers:\n" + conv("a", 4, 8, 3) +
-                             "  - {name: a.bn, op: batchnorm2d, num_features: 8}\n" + layer("a.act", fn) +
-                             conv("dw", 8, 8, 3, 8) + layer("dw.act", fn);
-    CHECK(fused_into(yaml, "a") == std::vector<std::string>{"a.bn", "a.act"});
-    CHECK(fused_into(yaml, "dw") == std::vector<std::string>{"dw.act"});  // a kept its own depthwise one
-    CHECK(kernel_description(load(yaml), winfer::Shape{1, 4, 6, 5}, "a") == std::string("im2win (fused ") + fn + ")");
-    CHECK(kernel_description(load(yaml), winfer::Shape{1, 4, 6, 5}, "dw") ==
+    // A depthwise convolution of its own, then a convolution whose depthwise one joins it
+    // (pointwise_depthwise), each stage with its own function (EfficientNet's expand + SiLU ->
+    // depthwise + SiLU).
+    const std::string yaml = model_header(4, 6, 5) + "layers:\n" + conv("dw0", 4, 4, 3, 4) + layer("dw0.act", fn) +
+                             conv("a", 4, 8, 3) + "  - {name: a.bn, op: batchnorm2d, num_features: 8}\n" +
+                             layer("a.act", fn) + conv("dw", 8, 8, 3, 8) + layer("dw.act", fn);
+    CHECK(fused_into(yaml, "dw0") == std::vector<std::string>{"dw0.act"});
+    CHECK(fused_into(yaml, "a") == std::vector<std::string>{"a.bn", "a.act", "dw", "dw.act"});
+    CHECK(kernel_description(load(yaml), winfer::Shape{1, 4, 6, 5}, "dw0") ==
           std::string("depthwise (fused ") + fn + ")");
+    CHECK(kernel_description(load(yaml), winfer::Shape{1, 4, 6, 5}, "a") ==
+          std::string("im2win (") + fn + ", then depthwise+" + fn + ", fused)");
     // The batch norm folded: not bitwise against the unfused model, close.
     check_fused_equals_unfused(yaml, winfer::Shape{2, 4, 6, 5}, user_algorithms(), kSeed, {1, 2});
   }
@@ -114,27 +118,37 @@ TEST_CASE("rewrite conv_pointwise: not on a shared or output tensor, after a res
                              "  - {name: pool, op: maxpool2d, kernel_size: 2}\n" + layer("act", "sigmoid");
   CHECK(fused_into(pooled, "a") == std::vector<std::string>{"pool"});
   CHECK(kept(pooled, "act"));
-  // Nothing folds after it: a batch norm, relu, second function, pooling, add or depthwise
-  // convolution stays a layer.
+  // Nothing but a grouped convolution folds after it: a batch norm, relu, second function,
+  // pooling or add stays a layer.
   const std::string after = head + "layers:\n" + conv("a", 4, 4, 3) + layer("a.act", "silu") +
                             "  - {name: bn, op: batchnorm2d, num_features: 4}\n";
   CHECK(fused_into(after, "a") == std::vector<std::string>{"a.act"});
   CHECK(kept(after, "bn"));
-  for (const std::string& next :
-       {layer("next", "relu"), layer("next", "sigmoid"),
-        std::string("  - {name: next, op: maxpool2d, kernel_size: 2}\n"),
-        std::string("  - {name: next, op: add, inputs: [a.act, input]}\n"), conv("next", 4, 4, 3, 4)}) {
+  for (const std::string& next : {layer("next", "relu"), layer("next", "sigmoid"),
+                                  std::string("  - {name: next, op: maxpool2d, kernel_size: 2}\n"),
+                                  std::string("  - {name: next, op: add, inputs: [a.act, input]}\n")}) {
     INFO(next);
     const std::string yaml = head + "layers:\n" + conv("a", 4, 4, 1) + layer("a.act", "silu") + next;
     CHECK(fused_into(yaml, "a") == std::vector<std::string>{"a.act"});
     CHECK(kept(yaml, "next"));
     check_fused_equals_unfused(yaml, winfer::Shape{1, 4, 6, 6}, {"im2win", "direct"}, kSeed);
   }
-  // A relu after a function fused into a pointwise -> depthwise pair: the pair keeps no function.
+  // A grouped (depthwise) convolution joins it; the function goes to the pair's second stage
+  // after a relu on the first; not after the second's own relu6.
+  for (const int64_t groups : {int64_t{4}, int64_t{2}}) {
+    const std::string yaml = head + "layers:\n" + conv("a", 4, 4, 1) + layer("a.act", "silu") +
+                             conv("next", 4, 4, 3, groups) + layer("next.act", "silu");
+    CHECK(fused_into(yaml, "a") == std::vector<std::string>{"a.act", "next", "next.act"});
+    check_fused_equals_unfused(yaml, winfer::Shape{2, 4, 6, 6}, {"im2win", "direct"}, kSeed);
+  }
   const std::string pair = head + "layers:\n" + conv("pw", 4, 8, 1) + layer("pw.relu", "relu") +
                            conv("dw", 8, 8, 3, 8) + layer("dw.act", "hardswish");
-  CHECK(fused_into(pair, "pw") == std::vector<std::string>{"pw.relu", "dw"});
-  CHECK(kept(pair, "dw.act"));
+  CHECK(fused_into(pair, "pw") == std::vector<std::string>{"pw.relu", "dw", "dw.act"});
+  CHECK(kernel_description(load(pair), winfer::Shape{1, 4, 6, 6}, "pw") == "im2win (then depthwise+hardswish, fused)");
+  const std::string relu6 = head + "layers:\n" + conv("pw", 4, 8, 1) + layer("pw.relu", "relu") +
+                            conv("dw", 8, 8, 3, 8) + layer("dw.relu6", "relu6") + layer("dw.act", "hardswish");
+  CHECK(fused_into(relu6, "pw") == std::vector<std::string>{"pw.relu", "dw", "dw.relu6"});
+  CHECK(kept(relu6, "dw.act"));
 }
 
 TEST_CASE("conv_pointwise: fused == unfused bit for bit, every algorithm and function, 1 and 2 threads") {

@@ -1,6 +1,6 @@
 // Fusion of a depthwise convolution into the convolution whose output it alone reads
-// (engine/src/rewrites/pointwise_depthwise.cpp, kernels/cpu/conv_then_conv.h): ShuffleNet's and
-// MobileNet's pointwise -> depthwise pair becomes one conv2d node computed band by band, so the
+// (engine/src/rewrites/pointwise_depthwise.cpp, kernels/cpu/conv_then_conv.h): ShuffleNet's,
+// MobileNet's and EfficientNet's pointwise -> depthwise pair becomes one conv2d node computed band by band, so the
 // pointwise output (the block's largest tensor) is never stored. The fused graph must compute
 // what the unfused one does, for every algorithm, and plan less memory where that tensor was the
 // peak.
@@ -28,6 +28,15 @@ std::string branch_net(int64_t stride, const std::string& dw_activation = "") {
          "  - {name: pw1.relu, op: relu}\n" + conv("dw", 24, 24, 3, stride, 24, 1) + bn("dw.bn", 24) +
          (dw_activation.empty() ? "" : "  - {name: dw.act, op: " + dw_activation + "}\n") +
          conv("pw2", 24, 16, 1, 1, 1, 0) + bn("pw2.bn", 16) + "  - {name: pw2.relu, op: relu}\n";
+}
+
+// EfficientNet's block (MobileNetV3's with hardswish): expand 1x1 + bn + `fn`, depthwise
+// `kernel` x `kernel` (stride `stride`) + bn + `fn`, project 1x1 + bn. 6 -> 24 channels on 11x9.
+std::string expand_net(const std::string& fn, int64_t kernel, int64_t stride) {
+  return model_header(6, 11, 9) + "layers:\n" + conv("expand", 6, 24, 1, 1, 1, 0) + bn("expand.bn", 24) +
+         "  - {name: expand.act, op: " + fn + "}\n" + conv("dw", 24, 24, kernel, stride, 24, kernel / 2) +
+         bn("dw.bn", 24) + "  - {name: dw.act, op: " + fn + "}\n" + conv("project", 24, 16, 1, 1, 1, 0) +
+         bn("project.bn", 16);
 }
 
 constexpr uint64_t kSeed = 11;
@@ -72,6 +81,27 @@ TEST_CASE("depthwise fusion: fused and unfused agree for every algorithm, stride
   CHECK(find_layer(load_ok(relu6)->layers(), "pw1")->fused ==
         std::vector<std::string>{"pw1.bn", "pw1.relu", "dw", "dw.bn", "dw.act"});
   check_fused_equals_unfused(relu6, winfer::Shape{2, 6, 11, 9}, {"im2win", "direct"});
+}
+
+TEST_CASE("depthwise fusion: EfficientNet's expand + SiLU -> depthwise + SiLU, each stage applying its function") {
+  const auto model = load_ok(expand_net("silu", 3, 1));
+  const winfer::LayerInfo* expand = find_layer(model->layers(), "expand");
+  REQUIRE(expand != nullptr);
+  CHECK(expand->fused == std::vector<std::string>{"expand.bn", "expand.act", "dw", "dw.bn", "dw.act"});
+  CHECK(count_type(*model, "silu") == 0);
+  CHECK(kernel_description(model, winfer::Shape{1, 6, 11, 9}, "expand") == "im2win (silu, then depthwise+silu, fused)");
+  // 3x3 and 5x5 (EfficientNet's), stride 1 and 2, batch 1 and 3 (bands of whole images), and
+  // MobileNetV3's hardswish.
+  for (int64_t kernel : {3, 5}) {
+    for (int64_t stride : {1, 2}) {
+      for (int64_t batch : {1, 3}) {
+        INFO("kernel " << kernel << ", stride " << stride << ", batch " << batch);
+        check_fused_equals_unfused(expand_net("silu", kernel, stride), winfer::Shape{batch, 6, 11, 9},
+                                   user_algorithms());
+      }
+    }
+  }
+  check_fused_equals_unfused(expand_net("hardswish", 3, 2), winfer::Shape{2, 6, 11, 9}, {"im2win", "indirect"});
 }
 
 TEST_CASE("depthwise fusion: the pointwise output is never stored, so the plan is smaller") {
@@ -149,4 +179,16 @@ TEST_CASE("depthwise fusion: not where the pair cannot run band by band or the o
 
 TEST_CASE("depthwise fusion: zoo shufflenet_v2_x1_0 fused equals unfused") {
   check_fused_equals_unfused(zoo_yaml_at("shufflenet_v2_x1_0", 64), winfer::Shape{2, 3, 64, 64}, {"im2win", "im2col"});
+}
+
+TEST_CASE("depthwise fusion: zoo efficientnet_b0 and mobilenet_v3_small fused equal unfused") {
+  // Every expand -> depthwise pair with its SiLU / Hardswish (and the squeeze-and-excitation
+  // after the depthwise output, which stays whole).
+  // Every function is fused but MobileNetV3's classifier's (after a linear layer).
+  for (const auto& [name, left] : {std::pair<const char*, int>{"efficientnet_b0", 0}, {"mobilenet_v3_small", 1}}) {
+    INFO(name);
+    const auto model = load_ok(zoo_yaml_at(name, 64));
+    CHECK(count_type(*model, "silu") + count_type(*model, "hardswish") == left);
+    check_fused_equals_unfused(zoo_yaml_at(name, 64), winfer::Shape{2, 3, 64, 64}, {"im2win"});
+  }
 }

@@ -3,15 +3,19 @@
 // (bitwise: every row of the first is computed once by the same algorithm; the second reads
 // the same taps; im2col within tolerance, its BLAS may block a product of fewer rows
 // differently) and against the float64 reference of the pair, for bands of one output row
-// (the most shared rows), a few rows, and the whole image.
+// (the most shared rows), a few rows, and the whole image; with a pointwise function after either
+// convolution (EfficientNet's SiLU, MobileNetV3's Hardswish), applied band by band, against the
+// unfused layers' pass over the whole output (the same code per element: the same bits).
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "conv_test_util.h"
 #include "kernels/cpu/conv_then_conv.h"
+#include "kernels/cpu/pointwise.h"
 #include "reference.h"
 #include "test_util.h"
 
@@ -24,6 +28,7 @@ struct PairCase {
   ConvParams first, second;
   Activation first_act, second_act;
   const char* second_algorithm;
+  std::optional<PointwiseFn> first_fn, second_fn;  // after the activation (which is then none)
 };
 
 // second's input is first's output.
@@ -39,7 +44,7 @@ std::vector<PairCase> cases() {
   const Activation relu = Activation::kRelu, relu6 = Activation::kRelu6, none = Activation::kNone;
   std::vector<PairCase> out;
   const auto add = [&](const ConvParams& first, Conv second, Activation a1, Activation a2, const char* algorithm) {
-    out.push_back({first, reading(first, second), a1, a2, algorithm});
+    out.push_back({first, reading(first, second), a1, a2, algorithm, std::nullopt, std::nullopt});
   };
   // ShuffleNet's pointwise -> depthwise 3x3, stride 1 and 2, odd sizes, batch 2.
   const ConvParams pw = Conv(2, 7, 13, 11, 24).p;
@@ -62,7 +67,52 @@ std::vector<PairCase> cases() {
   // images, one lane per image on 2 threads (each image cut in two ranges at batch 3).
   add(Conv(3, 6, 13, 11, 24).p, Conv(0, 0, 0, 0, 24).k(3, 3).s(2, 2).pad(1).g(3), relu, relu, "im2win");
   add(Conv(5, 8, 9, 9, 16).p, Conv(0, 0, 0, 0, 16).k(3, 3).pad(1).g(2), relu, none, "im2win");
+  // Pointwise functions: EfficientNet's expand 1x1 + SiLU -> depthwise 3x3 / 5x5 stride 2 + SiLU,
+  // MobileNetV3's Hardswish on both, sigmoid and hardsigmoid; batch 3 in bands of whole images
+  // (one call computes and applies the function to several images' rows).
+  const auto add_fns = [&](const ConvParams& first, Conv second, std::optional<PointwiseFn> f1,
+                           std::optional<PointwiseFn> f2) {
+    out.push_back({first, reading(first, second), none, none, "depthwise", f1, f2});
+  };
+  const PointwiseFn silu = PointwiseFn::kSilu, hardswish = PointwiseFn::kHardSwish;
+  add_fns(Conv(2, 6, 11, 9, 24).p, Conv(0, 0, 0, 0, 24).k(3, 3).pad(1).g(24), silu, silu);
+  add_fns(Conv(1, 5, 13, 12, 20).p, Conv(0, 0, 0, 0, 20).k(5, 5).s(2, 2).pad(2).g(20), silu, silu);
+  add_fns(Conv(2, 7, 9, 10, 16).p, Conv(0, 0, 0, 0, 16).k(3, 3).s(2, 2).pad(1).g(16), hardswish, hardswish);
+  add_fns(Conv(1, 4, 8, 7, 12).p, Conv(0, 0, 0, 0, 12).k(3, 3).pad(1).g(12), PointwiseFn::kSigmoid,
+          PointwiseFn::kHardSigmoid);
+  add_fns(Conv(3, 6, 7, 7, 20).p, Conv(0, 0, 0, 0, 20).k(3, 3).pad(1).g(20), silu, std::nullopt);
+  add_fns(Conv(3, 6, 7, 7, 20).p, Conv(0, 0, 0, 0, 20).k(3, 3).pad(1).g(20), std::nullopt, hardswish);
+  // Batch 5 with bands of one whole image (band bytes = an image's): a lane per thread, each
+  // taking whole images, the last thread one image fewer.
+  add_fns(Conv(5, 6, 9, 8, 20).p, Conv(0, 0, 0, 0, 20).k(5, 5).pad(2).g(20), silu, silu);
   return out;
+}
+
+// PyTorch's definitions, in float64.
+double exact_fn(PointwiseFn fn, double x) {
+  const double hard = std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0;
+  switch (fn) {
+    case PointwiseFn::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case PointwiseFn::kSilu: return x / (1.0 + std::exp(-x));
+    case PointwiseFn::kHardSigmoid: return hard;
+    case PointwiseFn::kHardSwish: return x * hard;
+  }
+  return NAN;
+}
+
+// The reference after the function: value fn(value); the bound (abs_sum) carried through it, as
+// its slope is at most 1.5 (hardswish at 3; silu 1.1), plus |fn(value)| for the function's own
+// rounding (the tolerance is at least 8 ulp of abs_sum: the kernel is within 4, pointwise_test).
+void apply_exact(std::optional<PointwiseFn> fn, ref::Result* r) {
+  if (!fn) return;
+  for (size_t i = 0; i < r->value.size(); ++i) {
+    r->value[i] = exact_fn(*fn, r->value[i]);
+    r->abs_sum[i] = 1.5 * r->abs_sum[i] + std::abs(r->value[i]);
+  }
+}
+
+void apply_fn(std::optional<PointwiseFn> fn, std::vector<float>* v) {
+  if (fn) pointwise_activation(v->data(), v->data(), static_cast<int64_t>(v->size()), *fn, 1);
 }
 
 struct Packed {
@@ -88,9 +138,9 @@ std::vector<float> banded(const ConvAlgorithm& a, const ConvAlgorithm& b, const 
       static_cast<size_t>(c.second.batch * c.second.out_h() * c.second.out_w() * c.second.out_channels);
   test::GuardedBuffer out(count * sizeof(float));
   std::memset(out.data_bytes(), 0xFF, count * sizeof(float));  // NaN: a row never written shows
-  pair.run(d1.input.data(), ConvStage{&a, packed.first.data(), d1.bias.data(), c.first_act},
-           ConvStage{&b, packed.second.data(), d2.bias.data(), c.second_act}, out.floats(), workspace.data_bytes(),
-           threads);
+  pair.run(d1.input.data(), ConvStage{&a, packed.first.data(), d1.bias.data(), c.first_act, c.first_fn},
+           ConvStage{&b, packed.second.data(), d2.bias.data(), c.second_act, c.second_fn}, out.floats(),
+           workspace.data_bytes(), threads);
   CHECK_MESSAGE(workspace.canary_intact(), a.name(), " then ", b.name(), " wrote past its workspace");
   CHECK_MESSAGE(out.canary_intact(), a.name(), " then ", b.name(), " wrote past the output");
   return std::vector<float>(out.floats(), out.floats() + count);
@@ -106,15 +156,19 @@ TEST_CASE("conv then conv in bands: equal to the two whole convolutions, and to 
     test::ConvData d2 = test::make_data(c.second, seed += 5);
     // The reference of the pair: the first in float64, rounded to float, then the second. Its
     // error bound adds the first's, carried through the second's weights (sum |w| * bound).
-    const ref::Result y = ref::conv2d(c.first, d1.input, d1.weight, d1.bias.data(), c.first_act);
-    const ref::Result want = ref::conv2d(c.second, std::vector<float>(y.value.begin(), y.value.end()), d2.weight,
-                                         d2.bias.data(), c.second_act);
+    ref::Result y = ref::conv2d(c.first, d1.input, d1.weight, d1.bias.data(), c.first_act);
+    apply_exact(c.first_fn, &y);
+    ref::Result want = ref::conv2d(c.second, std::vector<float>(y.value.begin(), y.value.end()), d2.weight,
+                                   d2.bias.data(), c.second_act);
     std::vector<float> abs_w(d2.weight);
     for (float& w : abs_w) w = std::abs(w);
     const ref::Result carried = ref::conv2d(c.second, std::vector<float>(y.abs_sum.begin(), y.abs_sum.end()), abs_w,
                                             nullptr, Activation::kNone);
     std::vector<double> bound(want.abs_sum);
     for (size_t i = 0; i < bound.size(); ++i) bound[i] += carried.value[i];
+    want.abs_sum = bound;
+    apply_exact(c.second_fn, &want);
+    bound = want.abs_sum;
     const int64_t terms = y.terms + want.terms;
 
     const ConvAlgorithm* second = find_conv_algorithm(c.second_algorithm);
@@ -124,13 +178,16 @@ TEST_CASE("conv then conv in bands: equal to the two whole convolutions, and to 
       const ConvAlgorithm* first = find_conv_algorithm(name);
       REQUIRE(first != nullptr);
       INFO(std::string(name), " then ", second->name());
-      const std::vector<float> y_alg = test::run_conv(*first, c.first, d1, true, c.first_act, 1);
+      std::vector<float> y_alg = test::run_conv(*first, c.first, d1, true, c.first_act, 1);
+      apply_fn(c.first_fn, &y_alg);
       test::ConvData d2_alg = d2;
       d2_alg.input = y_alg;
-      const std::vector<float> whole = test::run_conv(*second, c.second, d2_alg, true, c.second_act, 1);
+      std::vector<float> whole = test::run_conv(*second, c.second, d2_alg, true, c.second_act, 1);
+      apply_fn(c.second_fn, &whole);
       test::check_close(whole.data(), want.value, bound, terms, "whole convolutions vs reference");
       const int64_t image_bytes = row_bytes * c.first.out_h();
-      for (int64_t band_bytes : {int64_t{1}, 3 * row_bytes * c.second.stride_h, 2 * image_bytes, int64_t{1} << 30}) {
+      for (int64_t band_bytes :
+           {int64_t{1}, 3 * row_bytes * c.second.stride_h, image_bytes, 2 * image_bytes, int64_t{1} << 30}) {
         INFO("band bytes ", band_bytes);
         for (int threads : {1, 2}) {
           const std::vector<float> got = banded(*first, *second, c, d1, d2, band_bytes, threads);
@@ -165,6 +222,26 @@ TEST_CASE("conv bands: whole images per band only where a batch of them keeps th
   CHECK(images(Conv(3, 5, 10, 9, 8).s(2, 2).p, Conv(0, 0, 0, 0, 8).k(3, 3).pad(1).g(8), int64_t{1} << 30) == 1);
   CHECK(images(Conv(3, 4, 15, 10, 16).p, Conv(0, 0, 0, 0, 16).k(2, 3).s(3, 1).pad(0, 1, 1, 1).g(16),
                int64_t{1} << 30) == 1);
+}
+
+TEST_CASE("conv bands: a band of one whole image gets a lane per thread where each thread takes whole images") {
+  const ConvAlgorithm* im2win = find_conv_algorithm("im2win");
+  REQUIRE(im2win != nullptr);
+  const Conv depthwise = Conv(0, 0, 0, 0, 20).k(3, 3).pad(1).g(20);
+  const int64_t image_bytes = 7 * 7 * 20 * 4;
+  const auto workspace = [&](int64_t batch) {
+    const ConvParams first = Conv(batch, 6, 7, 7, 20).p, q = reading(first, depthwise);
+    const ConvBands bands(*im2win, first, RowWindow{q.kernel_h, q.stride_h, q.pad_top, q.dilation_h, q.out_h()},
+                          image_bytes);
+    REQUIRE(bands.images_per_band() == 1);
+    return bands.workspace_bytes();
+  };
+  // Batch 3 on 2 threads would cut images into ranges: one band, split between the threads.
+  // From batch 4 each of 2 threads takes whole images: two lanes of an image each.
+  CHECK(workspace(3) >= size_t(image_bytes));
+  CHECK(workspace(3) < size_t(2 * image_bytes));
+  CHECK(workspace(4) >= size_t(2 * image_bytes));
+  CHECK(workspace(8) == workspace(4));
 }
 
 }  // namespace

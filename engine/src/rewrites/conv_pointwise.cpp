@@ -11,10 +11,13 @@
 // Pattern: a pointwise activation alone reads the conv's output, which is not a graph output
 // (AbsorbConsumerRule; the fused op takes the activation's output name).
 // Conditions (Conv2dOp::set_pointwise refuses the rest):
-// - the convolution has no activation, residual, pooling or absorbed depthwise convolution (their
-//   band schedules and epilogues do not apply it), and no pointwise function yet;
-// - nothing is fused after it: batch norm, relu, add, pooling and pointwise_depthwise all refuse
-//   a convolution that has one (they would have to apply after it).
+// - it goes to the convolution's output stage (Conv2dOp::output_stage): the absorbed grouped
+//   convolution of a pair where there is one (EfficientNet's depthwise + SiLU after its expand
+//   1x1 + SiLU: the pair applies each stage's function to each band, kernels/cpu/conv_then_conv.h);
+// - that stage has no activation, residual or pooling (their epilogues and band schedules do not
+//   apply it), and no pointwise function yet;
+// - nothing but a grouped convolution (pointwise_depthwise) is fused after it: batch norm, relu,
+//   add and pooling refuse a convolution that has one (they would have to apply after it).
 // WINFER_NO_CONV_POINTWISE=1 in the environment turns the rule off: the separate layers timed
 // against the fused ones with one binary (docs/PERFORMANCE.md).
 #include <cstdlib>
@@ -36,7 +39,7 @@ class ConvPointwise : public AbsorbConsumerRule {
     if (conv == nullptr || pointwise == nullptr) return false;
     const char* off = std::getenv("WINFER_NO_CONV_POINTWISE");
     if (off != nullptr && std::strcmp(off, "1") == 0) return false;
-    return conv->set_pointwise(pointwise->fn());
+    return conv->output_stage().set_pointwise(pointwise->fn());
   }
 };
 

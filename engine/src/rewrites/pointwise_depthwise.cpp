@@ -14,6 +14,8 @@
 // - the first convolution has no residual, pooling or absorbed convolution, and the depthwise
 //   one is the bare layer (Conv2dOp::absorb_grouped refuses the rest: the band schedule adds
 //   no residual and pools nothing). A later add, pooling or convolution stays a node of its own.
+//   The first may have a pointwise function (conv_pointwise: EfficientNet's expand 1x1 + SiLU,
+//   MobileNetV3's + Hardswish): the bands apply it to their new rows.
 // - Not a dense second convolution (groups == 1): it reads every channel of many rows per output
 //   row, and ResNet's 1x1 -> 3x3 has no large tensor to save. RegNetY-400MF's grouped pairs at
 //   batch 8: 4% faster on 1 thread, 9% on 2 (the 112x112 and 56x56 stages gain, whose pointwise

@@ -6,8 +6,8 @@
 // activation, since the CUDA algorithms have no residual in their epilogues; a max pooling or a
 // depthwise convolution reading the convolution's output from the workspace; a pointwise
 // activation (sigmoid, hardswish, ...: rule conv_pointwise) as cuda::pointwise_activation over
-// the output in place, after the convolution (the op has then no activation, residual, pooling or
-// depthwise convolution).
+// the output in place, after the convolution (the op has then no activation, residual or pooling;
+// with a fused depthwise convolution, over the first convolution's output in the workspace).
 #include <algorithm>
 #include <optional>
 
@@ -54,6 +54,11 @@ class ConvCudaKernel : public CudaKernel {
       const cuda::Status s = algorithm_->run(ctx, params_, in[0], packed_, bias_, conv_out,
                                              algorithm_->workspace_bytes(params_) > 0 ? scratch : nullptr, activation_);
       if (!s.ok()) return s;
+      if (pointwise_) {  // the first convolution's own (EfficientNet's expand 1x1 + SiLU)
+        const cuda::Status f =
+            cuda::pointwise_activation(conv_out, conv_out, conv_output_floats(), *pointwise_, ctx.stream);
+        if (!f.ok()) return f;
+      }
       return then_->run(ctx, {conv_out}, out, then_->workspace_bytes() > 0 ? scratch : nullptr);
     }
     if (pool_) {
@@ -65,18 +70,16 @@ class ConvCudaKernel : public CudaKernel {
       if (!s.ok()) return s;
       return cuda::maxpool2d_nhwc(*pool_, conv_out, out[0], ctx.stream);
     }
-    if (pointwise_) {  // never with a residual, pooling or depthwise convolution (Conv2dOp::set_pointwise)
+    if (pointwise_) {  // never with a residual or pooling (Conv2dOp::set_pointwise)
       const cuda::Status conv = algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
       if (!conv.ok()) return conv;
-      const int64_t count = params_.batch * params_.out_h() * params_.out_w() * params_.out_channels;
-      return cuda::pointwise_activation(out[0], out[0], count, *pointwise_, ctx.stream);
+      return cuda::pointwise_activation(out[0], out[0], conv_output_floats(), *pointwise_, ctx.stream);
     }
     if (!residual_) return algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, activation_);
     const cuda::Status conv =
         algorithm_->run(ctx, params_, in[0], packed_, bias_, out[0], workspace, Activation::kNone);
     if (!conv.ok()) return conv;
-    const int64_t count = params_.batch * params_.out_h() * params_.out_w() * params_.out_channels;
-    return cuda::add(out[0], in[1], out[0], count, activation_, ctx.stream);
+    return cuda::add(out[0], in[1], out[0], conv_output_floats(), activation_, ctx.stream);
   }
 
  private:
@@ -84,9 +87,11 @@ class ConvCudaKernel : public CudaKernel {
   // the arena's 256-byte alignment.
   size_t conv_output_bytes() const {
     if (!pool_ && !then_) return 0;
-    const size_t bytes =
-        static_cast<size_t>(params_.batch * params_.out_h() * params_.out_w() * params_.out_channels) * sizeof(float);
+    const size_t bytes = static_cast<size_t>(conv_output_floats()) * sizeof(float);
     return (bytes + 255) / 256 * 256;
+  }
+  int64_t conv_output_floats() const {
+    return params_.batch * params_.out_h() * params_.out_w() * params_.out_channels;
   }
 
   const cuda::ConvAlgorithm* algorithm_;
