@@ -306,6 +306,7 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
   options.conv_algorithm = conv;
   options.threads = args.threads;
   options.concat_alias = args.concat_alias;
+  options.images_per_run = args.images_per_run;
   options.input_shape = input_shape.value();
   const Status device = apply_device(args.device, &options);
   if (!device.ok()) return fail_with(device.message());

@@ -256,6 +256,7 @@ int run_classify(const ClassifyArgs& args) {
   options.threads = args.threads;
   // A session for more images than there are would only hold (and allocate) empty slots.
   options.batch = std::min<int64_t>(args.batch > 0 ? args.batch : 8, static_cast<int64_t>(paths.size()));
+  options.images_per_run = args.images_per_run;
   auto session = Session::create(model, options);
   if (!session.ok()) return fail(session.status());
   const double setup_seconds = seconds_since(start);

@@ -151,6 +151,7 @@ SessionOptions plan_session_options(const PlanArgs& args, const std::string& col
   options.threads = args.threads;
   options.input_shape = facts.input_shape;
   options.concat_alias = args.concat_alias;
+  options.images_per_run = args.images_per_run;
   return options;
 }
 

@@ -148,6 +148,7 @@ int run_run(const RunArgs& args) {
   options.allow_tf32 = args.tf32;
   options.check_numerics = args.check_numerics;
   options.concat_alias = args.concat_alias;
+  options.images_per_run = args.images_per_run;
   options.threads = args.threads;
   options.input_shape = input_shape;
   auto session = Session::create(model.value(), options);

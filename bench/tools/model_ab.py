@@ -7,9 +7,9 @@ processes mislead here).
                    [--rounds 200] [--warmup 10] [--lib build/lib/libwinfer.so]
 
 SPEC is MODEL[,key=value...]: MODEL a YAML path or a zoo name (models/zoo/MODEL.yaml), keys
-conv (default im2win), fuse (1 or 0, default 1), threads (default --threads) and lib (a
+conv (default im2win), fuse (1 or 0, default 1), threads (default --threads), lib (a
 libwinfer.so, default --lib: two builds side by side in one process, each library loaded on its
-own). Every model gets random weights (seed 1),
+own) and ipr (SessionOptions::images_per_run, default 0: the whole batch in one run). Every model gets random weights (seed 1),
 packed for its algorithm, and the same random input. Each round calls every configuration once,
 in turn; the table gives each one's 10th percentile and median in ms, and the median's ratio
 to the first configuration's. Example (the stem's fused max pooling against the unfused
@@ -41,11 +41,11 @@ def parse_spec(spec):
     path = model if model.endswith(".yaml") else os.path.join(ROOT, "models", "zoo", model + ".yaml")
     if not os.path.exists(path):
         raise SystemExit(f"model_ab: {spec}: no model file {path}")
-    options = {"conv": "im2win", "fuse": "1", "threads": "", "lib": ""}
+    options = {"conv": "im2win", "fuse": "1", "threads": "", "lib": "", "ipr": "0"}
     for pair in pairs:
         key, _, value = pair.partition("=")
         if key not in options or not value:
-            raise SystemExit(f"model_ab: {spec}: expected conv=NAME, fuse=0|1, threads=N or lib=PATH, got '{pair}'")
+            raise SystemExit(f"model_ab: {spec}: expected conv=NAME, fuse=0|1, threads=N, lib=PATH or ipr=N, got '{pair}'")
         options[key] = value
     if options["fuse"] not in ("0", "1"):
         raise SystemExit(f"model_ab: {spec}: fuse must be 0 or 1")
@@ -53,7 +53,10 @@ def parse_spec(spec):
         raise SystemExit(f"model_ab: {spec}: threads must be a number >= 1")
     if options["lib"] and not os.path.exists(options["lib"]):
         raise SystemExit(f"model_ab: {spec}: no library {options['lib']}")
-    return path, options["conv"], int(options["fuse"]), int(options["threads"] or 0), options["lib"]
+    if not options["ipr"].isdigit():
+        raise SystemExit(f"model_ab: {spec}: ipr must be a number >= 0")
+    return (path, options["conv"], int(options["fuse"]), int(options["threads"] or 0), options["lib"],
+            int(options["ipr"]))
 
 
 def percentile(values, q):
@@ -80,7 +83,7 @@ def main():
 
     calls, inputs = {}, {}
     for spec in args.specs:
-        path, conv, fuse, threads, lib = parse_spec(spec)
+        path, conv, fuse, threads, lib, images_per_run = parse_spec(spec)
         lib = os.path.realpath(lib or args.lib)
         if lib not in libraries:
             libraries[lib] = Winfer(lib)
@@ -94,7 +97,7 @@ def main():
                 state = (state * 1103515245 + 12345) & 0x7FFFFFFF
                 x[i] = state / 0x7FFFFFFF
             inputs[count] = x
-        session, out_count = winfer.session(model, conv, threads or args.threads, args.batch)
+        session, out_count = winfer.session(model, conv, threads or args.threads, args.batch, images_per_run)
         out = (ctypes.c_float * out_count)()
         x = inputs[count]
         calls[spec] = (lambda w=winfer, s=session, x=x, n=count, o=out, m=out_count: w.check(

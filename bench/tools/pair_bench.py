@@ -88,15 +88,27 @@ class Winfer:
             count *= dims[i]
         return count
 
-    def session(self, model, conv, threads, batch):
-        options = SessionOptions()
-        self.lib.winfer_session_options_init(ctypes.byref(options))
-        options.conv_algorithm = conv.encode()
-        options.threads = threads
-        options.batch = batch
+    def session(self, model, conv, threads, batch, images_per_run=0):
         session = ctypes.c_void_p()
-        self.check(self.lib.winfer_session_create(model, ctypes.byref(options), ctypes.byref(session)),
-                   f"session --conv {conv}")
+        if images_per_run:  # an option of the session config API only
+            config = ctypes.c_void_p()
+            self.check(self.lib.winfer_session_config_create(ctypes.byref(config)), "session config")
+            self.check(self.lib.winfer_session_config_set_conv_algorithm(config, conv.encode()), "conv")
+            self.check(self.lib.winfer_session_config_set_threads(config, ctypes.c_int(threads)), "threads")
+            self.check(self.lib.winfer_session_config_set_batch(config, ctypes.c_int64(batch)), "batch")
+            self.check(self.lib.winfer_session_config_set_images_per_run(config, ctypes.c_int64(images_per_run)),
+                       "images_per_run")
+            self.check(self.lib.winfer_session_create_with_config(model, config, ctypes.byref(session)),
+                       f"session --conv {conv}, {images_per_run} image(s) per run")
+            self.lib.winfer_session_config_destroy(config)
+        else:
+            options = SessionOptions()
+            self.lib.winfer_session_options_init(ctypes.byref(options))
+            options.conv_algorithm = conv.encode()
+            options.threads = threads
+            options.batch = batch
+            self.check(self.lib.winfer_session_create(model, ctypes.byref(options), ctypes.byref(session)),
+                       f"session --conv {conv}")
         dims = (ctypes.c_int64 * 8)()
         rank = ctypes.c_int()
         self.check(self.lib.winfer_session_output_shape(session, 0, dims, 8, ctypes.byref(rank)), "output shape")

@@ -16,6 +16,7 @@
 #include "engine/src/graph.h"
 #include "engine/src/device_backend.h"
 #include "engine/src/session_impl.h"
+#include "engine/src/split_batch_session.h"
 #include "kernels/cpu/cpu_threads.h"
 #include "winfer/log.h"
 
@@ -208,6 +209,7 @@ Status check_common_options(const SessionOptions& options) {
                             std::to_string(default_thread_count()) + " here)");
   }
   if (options.batch < 0) return invalid_argument("batch must be >= 1, got " + std::to_string(options.batch));
+  WINFER_RETURN_IF_ERROR(check_images_per_run(options));
   return check_arena_options(options);
 }
 
@@ -226,9 +228,12 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     return invalid_argument(model->path() + ": the model was loaded without weights (structure only)");
   }
   WINFER_RETURN_IF_ERROR(check_common_options(options));
-  WINFER_RETURN_IF_ERROR(session_input_shape(*model, options).status());  // before any device is touched
+  const Result<Shape> whole = session_input_shape(*model, options);  // before any device is touched
+  if (!whole.ok()) return whole.status();
   Result<std::unique_ptr<SessionImpl>> impl = invalid_argument("");
-  if (options.device == "cpu") {
+  if (splits_batch(options, whole.value())) {
+    impl = create_split_batch_session(std::move(model), options, whole.value());
+  } else if (options.device == "cpu") {
     impl = create_cpu_session(std::move(model), options);
   } else if (options.device == "auto") {
     // conv_algorithm "auto" (per-layer timing) exists on the CPU only, so it keeps "auto" there.

@@ -5,6 +5,7 @@
 
 #include "engine/src/graph.h"
 #include "engine/src/session_impl.h"
+#include "engine/src/split_batch_session.h"
 #include "winfer/session.h"
 
 namespace winfer {
@@ -41,7 +42,9 @@ Result<MemoryReport> Session::plan(std::shared_ptr<const Model> model, const Ses
   planned.arena = nullptr;  // what is needed, whatever was given
   planned.arena_bytes = 0;
   WINFER_RETURN_IF_ERROR(check_common_options(planned));
-  WINFER_RETURN_IF_ERROR(session_input_shape(*model, planned).status());
+  const Result<Shape> whole = session_input_shape(*model, planned);
+  if (!whole.ok()) return whole.status();
+  if (splits_batch(planned, whole.value())) return plan_split_batch_session(std::move(model), planned, whole.value());
   return plan_cpu_session(std::move(model), planned);
 }
 

@@ -63,6 +63,16 @@ struct SessionOptions {
   int threads = default_thread_count();
   // Batch size; 0 = the model's declared batch (or input_shape's).
   int64_t batch = 0;
+  // CPU only: run the batch this many images at a time (0, the default: the whole batch in one
+  // run). The arena, the kernels and "auto"'s choices are made for that many images and each
+  // run takes the next ones through them, so the activations need the memory of the images of
+  // one run whatever the batch (ncnn runs one image at a time): EfficientNet-B0 at batch 8 with
+  // 1 image per run plans a fifth of the arena (docs/MEMORY.md). Slower where a layer gains from
+  // the whole batch (the weights read once per run). A batch that is not a multiple runs its
+  // rest in a last, smaller run (a second plan on the same arena: the arena is the larger of
+  // the two). Every graph output must keep the batch as its first dimension (create fails
+  // naming the output otherwise). memory_budget applies to each of the two plans.
+  int64_t images_per_run = 0;
   // The whole input shape the session runs (NCHW, or [N,F]), e.g. {2, 3, 160, 224}: any batch
   // and any size of the dims the model leaves free (Model::input_dim_fixed: a YAML model fixes
   // only the channels; an ONNX model its fixed dims), each 1..2^24. The arena, the kernels and

@@ -196,6 +196,9 @@ winfer_status winfer_session_config_set_conv_algorithm(winfer_session_config* co
  * 0 or negative is refused (it does not mean "the default"). */
 winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads);
 winfer_status winfer_session_config_set_batch(winfer_session_config* config, int64_t batch); /* 0: the model's */
+/* CPU only: run the batch this many images at a time through an arena for that many (0, the
+ * default: the whole batch in one run; winfer::SessionOptions::images_per_run). */
+winfer_status winfer_session_config_set_images_per_run(winfer_session_config* config, int64_t images);
 /* The whole input shape, `rank` dims (e.g. {2, 3, 160, 224}): any batch and any size of the dims
  * the model leaves free (a YAML model fixes only the channels; winfer::SessionOptions::input_shape).
  * NULL and 0: the model's declared shape (with the batch of _set_batch, which must otherwise

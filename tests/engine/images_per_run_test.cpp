@@ -1,0 +1,212 @@
+// SessionOptions::images_per_run (engine/src/split_batch_session.cpp): a batch run a few images
+// at a time through an arena planned for that many. The outputs must be the whole batch's (zoo
+// networks with fused pairs, squeeze-and-excitation, residuals and concat; a batch that is not
+// a multiple; NCHW and NHWC inputs and outputs; 1 and 2 threads), the plan must be that of one
+// run's images (the larger of the two plans for a batch with a rest, which share the arena, the
+// caller's too), and what cannot be split is refused with a message that says why.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/test_files.h"
+#include "engine/fusion_test_util.h"
+#include "winfer/custom_op.h"
+#include "winfer/winfer.h"
+#include "winfer/winfer_c.h"
+
+using namespace winfer_test;
+
+namespace {
+
+constexpr uint64_t kSeed = 5;
+
+winfer::SessionOptions options_for(int64_t batch, int64_t images_per_run, int threads = 2) {
+  winfer::SessionOptions options;
+  options.batch = batch;
+  options.images_per_run = images_per_run;
+  options.threads = threads;
+  return options;
+}
+
+std::unique_ptr<winfer::Session> create_ok(std::shared_ptr<const winfer::Model> model,
+                                           const winfer::SessionOptions& options) {
+  auto session = winfer::Session::create(std::move(model), options);
+  REQUIRE_MESSAGE(session.ok(), session.status().message());
+  return std::move(session).value();
+}
+
+std::vector<winfer::Tensor> run_all(winfer::Session& session, const winfer::Tensor& input) {
+  auto out = session.run_all(input);
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  return std::move(out).value();
+}
+
+// The largest difference relative to the largest magnitude of `want`.
+float relative_to_max(const winfer::Tensor& got, const winfer::Tensor& want) {
+  REQUIRE(got.shape() == want.shape());
+  float worst = 0, scale = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    worst = std::max(worst, std::fabs(got.data()[i] - want.data()[i]));
+    scale = std::max(scale, std::fabs(want.data()[i]));
+  }
+  return worst / std::max(scale, 1e-30f);
+}
+
+// A custom op that sums its input over the batch: [N, C, H, W] -> [1, C, H, W]. Its output does
+// not keep the batch as its first dimension, so a split batch would compute something else.
+class BatchSum : public winfer::CustomOp {
+ public:
+  winfer::Status infer_shapes(const std::vector<winfer::Shape>& inputs,
+                              std::vector<winfer::Shape>* outputs) const override {
+    winfer::Shape s = inputs[0];
+    s[0] = 1;
+    *outputs = {s};
+    return winfer::Status::Ok();
+  }
+  void run(const std::vector<const winfer::Tensor*>& inputs, const std::vector<winfer::Tensor*>& outputs,
+           const winfer::CustomOpContext&) const override {
+    const winfer::Tensor& x = *inputs[0];
+    winfer::Tensor& y = *outputs[0];
+    const int64_t per_image = y.numel();
+    for (int64_t i = 0; i < per_image; ++i) {
+      float sum = 0;
+      for (int64_t n = 0; n < x.shape()[0]; ++n) sum += x.data()[n * per_image + i];
+      y.data()[i] = sum;
+    }
+  }
+};
+
+void register_batch_sum() {
+  static const bool registered = [] {
+    winfer::CustomOpDefinition d;
+    d.type = "test_batch_sum";
+    d.create = [](const winfer::CustomOpAttrs&) -> winfer::Result<std::unique_ptr<winfer::CustomOp>> {
+      return std::unique_ptr<winfer::CustomOp>(new BatchSum());
+    };
+    REQUIRE(winfer::register_custom_op(d).ok());
+    return true;
+  }();
+  CHECK(registered);
+}
+
+}  // namespace
+
+TEST_CASE("images_per_run: the batch a few images at a time equals the whole batch in one run") {
+  // EfficientNet (fused expand -> depthwise pairs with SiLU, squeeze-and-excitation), ResNet-18
+  // (residuals, the stem's pooling), ShuffleNetV2 (concat, channel shuffle); batch 5 in runs of
+  // 1, 2 (a rest of 1), 3 (a rest of 2) and 4 images.
+  for (const char* name : {"efficientnet_b0", "resnet18", "shufflenet_v2_x1_0"}) {
+    const auto model = load_ok(zoo_yaml_at(name, 64), true, kSeed);
+    const winfer::Tensor input = random_tensor(winfer::Shape{5, 3, 64, 64}, 9, winfer::Layout::kNCHW);
+    for (int threads : {1, 2}) {
+      const winfer::Tensor whole = run_all(*create_ok(model, options_for(5, 0, threads)), input)[0];
+      for (int64_t per_run : {1, 2, 3, 4}) {
+        INFO(name << ", " << threads << " thread(s), " << per_run << " image(s) per run");
+        auto session = create_ok(model, options_for(5, per_run, threads));
+        CHECK(session->input_shape() == winfer::Shape{5, 3, 64, 64});
+        CHECK(session->output_shapes() == std::vector<winfer::Shape>{whole.shape()});
+        const winfer::Tensor split = run_all(*session, input)[0];
+        CHECK(relative_to_max(split, whole) <= 1e-5f);
+        // Twice: the runs leave nothing behind that the next one reads.
+        CHECK(relative_to_max(run_all(*session, input)[0], whole) <= 1e-5f);
+        // Per layer, the time of all the runs of the batch.
+        CHECK(session->last_timings().size() > 10);
+      }
+    }
+  }
+}
+
+TEST_CASE("images_per_run: NHWC inputs and outputs, written in place by run_into") {
+  const std::string yaml = model_header(3, 9, 7) +
+                           "layers:\n"
+                           "  - {name: conv, op: conv2d, in_channels: 3, out_channels: 6, kernel_size: 3, padding: 1}\n"
+                           "  - {name: relu, op: relu}\n"
+                           "  - {name: conv2, op: conv2d, in_channels: 6, out_channels: 5, kernel_size: 3, stride: 2}\n";
+  const auto model = load_ok(yaml, true, kSeed);
+  const winfer::Tensor nchw = random_tensor(winfer::Shape{7, 3, 9, 7}, 4, winfer::Layout::kNCHW);
+  const winfer::Tensor whole = run_all(*create_ok(model, options_for(7, 0)), nchw)[0];
+  auto session = create_ok(model, options_for(7, 3));
+  std::vector<winfer::Tensor> outputs = {winfer::Tensor::allocate(whole.shape(), winfer::Layout::kNHWC)};
+  REQUIRE(session->run_into(nchw.to_layout(winfer::Layout::kNHWC), &outputs).ok());
+  CHECK(outputs[0].layout() == winfer::Layout::kNHWC);
+  CHECK(relative_to_max(outputs[0].to_layout(winfer::Layout::kNCHW), whole) <= 1e-6f);
+}
+
+TEST_CASE("images_per_run: the arena of one run's images, the larger plan with a rest, a caller's arena") {
+  const auto model = load_ok(zoo_yaml_at("efficientnet_b0", 64), true, kSeed);
+  const auto arena = [&](int64_t batch, int64_t per_run) {
+    auto plan = winfer::Session::plan(model, options_for(batch, per_run));
+    REQUIRE_MESSAGE(plan.ok(), plan.status().message());
+    return plan.value().arena_bytes;
+  };
+  // 8 images 2 at a time: batch 2's arena, a small part of batch 8's.
+  CHECK(arena(8, 2) == arena(2, 0));
+  CHECK(arena(8, 2) * 3 < arena(8, 0));
+  // 7 images 3 at a time: runs of 3, 3 and 1 share one arena, batch 3's.
+  CHECK(arena(7, 3) == std::max(arena(3, 0), arena(1, 0)));
+  // As many or more images per run than the batch: one run, the whole batch's session.
+  CHECK(arena(4, 4) == arena(4, 0));
+  CHECK(arena(4, 9) == arena(4, 0));
+  // The session made is the plan's.
+  auto session = create_ok(model, options_for(7, 3));
+  CHECK(session->memory_report().arena_bytes == arena(7, 3));
+  CHECK(session->activation_bytes() == arena(7, 3));
+
+  // The caller's arena, of the planned bytes, serves both sessions of a batch with a rest.
+  const size_t bytes = arena(7, 3);
+  std::vector<float> storage(bytes / sizeof(float) + 16);
+  void* aligned = storage.data();
+  size_t space = storage.size() * sizeof(float);
+  REQUIRE(std::align(winfer::Session::kArenaAlignment, bytes, aligned, space) != nullptr);
+  winfer::SessionOptions options = options_for(7, 3);
+  options.arena = aligned;
+  options.arena_bytes = bytes;
+  const winfer::Tensor input = random_tensor(winfer::Shape{7, 3, 64, 64}, 2, winfer::Layout::kNCHW);
+  const winfer::Tensor whole = run_all(*create_ok(model, options_for(7, 0)), input)[0];
+  CHECK(relative_to_max(run_all(*create_ok(model, options), input)[0], whole) <= 1e-5f);
+  options.arena_bytes = bytes - winfer::Session::kArenaAlignment;
+  auto small = winfer::Session::create(model, options);
+  REQUIRE_FALSE(small.ok());
+  CHECK(contains(small.status().message(), "arena"));
+}
+
+TEST_CASE("images_per_run: refused below 0, off the CPU, and where an output does not keep the batch") {
+  const auto model = load_ok(zoo_yaml_at("resnet18", 32), true, kSeed);
+  const auto error = [&](const winfer::SessionOptions& options) {
+    auto session = winfer::Session::create(model, options);
+    REQUIRE_FALSE(session.ok());
+    return session.status().message();
+  };
+  CHECK(contains(error(options_for(4, -1)), "images_per_run must be >= 1 (or 0: the whole batch in one run), got -1"));
+  winfer::SessionOptions cuda = options_for(4, 2);
+  cuda.device = "cuda";
+  CHECK(contains(error(cuda), "images_per_run is supported on device 'cpu' only, not 'cuda'"));
+
+  // A layer that mixes the images of the batch: its output [1, ...] is not split.
+  register_batch_sum();
+  const std::string yaml = model_header(3, 6, 5) +
+                           "outputs: [sum]\n"
+                           "layers:\n"
+                           "  - {name: conv, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: 3, padding: 1}\n"
+                           "  - {name: sum, op: test_batch_sum}\n";
+  const auto mixing = load_ok(yaml, true, kSeed);
+  auto session = winfer::Session::create(mixing, options_for(4, 2));
+  REQUIRE_FALSE(session.ok());
+  CHECK(contains(session.status().message(),
+                 "images_per_run: output 'sum' has shape [1,4,6,5] for a batch of 4, which does not keep the batch "
+                 "as its first dimension"));
+  // In one run it is fine.
+  CHECK(winfer::Session::create(mixing, options_for(4, 0)).ok());
+
+  // The C API's setter.
+  winfer_session_config* config = nullptr;
+  REQUIRE(winfer_session_config_create(&config) == WINFER_OK);
+  CHECK(winfer_session_config_set_images_per_run(config, -3) != WINFER_OK);
+  CHECK(contains(winfer_last_error(), "images_per_run must be >= 1"));
+  CHECK(winfer_session_config_set_images_per_run(config, 2) == WINFER_OK);
+  winfer_session_config_destroy(config);
+}
