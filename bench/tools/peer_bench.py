@@ -241,6 +241,14 @@ class Files:
     def winfer_fp32(self, batch):  # `winfer convert` of onnx(batch), with the zoo's mean/std
         return f"{self.stem}.b{batch}.yaml"
 
+    # `winfer convert` of onnx(batch) as it is, for winfer's ALGORITHM:N configurations: the ONNX
+    # file fixes its batch, its conversion leaves it free (a run of N images is a session of N).
+    def winfer_free_batch(self, batch):
+        return f"{self.stem}.b{batch}.free.yaml"
+
+    def winfer_free_batch_weights(self, batch):
+        return f"{self.stem}.b{batch}.free.safetensors"
+
     def int8_stem(self, batch):
         return f"{self.stem}.b{batch}.int8-{CALIBRATION_METHOD}-n{self.calibration_images}"
 
@@ -367,6 +375,16 @@ def run_winfer_cli(args, what):
         message = (run.stderr.strip() or run.stdout.strip() or f"exit {run.returncode}").splitlines()
         raise RuntimeError(f"{what} failed (exit {run.returncode}): {' / '.join(message[-3:])}")
     return run.stdout
+
+
+def prepare_winfer_free_batch(files, batch, build):
+    """files.winfer_free_batch(batch), converted from the ONNX file if it is older."""
+    cli = os.path.join(build, "bin", "winfer")
+    yaml_path = files.winfer_free_batch(batch)
+    if stale(yaml_path, cli, files.onnx(batch)):
+        run_winfer_cli([cli, "convert", files.onnx(batch), "-o", yaml_path, "--weights",
+                        files.winfer_free_batch_weights(batch)], f"winfer convert {files.onnx(batch)}")
+    return yaml_path
 
 
 def prepare_winfer_int8(files, batch, build, norm, pixels, log):
@@ -509,8 +527,10 @@ def winfer_lib(build):
 
 
 def load_winfer(winfer, onnx_path, conv, threads, batch):
+    """conv: an algorithm, or ALGORITHM:N for N images per run (SessionOptions::images_per_run)."""
     import numpy as np
     from pair_bench import LoadOptions
+    conv, _, images_per_run = conv.partition(":")
     options = LoadOptions()
     winfer.lib.winfer_load_options_init(ctypes.byref(options))
     options.use_random_weights = 0
@@ -520,7 +540,7 @@ def load_winfer(winfer, onnx_path, conv, threads, batch):
     model = ctypes.c_void_p()
     winfer.check(winfer.lib.winfer_model_load(onnx_path.encode(), ctypes.byref(options), ctypes.byref(model)),
                  f"loading {onnx_path}")
-    session, out_count = winfer.session(model, conv, threads, batch)
+    session, out_count = winfer.session(model, conv, threads, batch, int(images_per_run or 0))
     winfer.lib.winfer_model_destroy(model)  # the session keeps what it needs
     out = np.empty(out_count, dtype=np.float32)
     run = winfer.lib.winfer_session_run
@@ -632,7 +652,9 @@ def load_engine(name, files, batch, threads, build, winfer=None):
     if name == "onnxruntime-int8":
         return load_onnxruntime(files.ort_int8(batch), threads)
     if name.startswith("winfer-"):
-        return load_winfer(winfer or winfer_lib(build), files.onnx(batch), name[len("winfer-"):], threads, batch)
+        conv = name[len("winfer-"):]
+        path = prepare_winfer_free_batch(files, batch, build) if ":" in conv else files.onnx(batch)
+        return load_winfer(winfer or winfer_lib(build), path, conv, threads, batch)
     if name == "onnxruntime":
         return load_onnxruntime(files.onnx(batch), threads)
     if name == "openvino":
@@ -653,6 +675,8 @@ def weights_file(name, files, batch):
         return files.ncnn_bin
     if name.startswith("torch"):
         return files.torchscript
+    if name.startswith("winfer-") and ":" in name:
+        return files.winfer_free_batch_weights(batch)
     return files.onnx(batch)
 
 
@@ -957,7 +981,8 @@ def main():
     ap.add_argument("--int8-check", type=int, default=32, help="INT8: inputs of the top-1 agreement check, the "
                     "golden input first (default 32, rounded up to whole batches)")
     ap.add_argument("--winfer-conv", default="im2win,winograd,auto", help="winfer algorithms (default "
-                    "im2win,winograd,auto; im2win is the default, the fastest of them is 'best winfer')")
+                    "im2win,winograd,auto; im2win is the default, the fastest of them is 'best winfer'); "
+                    "ALGORITHM:N runs the batch N images at a time (SessionOptions::images_per_run)")
     ap.add_argument("--tolerance", type=float, default=1e-4, help="max |y - torch| / max |torch| (default 1e-4)")
     ap.add_argument("--seed", type=int, default=1, help="weights, input and call order (default 1)")
     ap.add_argument("--no-memory", action="store_true", help="skip the per-engine memory/start-up processes")

@@ -52,7 +52,7 @@ class SplitBatchSession : public SessionImpl {
     WINFER_RETURN_IF_ERROR(prepare_outputs(outputs));
     const int64_t batch = input.shape()[0];
     const int64_t input_floats_per_image = input.numel() / batch;
-    timings.clear();
+    for (LayerTiming& t : timings) t.milliseconds = 0;
     std::vector<Tensor> views(outputs->size());
     for (int64_t n = 0; n < batch; n += per_run_) {
       const int64_t images = std::min(per_run_, batch - n);
@@ -77,12 +77,8 @@ class SplitBatchSession : public SessionImpl {
   std::unique_ptr<void, AlignedFree> arena_;  // shared by part_ and rest_, unless the caller gave one
 
  private:
-  // Per layer, the time of every run of the batch.
+  // Per layer, the time of every run of the batch (the layers are the same in both sessions).
   void add_timings(const std::vector<LayerTiming>& run) {
-    if (timings.empty()) {
-      timings = run;
-      return;
-    }
     for (size_t i = 0; i < timings.size() && i < run.size(); ++i) timings[i].milliseconds += run[i].milliseconds;
   }
 };
@@ -128,8 +124,21 @@ bool splits_batch(const SessionOptions& options, const Shape& whole) {
   return options.images_per_run > 0 && options.images_per_run < whole[0];
 }
 
+// A model whose file fixes the batch (an ONNX export with a static shape) admits no session of
+// fewer images.
+Status check_batch_free(const Model& model, const SessionOptions& options, const Shape& whole) {
+  const std::vector<bool> fixed = model.input_dim_fixed();
+  if (fixed.empty() || !fixed[0]) return Status::Ok();
+  return invalid_argument(model.path() + ": images_per_run = " + std::to_string(options.images_per_run) +
+                          ": the model fixes its batch at " + std::to_string(whole[0]) + " (input declared " +
+                          model.input_shape().to_string() +
+                          "), so it cannot run fewer images at a time; export it with a dynamic batch dim, or convert "
+                          "it (winfer convert), which leaves the batch free");
+}
+
 Result<MemoryReport> plan_split_batch_session(std::shared_ptr<const Model> model, const SessionOptions& options,
                                               const Shape& whole) {
+  WINFER_RETURN_IF_ERROR(check_batch_free(*model, options, whole));
   const int64_t per_run = options.images_per_run, rest = whole[0] % per_run;
   auto part = plan_cpu_session(model, part_options(options, whole, per_run));
   if (!part.ok()) return part.status();
@@ -144,6 +153,7 @@ Result<MemoryReport> plan_split_batch_session(std::shared_ptr<const Model> model
 
 Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<const Model> model,
                                                                 const SessionOptions& options, const Shape& whole) {
+  WINFER_RETURN_IF_ERROR(check_batch_free(*model, options, whole));
   auto session = std::make_unique<SplitBatchSession>();
   session->per_run_ = options.images_per_run;
   const int64_t batch = whole[0], rest = batch % session->per_run_;
@@ -180,6 +190,7 @@ Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<
   if (session->rest_) {
     WINFER_RETURN_IF_ERROR(check_batch_major_outputs(*session->rest_, session->output_shapes, batch, rest));
   }
+  session->timings = p.timings;  // the layers, known before the first run as in every session
   session->report = p.report;
   if (session->rest_) merge_rest(session->rest_->report, &session->report);
   return std::unique_ptr<SessionImpl>(std::move(session));

@@ -1152,3 +1152,25 @@ TEST_CASE("onnx import: torch's AvgPool2d(padding, count_include_pad) as Pad + A
   m.output("y");
   expect_onnx_error(m.write(dir.file("pad_max.onnx")), {"/MaxPool", "is a Pad", "Conv or an AveragePool"});
 }
+
+TEST_CASE("onnx import: images_per_run splits a symbolic batch; a static export's fixed batch is refused, saying why") {
+  TempDir dir;
+  const TinyNet net;
+  const Tensor input = random_tensor(Shape{3, 3, 8, 8}, 72);
+  winfer::SessionOptions options;
+  options.input_shape = {3, 3, 8, 8};
+  options.images_per_run = 2;
+  auto dynamic = winfer::Session::create(load_ok(net.write(dir.file("dynamic.onnx"), {"N", 3, 8, 8})), options);
+  REQUIRE_MESSAGE(dynamic.ok(), dynamic.status().message());
+  auto out = dynamic.value()->run(input);
+  REQUIRE(out.ok());
+  CHECK(relative_error(out.value(), net.reference(input)) < 1e-5);
+  // The default export ([2, 3, 8, 8]) fixes the batch at 2.
+  options.input_shape.clear();
+  options.images_per_run = 1;
+  auto fixed = winfer::Session::create(load_ok(net.write(dir.file("static.onnx"))), options);
+  REQUIRE_FALSE(fixed.ok());
+  INFO("message: " << fixed.status().message());
+  CHECK(contains(fixed.status().message(), "static.onnx: images_per_run = 1: the model fixes its batch at 2"));
+  CHECK(contains(fixed.status().message(), "winfer convert"));
+}
