@@ -93,7 +93,7 @@ struct BenchArgs {
   std::string conv;    // comma-separated implementations; empty or "all": every one that applies
   std::string filter;  // only layers whose name contains this
   int threads = winfer::default_thread_count();
-  int64_t batch = 0;       // 0: the set's
+  int64_t batch = 0;  // 0: the set's
   // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run)
   int64_t images_per_run = 0;
   std::string size;        // whole networks: --size HxW (input_size.h); "": the model's

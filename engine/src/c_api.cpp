@@ -932,7 +932,8 @@ winfer_status winfer_session_config_set_batch(winfer_session_config* config, int
 
 winfer_status winfer_session_config_set_images_per_run(winfer_session_config* config, int64_t images) {
   return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) -> std::string {
-    if (images < 0) return "images_per_run must be >= 1 (or 0 for the whole batch in one run), got " + std::to_string(images);
+    if (images < 0)
+      return "images_per_run must be >= 1 (or 0 for the whole batch in one run), got " + std::to_string(images);
     o.images_per_run = images;
     return "";
   });

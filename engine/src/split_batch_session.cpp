@@ -1,10 +1,15 @@
-// SessionOptions::images_per_run: a session whose batch runs a few images at a time. The CPU
-// session is made for `images_per_run` images (its arena, kernels and "auto" choices are for
-// them), and each run takes the caller's batch through it in turn: the activations of a batch of
-// 8 need the memory of the images of one run, as ncnn's one-image-at-a-time execution does. A
-// batch that is not a multiple gets a second session for the rest, on the same arena (the two
-// never run at the same time), so that no image is computed twice and the memory stays the
-// larger of the two plans.
+// SessionOptions::images_per_run: a session whose batch runs a few images at a time. CPU
+// sessions are made for `images_per_run` images (their arenas, kernels and "auto" choices are
+// for them), and each run takes the caller's batch through them in turn: the activations of a
+// batch of 8 need the memory of the images of one run, as ncnn's one-image-at-a-time execution
+// does. A batch that is not a multiple gets a second session for the rest, on the same arena
+// (the two never run at the same time), so that no image is computed twice.
+//
+// On several threads the runs go side by side, one per thread, each on one thread in a lane of
+// its own (its sessions and its part of the arena): a run of one image on two threads scales
+// worse than two runs of one image each (EfficientNet-B0 at batch 8, 2 threads: 1.13x the whole
+// batch's time run one image at a time on both threads, docs/PERFORMANCE.md session 28). Lanes
+// cost one arena each; a single run (the batch fits in one) keeps all the threads.
 //
 // Inputs and outputs are not copied: each run reads its images from the caller's input and
 // writes its outputs straight into the caller's (views of them), which needs every graph output
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "engine/src/graph.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace winfer {
 namespace {
@@ -31,9 +37,10 @@ Shape with_batch(const Shape& shape, int64_t batch) {
 
 // The same options for a session of `images` images (the rest of the batch given by the model's
 // declared shape or by input_shape alike).
-SessionOptions part_options(const SessionOptions& options, const Shape& whole, int64_t images) {
+SessionOptions part_options(const SessionOptions& options, const Shape& whole, int64_t images, int threads) {
   SessionOptions part = options;
   part.images_per_run = 0;
+  part.threads = threads;
   part.batch = images;
   part.input_shape = with_batch(whole, images).dims();
   return part;
@@ -43,6 +50,14 @@ struct AlignedFree {
   void operator()(void* p) const { std::free(p); }
 };
 
+// One thread's sessions: for a run of per_run images and, when the batch is not a multiple, for
+// the rest; both on the lane's part of the arena.
+struct Lane {
+  std::unique_ptr<SessionImpl> part, rest;
+  std::vector<LayerTiming> timings;  // per layer, the lane's runs of this batch
+  Status status;
+};
+
 class SplitBatchSession : public SessionImpl {
  public:
   size_t activation_bytes() const override { return report.arena_bytes; }
@@ -50,38 +65,70 @@ class SplitBatchSession : public SessionImpl {
   Status run_into(const Tensor& input, std::vector<Tensor>* outputs) override {
     WINFER_RETURN_IF_ERROR(check_input(input));
     WINFER_RETURN_IF_ERROR(prepare_outputs(outputs));
-    const int64_t batch = input.shape()[0];
-    const int64_t input_floats_per_image = input.numel() / batch;
+    const int64_t batch = input.shape()[0], runs = (batch + per_run_ - 1) / per_run_;
+    for (Lane& lane : lanes_) {
+      lane.timings = timings;
+      for (LayerTiming& t : lane.timings) t.milliseconds = 0;
+      lane.status = Status::Ok();
+    }
+    auto run = [&](int64_t k, int slot) {
+      Lane& lane = lanes_[static_cast<size_t>(slot)];
+      if (lane.status.ok()) lane.status = run_images(lane, k * per_run_, input, outputs);
+    };
+    cpu::parallel_tasks(static_cast<int>(lanes_.size()), runs, cpu::TaskFn(run));
     for (LayerTiming& t : timings) t.milliseconds = 0;
-    std::vector<Tensor> views(outputs->size());
-    for (int64_t n = 0; n < batch; n += per_run_) {
-      const int64_t images = std::min(per_run_, batch - n);
-      SessionImpl& part = images == per_run_ ? *part_ : *rest_;
-      // Batch-major in every layout (NCHW, NHWC, plain): images [n, n + images) are one run.
-      const Tensor in = Tensor::view(const_cast<float*>(input.data()) + n * input_floats_per_image,
-                                     with_batch(input.shape(), images), input.layout());
-      for (size_t i = 0; i < outputs->size(); ++i) {
-        Tensor& out = (*outputs)[i];
-        const int64_t per_image = out.numel() / batch;
-        views[i] = Tensor::view(out.data() + n * per_image, with_batch(out.shape(), images), out.layout());
-      }
-      WINFER_RETURN_IF_ERROR(part.run_into(in, &views));
-      add_timings(part.timings);
+    for (const Lane& lane : lanes_) {
+      WINFER_RETURN_IF_ERROR(lane.status);
+      for (size_t i = 0; i < timings.size() && i < lane.timings.size(); ++i)
+        timings[i].milliseconds += lane.timings[i].milliseconds;
     }
     return Status::Ok();
   }
 
   // Made by create_split_batch_session.
   int64_t per_run_ = 0;
-  std::unique_ptr<SessionImpl> part_, rest_;  // rest_: the last run's, when the batch is not a multiple
-  std::unique_ptr<void, AlignedFree> arena_;  // shared by part_ and rest_, unless the caller gave one
+  std::vector<Lane> lanes_;
+  std::unique_ptr<void, AlignedFree> arena_;  // the lanes' arenas, unless the caller gave one
 
  private:
-  // Per layer, the time of every run of the batch (the layers are the same in both sessions).
-  void add_timings(const std::vector<LayerTiming>& run) {
-    for (size_t i = 0; i < timings.size() && i < run.size(); ++i) timings[i].milliseconds += run[i].milliseconds;
+  // Images [n, n + per_run_) (or the rest) on the lane's session.
+  Status run_images(Lane& lane, int64_t n, const Tensor& input, std::vector<Tensor>* outputs) const {
+    const int64_t batch = input.shape()[0], images = std::min(per_run_, batch - n);
+    SessionImpl& session = images == per_run_ ? *lane.part : *lane.rest;
+    // Batch-major in every layout (NCHW, NHWC, plain): images [n, n + images) are contiguous.
+    const Tensor in = Tensor::view(const_cast<float*>(input.data()) + n * (input.numel() / batch),
+                                   with_batch(input.shape(), images), input.layout());
+    std::vector<Tensor> views(outputs->size());
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      Tensor& out = (*outputs)[i];
+      views[i] = Tensor::view(out.data() + n * (out.numel() / batch), with_batch(out.shape(), images), out.layout());
+    }
+    WINFER_RETURN_IF_ERROR(session.run_into(in, &views));
+    for (size_t i = 0; i < lane.timings.size() && i < session.timings.size(); ++i)
+      lane.timings[i].milliseconds += session.timings[i].milliseconds;
+    return Status::Ok();
   }
 };
+
+// How the batch of `whole` is split: images per run, the rest, the lanes (runs side by side)
+// and each lane's threads.
+struct Split {
+  int64_t per_run, rest;
+  int lanes, lane_threads;
+};
+Split split_of(const SessionOptions& options, const Shape& whole) {
+  Split s;
+  s.per_run = options.images_per_run;
+  s.rest = whole[0] % s.per_run;
+  const int64_t runs = (whole[0] + s.per_run - 1) / s.per_run;
+  s.lanes = static_cast<int>(std::min<int64_t>(options.threads, runs));
+  s.lane_threads = s.lanes > 1 ? 1 : options.threads;
+  return s;
+}
+
+size_t round_to_alignment(size_t bytes) {
+  return (bytes + Session::kArenaAlignment - 1) / Session::kArenaAlignment * Session::kArenaAlignment;
+}
 
 // Every output keeps the batch as its first dimension: the part's outputs are the whole's with
 // `images` for the batch.
@@ -136,63 +183,87 @@ Status check_batch_free(const Model& model, const SessionOptions& options, const
                           "it (winfer convert), which leaves the batch free");
 }
 
-Result<MemoryReport> plan_split_batch_session(std::shared_ptr<const Model> model, const SessionOptions& options,
-                                              const Shape& whole) {
-  WINFER_RETURN_IF_ERROR(check_batch_free(*model, options, whole));
-  const int64_t per_run = options.images_per_run, rest = whole[0] % per_run;
-  auto part = plan_cpu_session(model, part_options(options, whole, per_run));
+// One lane's plan: the run of per_run images, merged with the rest's.
+Result<MemoryReport> plan_lane(std::shared_ptr<const Model> model, const SessionOptions& options, const Shape& whole,
+                               const Split& split) {
+  auto part = plan_cpu_session(model, part_options(options, whole, split.per_run, split.lane_threads));
   if (!part.ok()) return part.status();
   MemoryReport report = std::move(part).value();
-  if (rest > 0) {
-    auto last = plan_cpu_session(model, part_options(options, whole, rest));
+  if (split.rest > 0) {
+    auto last = plan_cpu_session(model, part_options(options, whole, split.rest, split.lane_threads));
     if (!last.ok()) return last.status();
     merge_rest(last.value(), &report);
   }
   return report;
 }
 
+// The whole session's plan: a lane's, times the lanes (each lane's part of the arena aligned).
+MemoryReport all_lanes(MemoryReport lane, int lanes) {
+  const size_t arena = round_to_alignment(lane.arena_bytes) * static_cast<size_t>(lanes);
+  lane.session_bytes += arena - lane.arena_bytes;
+  lane.arena_bytes = arena;
+  return lane;
+}
+
+Result<MemoryReport> plan_split_batch_session(std::shared_ptr<const Model> model, const SessionOptions& options,
+                                              const Shape& whole) {
+  WINFER_RETURN_IF_ERROR(check_batch_free(*model, options, whole));
+  const Split split = split_of(options, whole);
+  auto lane = plan_lane(std::move(model), options, whole, split);
+  if (!lane.ok()) return lane.status();
+  return all_lanes(std::move(lane).value(), split.lanes);
+}
+
 Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<const Model> model,
                                                                 const SessionOptions& options, const Shape& whole) {
   WINFER_RETURN_IF_ERROR(check_batch_free(*model, options, whole));
+  const Split split = split_of(options, whole);
+  auto plan = plan_lane(model, options, whole, split);
+  if (!plan.ok()) return plan.status();
+  const size_t lane_bytes = round_to_alignment(plan.value().arena_bytes);
   auto session = std::make_unique<SplitBatchSession>();
-  session->per_run_ = options.images_per_run;
-  const int64_t batch = whole[0], rest = batch % session->per_run_;
-  SessionOptions part = part_options(options, whole, session->per_run_);
-  SessionOptions last = part_options(options, whole, rest);
-  if (rest > 0 && options.arena == nullptr) {
-    // One arena for both sessions: the larger plan's.
-    auto plan = plan_split_batch_session(model, options, whole);
-    if (!plan.ok()) return plan.status();
-    const size_t bytes = (plan.value().arena_bytes + Session::kArenaAlignment - 1) / Session::kArenaAlignment *
-                         Session::kArenaAlignment;
-    void* arena = std::aligned_alloc(Session::kArenaAlignment, std::max<size_t>(bytes, Session::kArenaAlignment));
-    if (arena == nullptr) return out_of_memory("images_per_run: an arena of " + std::to_string(bytes) + " bytes");
-    session->arena_.reset(arena);
-    part.arena = last.arena = arena;
-    part.arena_bytes = last.arena_bytes = bytes;
+  session->per_run_ = split.per_run;
+  // One block for every lane's arena: the caller's (as large as Session::plan says), or ours.
+  char* arena = static_cast<char*>(options.arena);
+  if (arena == nullptr) {
+    const size_t bytes = std::max<size_t>(lane_bytes * static_cast<size_t>(split.lanes), Session::kArenaAlignment);
+    session->arena_.reset(std::aligned_alloc(Session::kArenaAlignment, bytes));
+    if (session->arena_ == nullptr)
+      return out_of_memory("images_per_run: an arena of " + std::to_string(bytes) + " bytes");
+    arena = static_cast<char*>(session->arena_.get());
+  } else if (options.arena_bytes < lane_bytes * static_cast<size_t>(split.lanes)) {
+    return invalid_argument("SessionOptions::arena holds " + std::to_string(options.arena_bytes) +
+                            " bytes, but the session needs " + std::to_string(lane_bytes * split.lanes) + " (" +
+                            std::to_string(split.lanes) + " lanes of " + std::to_string(lane_bytes) +
+                            " bytes for images_per_run = " + std::to_string(split.per_run) +
+                            "; Session::plan tells it)");
   }
-  auto made = create_cpu_session(model, part);
-  if (!made.ok()) return made.status();
-  session->part_ = std::move(made).value();
-  if (rest > 0) {
-    auto made_rest = create_cpu_session(model, last);
-    if (!made_rest.ok()) return made_rest.status();
-    session->rest_ = std::move(made_rest).value();
+  session->lanes_.resize(static_cast<size_t>(split.lanes));
+  for (int l = 0; l < split.lanes; ++l) {
+    Lane& lane = session->lanes_[static_cast<size_t>(l)];
+    for (const int64_t images : {split.per_run, split.rest}) {
+      if (images == 0) continue;
+      SessionOptions o = part_options(options, whole, images, split.lane_threads);
+      o.arena = arena + lane_bytes * static_cast<size_t>(l);
+      o.arena_bytes = lane_bytes;
+      auto made = create_cpu_session(model, o);
+      if (!made.ok()) return made.status();
+      (images == split.per_run ? lane.part : lane.rest) = std::move(made).value();
+    }
   }
 
-  SessionImpl& p = *session->part_;
+  const SessionImpl& p = *session->lanes_[0].part;
   session->model = model;
   session->options = options;
   session->device = p.device;
   WINFER_RETURN_IF_ERROR(infer_session_shapes(*model, options, &session->shapes));
   for (int t : model->graph().outputs) session->output_shapes.push_back(session->shapes[t]);
-  WINFER_RETURN_IF_ERROR(check_batch_major_outputs(p, session->output_shapes, batch, session->per_run_));
-  if (session->rest_) {
-    WINFER_RETURN_IF_ERROR(check_batch_major_outputs(*session->rest_, session->output_shapes, batch, rest));
+  WINFER_RETURN_IF_ERROR(check_batch_major_outputs(p, session->output_shapes, whole[0], split.per_run));
+  if (const SessionImpl* rest = session->lanes_[0].rest.get()) {
+    WINFER_RETURN_IF_ERROR(check_batch_major_outputs(*rest, session->output_shapes, whole[0], split.rest));
   }
   session->timings = p.timings;  // the layers, known before the first run as in every session
-  session->report = p.report;
-  if (session->rest_) merge_rest(session->rest_->report, &session->report);
+  session->report = all_lanes(plan.value(), split.lanes);
   return std::unique_ptr<SessionImpl>(std::move(session));
 }
 

@@ -121,11 +121,12 @@ TEST_CASE("images_per_run: the batch a few images at a time equals the whole bat
 }
 
 TEST_CASE("images_per_run: NHWC inputs and outputs, written in place by run_into") {
-  const std::string yaml = model_header(3, 9, 7) +
-                           "layers:\n"
-                           "  - {name: conv, op: conv2d, in_channels: 3, out_channels: 6, kernel_size: 3, padding: 1}\n"
-                           "  - {name: relu, op: relu}\n"
-                           "  - {name: conv2, op: conv2d, in_channels: 6, out_channels: 5, kernel_size: 3, stride: 2}\n";
+  const std::string yaml =
+      model_header(3, 9, 7) +
+      "layers:\n"
+      "  - {name: conv, op: conv2d, in_channels: 3, out_channels: 6, kernel_size: 3, padding: 1}\n"
+      "  - {name: relu, op: relu}\n"
+      "  - {name: conv2, op: conv2d, in_channels: 6, out_channels: 5, kernel_size: 3, stride: 2}\n";
   const auto model = load_ok(yaml, true, kSeed);
   const winfer::Tensor nchw = random_tensor(winfer::Shape{7, 3, 9, 7}, 4, winfer::Layout::kNCHW);
   const winfer::Tensor whole = run_all(*create_ok(model, options_for(7, 0)), nchw)[0];
@@ -138,26 +139,32 @@ TEST_CASE("images_per_run: NHWC inputs and outputs, written in place by run_into
 
 TEST_CASE("images_per_run: the arena of one run's images, the larger plan with a rest, a caller's arena") {
   const auto model = load_ok(zoo_yaml_at("efficientnet_b0", 64), true, kSeed);
-  const auto arena = [&](int64_t batch, int64_t per_run) {
-    auto plan = winfer::Session::plan(model, options_for(batch, per_run));
+  const auto arena = [&](int64_t batch, int64_t per_run, int threads) {
+    auto plan = winfer::Session::plan(model, options_for(batch, per_run, threads));
     REQUIRE_MESSAGE(plan.ok(), plan.status().message());
     return plan.value().arena_bytes;
   };
-  // 8 images 2 at a time: batch 2's arena, a small part of batch 8's.
-  CHECK(arena(8, 2) == arena(2, 0));
-  CHECK(arena(8, 2) * 3 < arena(8, 0));
+  const auto rounded = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  // 8 images 2 at a time on 1 thread: batch 2's arena.
+  CHECK(arena(8, 2, 1) == arena(2, 0, 1));
   // 7 images 3 at a time: runs of 3, 3 and 1 share one arena, batch 3's.
-  CHECK(arena(7, 3) == std::max(arena(3, 0), arena(1, 0)));
+  CHECK(arena(7, 3, 1) == std::max(arena(3, 0, 1), arena(1, 0, 1)));
+  // On 2 threads the runs go side by side: two lanes, each a 1-thread session's arena.
+  CHECK(arena(8, 2, 2) == 2 * rounded(arena(2, 0, 1)));
+  CHECK(arena(7, 3, 2) == 2 * rounded(std::max(arena(3, 0, 1), arena(1, 0, 1))));
+  CHECK(arena(8, 1, 2) * 10 < arena(8, 0, 2) * 6);  // two images of eight (at 64x64 the workspaces weigh)
   // As many or more images per run than the batch: one run, the whole batch's session.
-  CHECK(arena(4, 4) == arena(4, 0));
-  CHECK(arena(4, 9) == arena(4, 0));
+  CHECK(arena(4, 4, 2) == arena(4, 0, 2));
+  CHECK(arena(4, 9, 2) == arena(4, 0, 2));
   // The session made is the plan's.
-  auto session = create_ok(model, options_for(7, 3));
-  CHECK(session->memory_report().arena_bytes == arena(7, 3));
-  CHECK(session->activation_bytes() == arena(7, 3));
+  for (int threads : {1, 2}) {
+    auto session = create_ok(model, options_for(7, 3, threads));
+    CHECK(session->memory_report().arena_bytes == arena(7, 3, threads));
+    CHECK(session->activation_bytes() == arena(7, 3, threads));
+  }
 
   // The caller's arena, of the planned bytes, serves both sessions of a batch with a rest.
-  const size_t bytes = arena(7, 3);
+  const size_t bytes = arena(7, 3, 2);
   std::vector<float> storage(bytes / sizeof(float) + 16);
   void* aligned = storage.data();
   size_t space = storage.size() * sizeof(float);
