@@ -227,6 +227,9 @@ Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<
   char* arena = static_cast<char*>(options.arena);
   if (arena == nullptr) {
     const size_t bytes = std::max<size_t>(lane_bytes * static_cast<size_t>(split.lanes), Session::kArenaAlignment);
+    WINFER_RETURN_IF_ERROR(check_host_memory_for(model->path() + ": the arena of " + std::to_string(split.lanes) +
+                                                     " run(s) of " + std::to_string(split.per_run) + " image(s)",
+                                                 bytes));
     session->arena_.reset(std::aligned_alloc(Session::kArenaAlignment, bytes));
     if (session->arena_ == nullptr)
       return out_of_memory("images_per_run: an arena of " + std::to_string(bytes) + " bytes");

@@ -78,14 +78,23 @@ nb::dict preprocess_dict(const Preprocess& p) {
 std::unique_ptr<PySession> session(const PyModel& self, std::optional<int64_t> batch, std::optional<int> threads,
                                    const std::string& conv, const std::string& device,
                                    std::optional<int64_t> memory_budget,
-                                   std::optional<std::vector<int64_t>> input_shape) {
+                                   std::optional<std::vector<int64_t>> input_shape,
+                                   std::optional<int64_t> images_per_run) {
   if (self.model->structure_only()) {
     raise_error(ErrorCode::kInvalidArgument,
                 self.model->path() +
                     ": the model names no weights, so it was loaded as its structure only (info, plan); to run it, "
                     "load it with weights=FILE.safetensors or random_weights=SEED");
   }
-  return make_session(self, session_options(batch, threads, conv, device, memory_budget, input_shape));
+  SessionOptions options = session_options(batch, threads, conv, device, memory_budget, input_shape);
+  if (images_per_run) {
+    if (*images_per_run < 1) {
+      raise_error(ErrorCode::kInvalidArgument,
+                  "images_per_run must be >= 1 (None: the whole batch in one run), got " + std::to_string(*images_per_run));
+    }
+    options.images_per_run = *images_per_run;
+  }
+  return make_session(self, options);
 }
 
 }  // namespace
@@ -175,6 +184,7 @@ void bind_model(nb::module_& m) {
            "'int8 (simulated)' or 'fp32', else '').")
       .def("session", &session, "batch"_a = nb::none(), "threads"_a = nb::none(), "conv"_a = "im2win",
            "device"_a = "cpu", "memory_budget"_a = nb::none(), "input_shape"_a = nb::none(),
+           "images_per_run"_a = nb::none(),
            "A session that runs the model: it plans and allocates all of its memory now.\n\n"
            "batch: images per run (None: the model's declared batch).\n"
            "threads: None = the cores this process may run on (len(os.sched_getaffinity(0))).\n"
@@ -182,6 +192,8 @@ void bind_model(nb::module_& m) {
            "device: cpu, cuda, cuda:N or auto (CUDA needs a build with it: docs/EMBEDDING.md).\n"
            "memory_budget: bytes the session may allocate for itself (None: no bound).\n"
            "input_shape: the whole NCHW input shape, e.g. (2, 3, 160, 224) (None: the model's, with batch).\n"
+           "images_per_run: run the batch this many images at a time, on several threads one run per\n"
+           "thread, through memory for that many (CPU; None: the whole batch in one run).\n"
            "One session runs one inference at a time: use one session per thread.")
       .def("plan", &plan, "conv"_a = nb::none(), "batch"_a = nb::none(), "threads"_a = nb::none(),
            "input_shape"_a = nb::none(),

@@ -30,6 +30,19 @@ def test_zoo_model_equals_cli_bitwise(cli, tmp_path):
     assert same_bits(got, want)
 
 
+def test_images_per_run_equals_cli_bitwise_and_the_whole_batch(cli, tmp_path):
+    x = random_input((3, 3, 64, 80), seed=4)
+    want = cli_output(cli, tmp_path, ZOO_RESNET18, x, "--random-weights", "7", "--threads", "2",
+                      "--images-per-run", "2")
+    m = winfer.Model(ZOO_RESNET18, random_weights=7)
+    got = m.session(input_shape=x.shape, threads=2, images_per_run=2).run(x)
+    assert same_bits(got, want)
+    whole = m.session(input_shape=x.shape, threads=2).run(x)
+    assert np.max(np.abs(got - whole)) <= 1e-5 * np.max(np.abs(whole))
+    with pytest.raises(winfer.InvalidArgumentError, match="images_per_run must be >= 1"):
+        m.session(input_shape=x.shape, images_per_run=0)
+
+
 @pytest.mark.parametrize("conv", ["im2win", "im2col"])
 def test_fashion_model_equals_cli_bitwise(cli, tmp_path, conv):
     x = random_input((4, 1, 28, 28), seed=2)
