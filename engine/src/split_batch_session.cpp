@@ -145,9 +145,13 @@ Status check_batch_major_outputs(const SessionImpl& part, const std::vector<Shap
   return Status::Ok();
 }
 
-// The report of a split session: the full runs' plan, with the arena the larger of the two
-// sessions' (they share it) and the weights both packed.
+// A lane's report: the full runs' plan, with the arena, the sum of the activations and their
+// lower bound the larger of the two sessions' (they share the arena and never run together),
+// and the weights both packed.
 void merge_rest(const MemoryReport& rest, MemoryReport* report) {
+  report->activations_sum_bytes = std::max(report->activations_sum_bytes, rest.activations_sum_bytes);
+  report->activations_lower_bound_bytes =
+      std::max(report->activations_lower_bound_bytes, rest.activations_lower_bound_bytes);
   const size_t arena = std::max(report->arena_bytes, rest.arena_bytes);
   report->session_bytes += (arena - report->arena_bytes) + rest.session_weights_bytes;
   report->arena_bytes = arena;
@@ -200,6 +204,9 @@ Result<MemoryReport> plan_lane(std::shared_ptr<const Model> model, const Session
 // The whole session's plan: a lane's, times the lanes (each lane's part of the arena aligned).
 MemoryReport all_lanes(MemoryReport lane, int lanes) {
   const size_t arena = round_to_alignment(lane.arena_bytes) * static_cast<size_t>(lanes);
+  // Every lane's activations are alive at the same time.
+  lane.activations_sum_bytes = round_to_alignment(lane.activations_sum_bytes) * static_cast<size_t>(lanes);
+  lane.activations_lower_bound_bytes *= static_cast<size_t>(lanes);
   lane.session_bytes += arena - lane.arena_bytes;
   lane.arena_bytes = arena;
   return lane;

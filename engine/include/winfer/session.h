@@ -67,11 +67,14 @@ struct SessionOptions {
   // run). The arena, the kernels and "auto"'s choices are made for that many images and each
   // run takes the next ones through them, so the activations need the memory of the images of
   // one run whatever the batch (ncnn runs one image at a time): EfficientNet-B0 at batch 8 with
-  // 1 image per run plans a fifth of the arena (docs/MEMORY.md). Slower where a layer gains from
-  // the whole batch (the weights read once per run). A batch that is not a multiple runs its
-  // rest in a last, smaller run (a second plan on the same arena: the arena is the larger of
-  // the two). Every graph output must keep the batch as its first dimension (create fails
-  // naming the output otherwise). memory_budget applies to each of the two plans.
+  // 1 image per run plans a fifth of the arena on 1 thread (docs/MEMORY.md). On several threads
+  // the runs go side by side, one per thread, each on one thread with an arena of its own
+  // (memory_report() and Session::plan give their sum): as fast as the whole batch or faster
+  // on the zoo's networks (docs/PERFORMANCE.md, session 28). A batch that is not a multiple runs
+  // its rest in a last, smaller run (a second session on the same arena). Every graph output must
+  // keep the batch as its first dimension, and the model must leave the batch free (a static
+  // ONNX export fixes it): create fails saying so otherwise. memory_budget applies to each
+  // run's session.
   int64_t images_per_run = 0;
   // The whole input shape the session runs (NCHW, or [N,F]), e.g. {2, 3, 160, 224}: any batch
   // and any size of the dims the model leaves free (Model::input_dim_fixed: a YAML model fixes
