@@ -217,3 +217,28 @@ TEST_CASE("images_per_run: refused below 0, off the CPU, and where an output doe
   CHECK(winfer_session_config_set_images_per_run(config, 2) == WINFER_OK);
   winfer_session_config_destroy(config);
 }
+
+TEST_CASE("images_per_run: runs side by side on two threads, concurrently, each in its own lane") {
+  // Small enough for the thread sanitizer's build (tests whose name says threads run there):
+  // a fused conv + maxpool, a pointwise -> depthwise pair and a residual, batch 5 in runs of 2
+  // (the lanes take runs of 2 and the rest of 1 at the same time), 1 and 2 threads.
+  const std::string yaml =
+      model_header(3, 12, 10) +
+      "layers:\n"
+      "  - {name: c1, op: conv2d, in_channels: 3, out_channels: 8, kernel_size: 3, padding: 1}\n"
+      "  - {name: r1, op: relu}\n"
+      "  - {name: p1, op: maxpool2d, kernel_size: 2}\n"
+      "  - {name: pw, op: conv2d, in_channels: 8, out_channels: 16, kernel_size: 1}\n"
+      "  - {name: pw.act, op: silu}\n"
+      "  - {name: dw, op: conv2d, in_channels: 16, out_channels: 16, kernel_size: 3, padding: 1, groups: 16}\n"
+      "  - {name: back, op: conv2d, in_channels: 16, out_channels: 8, kernel_size: 1}\n"
+      "  - {name: sum, op: add, inputs: [back, p1]}\n";
+  const auto model = load_ok(yaml, true, kSeed);
+  const winfer::Tensor input = random_tensor(winfer::Shape{5, 3, 12, 10}, 6, winfer::Layout::kNCHW);
+  const winfer::Tensor whole = run_all(*create_ok(model, options_for(5, 0, 1)), input)[0];
+  for (int threads : {1, 2}) {
+    INFO(threads << " thread(s)");
+    auto session = create_ok(model, options_for(5, 2, threads));
+    for (int repeat = 0; repeat < 3; ++repeat) CHECK(relative_to_max(run_all(*session, input)[0], whole) <= 1e-5f);
+  }
+}
