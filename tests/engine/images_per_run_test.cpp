@@ -56,6 +56,21 @@ float relative_to_max(const winfer::Tensor& got, const winfer::Tensor& want) {
   return worst / std::max(scale, 1e-30f);
 }
 
+// A fused conv + maxpool, a pointwise -> depthwise pair and a residual on 12x10 images: a rank-4
+// output (NHWC outputs), small enough for the thread sanitizer.
+std::string small_net() {
+  return model_header(3, 12, 10) +
+         "layers:\n"
+         "  - {name: c1, op: conv2d, in_channels: 3, out_channels: 8, kernel_size: 3, padding: 1}\n"
+         "  - {name: r1, op: relu}\n"
+         "  - {name: p1, op: maxpool2d, kernel_size: 2}\n"
+         "  - {name: pw, op: conv2d, in_channels: 8, out_channels: 16, kernel_size: 1}\n"
+         "  - {name: pw.act, op: silu}\n"
+         "  - {name: dw, op: conv2d, in_channels: 16, out_channels: 16, kernel_size: 3, padding: 1, groups: 16}\n"
+         "  - {name: back, op: conv2d, in_channels: 16, out_channels: 8, kernel_size: 1}\n"
+         "  - {name: sum, op: add, inputs: [back, p1]}\n";
+}
+
 // A custom op that sums its input over the batch: [N, C, H, W] -> [1, C, H, W]. Its output does
 // not keep the batch as its first dimension, so a split batch would compute something else.
 class BatchSum : public winfer::CustomOp {
@@ -121,14 +136,8 @@ TEST_CASE("images_per_run: the batch a few images at a time equals the whole bat
 }
 
 TEST_CASE("images_per_run: NHWC inputs and outputs, written in place by run_into") {
-  const std::string yaml =
-      model_header(3, 9, 7) +
-      "layers:\n"
-      "  - {name: conv, op: conv2d, in_channels: 3, out_channels: 6, kernel_size: 3, padding: 1}\n"
-      "  - {name: relu, op: relu}\n"
-      "  - {name: conv2, op: conv2d, in_channels: 6, out_channels: 5, kernel_size: 3, stride: 2}\n";
-  const auto model = load_ok(yaml, true, kSeed);
-  const winfer::Tensor nchw = random_tensor(winfer::Shape{7, 3, 9, 7}, 4, winfer::Layout::kNCHW);
+  const auto model = load_ok(small_net(), true, kSeed);
+  const winfer::Tensor nchw = random_tensor(winfer::Shape{7, 3, 12, 10}, 4, winfer::Layout::kNCHW);
   const winfer::Tensor whole = run_all(*create_ok(model, options_for(7, 0)), nchw)[0];
   auto session = create_ok(model, options_for(7, 3));
   std::vector<winfer::Tensor> outputs = {winfer::Tensor::allocate(whole.shape(), winfer::Layout::kNHWC)};
@@ -220,20 +229,9 @@ TEST_CASE("images_per_run: refused below 0, off the CPU, and where an output doe
 
 TEST_CASE("images_per_run: runs side by side on two threads, concurrently, each in its own lane") {
   // Small enough for the thread sanitizer's build (tests whose name says threads run there):
-  // a fused conv + maxpool, a pointwise -> depthwise pair and a residual, batch 5 in runs of 2
-  // (the lanes take runs of 2 and the rest of 1 at the same time), 1 and 2 threads.
-  const std::string yaml =
-      model_header(3, 12, 10) +
-      "layers:\n"
-      "  - {name: c1, op: conv2d, in_channels: 3, out_channels: 8, kernel_size: 3, padding: 1}\n"
-      "  - {name: r1, op: relu}\n"
-      "  - {name: p1, op: maxpool2d, kernel_size: 2}\n"
-      "  - {name: pw, op: conv2d, in_channels: 8, out_channels: 16, kernel_size: 1}\n"
-      "  - {name: pw.act, op: silu}\n"
-      "  - {name: dw, op: conv2d, in_channels: 16, out_channels: 16, kernel_size: 3, padding: 1, groups: 16}\n"
-      "  - {name: back, op: conv2d, in_channels: 16, out_channels: 8, kernel_size: 1}\n"
-      "  - {name: sum, op: add, inputs: [back, p1]}\n";
-  const auto model = load_ok(yaml, true, kSeed);
+  // batch 5 in runs of 2 (the lanes take runs of 2 and the rest of 1 at the same time), 1 and 2
+  // threads.
+  const auto model = load_ok(small_net(), true, kSeed);
   const winfer::Tensor input = random_tensor(winfer::Shape{5, 3, 12, 10}, 6, winfer::Layout::kNCHW);
   const winfer::Tensor whole = run_all(*create_ok(model, options_for(5, 0, 1)), input)[0];
   for (int threads : {1, 2}) {
