@@ -3,7 +3,8 @@
 // for them), and each run takes the caller's batch through them in turn: the activations of a
 // batch of 8 need the memory of the images of one run, as ncnn's one-image-at-a-time execution
 // does. A batch that is not a multiple gets a second session for the rest, on the same arena
-// (the two never run at the same time), so that no image is computed twice.
+// (the two never run at the same time), so that no image is computed twice; that needs a plan
+// first, to size the arena they share (otherwise each session allocates its own, as any does).
 //
 // On several threads the runs go side by side, one per thread, each on one thread in a lane of
 // its own (its sessions and its part of the arena): a run of one image on two threads scales
@@ -88,7 +89,9 @@ class SplitBatchSession : public SessionImpl {
   // Made by create_split_batch_session.
   int64_t per_run_ = 0;
   std::vector<Lane> lanes_;
-  std::unique_ptr<void, AlignedFree> arena_;  // the lanes' arenas, unless the caller gave one
+  // The lanes' arenas on one block (a batch with a rest), unless the caller gave it; without a
+  // rest each run's session has an arena of its own.
+  std::unique_ptr<void, AlignedFree> arena_;
 
  private:
   // Images [n, n + per_run_) (or the rest) on the lane's session.
@@ -221,45 +224,70 @@ Result<MemoryReport> plan_split_batch_session(std::shared_ptr<const Model> model
   return all_lanes(std::move(lane).value(), split.lanes);
 }
 
-Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<const Model> model,
-                                                                const SessionOptions& options, const Shape& whole) {
-  WINFER_RETURN_IF_ERROR(check_batch_free(*model, options, whole));
-  const Split split = split_of(options, whole);
+// Each lane's session of per_run images with an arena of its own (a batch that is a multiple of
+// per_run, no arena of the caller's): nothing to plan first, since no two sessions share one.
+Status make_lanes_with_own_arenas(const std::shared_ptr<const Model>& model, const SessionOptions& options,
+                                  const Shape& whole, const Split& split, SplitBatchSession* session) {
+  for (Lane& lane : session->lanes_) {
+    auto made = create_cpu_session(model, part_options(options, whole, split.per_run, split.lane_threads));
+    if (!made.ok()) return made.status();
+    lane.part = std::move(made).value();
+  }
+  session->report = all_lanes(session->lanes_[0].part->report, split.lanes);
+  return Status::Ok();
+}
+
+// The lanes' sessions (a run of per_run images and the rest's) on one block, the lanes' arenas
+// side by side: the caller's (as large as Session::plan says), or one allocated here, sized by
+// planning a lane first.
+Status make_lanes_on_one_block(const std::shared_ptr<const Model>& model, const SessionOptions& options,
+                               const Shape& whole, const Split& split, SplitBatchSession* session) {
   auto plan = plan_lane(model, options, whole, split);
   if (!plan.ok()) return plan.status();
   const size_t lane_bytes = round_to_alignment(plan.value().arena_bytes);
-  auto session = std::make_unique<SplitBatchSession>();
-  session->per_run_ = split.per_run;
-  // One block for every lane's arena: the caller's (as large as Session::plan says), or ours.
+  const size_t bytes = lane_bytes * static_cast<size_t>(split.lanes);
   char* arena = static_cast<char*>(options.arena);
   if (arena == nullptr) {
-    const size_t bytes = std::max<size_t>(lane_bytes * static_cast<size_t>(split.lanes), Session::kArenaAlignment);
     WINFER_RETURN_IF_ERROR(check_host_memory_for(model->path() + ": the arena of " + std::to_string(split.lanes) +
                                                      " run(s) of " + std::to_string(split.per_run) + " image(s)",
                                                  bytes));
-    session->arena_.reset(std::aligned_alloc(Session::kArenaAlignment, bytes));
+    session->arena_.reset(std::aligned_alloc(Session::kArenaAlignment, std::max(bytes, Session::kArenaAlignment)));
     if (session->arena_ == nullptr)
       return out_of_memory("images_per_run: an arena of " + std::to_string(bytes) + " bytes");
     arena = static_cast<char*>(session->arena_.get());
-  } else if (options.arena_bytes < lane_bytes * static_cast<size_t>(split.lanes)) {
-    return invalid_argument("SessionOptions::arena holds " + std::to_string(options.arena_bytes) +
-                            " bytes, but the session needs " + std::to_string(lane_bytes * split.lanes) + " (" +
-                            std::to_string(split.lanes) + " lanes of " + std::to_string(lane_bytes) +
-                            " bytes for images_per_run = " + std::to_string(split.per_run) +
-                            "; Session::plan tells it)");
+  } else if (options.arena_bytes < bytes) {
+    return invalid_argument(
+        "SessionOptions::arena holds " + std::to_string(options.arena_bytes) + " bytes, but the session needs " +
+        std::to_string(bytes) + " (" + std::to_string(split.lanes) + " lanes of " + std::to_string(lane_bytes) +
+        " bytes for images_per_run = " + std::to_string(split.per_run) + "; Session::plan tells it)");
   }
-  session->lanes_.resize(static_cast<size_t>(split.lanes));
-  for (int l = 0; l < split.lanes; ++l) {
-    Lane& lane = session->lanes_[static_cast<size_t>(l)];
+  for (size_t l = 0; l < session->lanes_.size(); ++l) {
+    Lane& lane = session->lanes_[l];
     for (const int64_t images : {split.per_run, split.rest}) {
       if (images == 0) continue;
       SessionOptions o = part_options(options, whole, images, split.lane_threads);
-      o.arena = arena + lane_bytes * static_cast<size_t>(l);
+      o.arena = arena + lane_bytes * l;
       o.arena_bytes = lane_bytes;
       auto made = create_cpu_session(model, o);
       if (!made.ok()) return made.status();
       (images == split.per_run ? lane.part : lane.rest) = std::move(made).value();
     }
+  }
+  session->report = all_lanes(std::move(plan).value(), split.lanes);
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<const Model> model,
+                                                                const SessionOptions& options, const Shape& whole) {
+  WINFER_RETURN_IF_ERROR(check_batch_free(*model, options, whole));
+  const Split split = split_of(options, whole);
+  auto session = std::make_unique<SplitBatchSession>();
+  session->per_run_ = split.per_run;
+  session->lanes_.resize(static_cast<size_t>(split.lanes));
+  if (split.rest == 0 && options.arena == nullptr) {
+    WINFER_RETURN_IF_ERROR(make_lanes_with_own_arenas(model, options, whole, split, session.get()));
+  } else {
+    WINFER_RETURN_IF_ERROR(make_lanes_on_one_block(model, options, whole, split, session.get()));
   }
 
   const SessionImpl& p = *session->lanes_[0].part;
@@ -273,7 +301,6 @@ Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<
     WINFER_RETURN_IF_ERROR(check_batch_major_outputs(*rest, session->output_shapes, whole[0], split.rest));
   }
   session->timings = p.timings;  // the layers, known before the first run as in every session
-  session->report = all_lanes(plan.value(), split.lanes);
   return std::unique_ptr<SessionImpl>(std::move(session));
 }
 

@@ -165,11 +165,14 @@ TEST_CASE("images_per_run: the arena of one run's images, the larger plan with a
   // As many or more images per run than the batch: one run, the whole batch's session.
   CHECK(arena(4, 4, 2) == arena(4, 0, 2));
   CHECK(arena(4, 9, 2) == arena(4, 0, 2));
-  // The session made is the plan's.
+  // The session made is the plan's: with a rest (the lanes' arenas on one block) and without
+  // (each run's session with an arena of its own).
   for (int threads : {1, 2}) {
-    auto session = create_ok(model, options_for(7, 3, threads));
-    CHECK(session->memory_report().arena_bytes == arena(7, 3, threads));
-    CHECK(session->activation_bytes() == arena(7, 3, threads));
+    for (const auto& [batch, per_run] : {std::pair<int64_t, int64_t>{7, 3}, {8, 2}}) {
+      auto session = create_ok(model, options_for(batch, per_run, threads));
+      CHECK(session->memory_report().arena_bytes == arena(batch, per_run, threads));
+      CHECK(session->activation_bytes() == arena(batch, per_run, threads));
+    }
   }
 
   // The caller's arena, of the planned bytes, serves both sessions of a batch with a rest.
