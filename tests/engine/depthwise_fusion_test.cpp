@@ -85,7 +85,8 @@ TEST_CASE("depthwise fusion: fused and unfused agree for every algorithm, stride
 
 TEST_CASE("depthwise fusion: EfficientNet's expand + SiLU -> depthwise + SiLU, each stage applying its function") {
   const auto model = load_ok(expand_net("silu", 3, 1));
-  const winfer::LayerInfo* expand = find_layer(model->layers(), "expand");
+  const auto layers = model->layers();
+  const winfer::LayerInfo* expand = find_layer(layers, "expand");
   REQUIRE(expand != nullptr);
   CHECK(expand->fused == std::vector<std::string>{"expand.bn", "expand.act", "dw", "dw.bn", "dw.act"});
   CHECK(count_type(*model, "silu") == 0);
@@ -185,10 +186,11 @@ TEST_CASE("depthwise fusion: zoo efficientnet_b0 and mobilenet_v3_small fused eq
   // Every expand -> depthwise pair with its SiLU / Hardswish (and the squeeze-and-excitation
   // after the depthwise output, which stays whole).
   // Every function is fused but MobileNetV3's classifier's (after a linear layer).
-  for (const auto& [name, left] : {std::pair<const char*, int>{"efficientnet_b0", 0}, {"mobilenet_v3_small", 1}}) {
+  for (const auto& zoo : {std::pair<const char*, int>{"efficientnet_b0", 0}, {"mobilenet_v3_small", 1}}) {
+    const char* name = zoo.first;
     INFO(name);
     const auto model = load_ok(zoo_yaml_at(name, 64));
-    CHECK(count_type(*model, "silu") + count_type(*model, "hardswish") == left);
+    CHECK(count_type(*model, "silu") + count_type(*model, "hardswish") == zoo.second);
     check_fused_equals_unfused(zoo_yaml_at(name, 64), winfer::Shape{2, 3, 64, 64}, {"im2win"});
   }
 }

@@ -168,7 +168,8 @@ TEST_CASE("images_per_run: the arena of one run's images, the larger plan with a
   // The session made is the plan's: with a rest (the lanes' arenas on one block) and without
   // (each run's session with an arena of its own).
   for (int threads : {1, 2}) {
-    for (const auto& [batch, per_run] : {std::pair<int64_t, int64_t>{7, 3}, {8, 2}}) {
+    for (const auto& split : {std::pair<int64_t, int64_t>{7, 3}, {8, 2}}) {
+      const int64_t batch = split.first, per_run = split.second;
       auto session = create_ok(model, options_for(batch, per_run, threads));
       CHECK(session->memory_report().arena_bytes == arena(batch, per_run, threads));
       CHECK(session->activation_bytes() == arena(batch, per_run, threads));
