@@ -8,7 +8,7 @@
 //
 // On several threads the runs go side by side, one per thread, each on one thread in a lane of
 // its own (its sessions and its part of the arena): a run of one image on two threads scales
-// worse than two runs of one image each (EfficientNet-B0 at batch 8, 2 threads: 1.13x the whole
+// worse than two runs of one image each (EfficientNet-B0 at batch 8, 2 threads: 1.16x the whole
 // batch's time run one image at a time on both threads, docs/PERFORMANCE.md session 28). Lanes
 // cost one arena each; a single run (the batch fits in one) keeps all the threads.
 //
@@ -68,7 +68,6 @@ class SplitBatchSession : public SessionImpl {
     WINFER_RETURN_IF_ERROR(prepare_outputs(outputs));
     const int64_t batch = input.shape()[0], runs = (batch + per_run_ - 1) / per_run_;
     for (Lane& lane : lanes_) {
-      lane.timings = timings;
       for (LayerTiming& t : lane.timings) t.milliseconds = 0;
       lane.status = Status::Ok();
     }
@@ -301,6 +300,7 @@ Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<
     WINFER_RETURN_IF_ERROR(check_batch_major_outputs(*rest, session->output_shapes, whole[0], split.rest));
   }
   session->timings = p.timings;  // the layers, known before the first run as in every session
+  for (Lane& lane : session->lanes_) lane.timings = p.timings;
   return std::unique_ptr<SessionImpl>(std::move(session));
 }
 
