@@ -66,7 +66,7 @@ TEST_CASE("cli plan: --json gives one object - an unknown algorithm is reported,
   CHECK(j["algorithms"][2]["max_workspace_bytes"] == 16 * 16 * 8 * 4);
 }
 
-TEST_CASE("cli plan: --images-per-run plans one run's images, per thread side by side") {
+TEST_CASE("cli plan: --images-per-run plans one run's images, the lanes' side by side") {
   const auto arena = [](const std::string& flags) {
     const CommandResult r =
         run_plan(repo_path("models/zoo/resnet18.yaml") + " --json --no-measure --size 64x64 --conv im2win " + flags);
