@@ -255,8 +255,8 @@ std::string serialize(const PlanColumn& c, const ModelFacts& f) {
       << "\nconcat_in_place\t" << r.concat_inputs_in_place << "\nconcat_saved\t" << r.concat_bytes_saved
       << "\narena_without_concat_alias\t" << c.arena_without_concat_alias << "\ninput_bytes\t" << c.input_bytes
       << "\noutput_bytes\t" << c.output_bytes << "\nconv_layers\t" << c.conv_layers << "\ndepthwise_layers\t"
-      << c.depthwise_layers << "\nfallback_layers\t" << c.fallback_layers << "\nmeasure_note\t" << clean(c.measure_note)
-      << "\n";
+      << c.depthwise_layers << "\nfallback_layers\t" << c.fallback_layers << "\nimages_per_run\t" << r.images_per_run
+      << "\nlanes\t" << r.lanes << "\nmeasure_note\t" << clean(c.measure_note) << "\n";
   if (c.measured_peak_bytes) out << "measured\t" << *c.measured_peak_bytes << "\n";
   if (c.measured_warm_bytes) out << "measured_warm\t" << *c.measured_warm_bytes << "\n";
   for (const std::string& s : r.steps) out << "step\t" << clean(s) << "\n";
@@ -339,6 +339,10 @@ void parse_field(const std::string& key, const std::string& value, PlanColumn* c
     c->depthwise_layers = std::stoi(value);
   else if (key == "fallback_layers")
     c->fallback_layers = std::stoi(value);
+  else if (key == "images_per_run")
+    r.images_per_run = number();
+  else if (key == "lanes")
+    r.lanes = std::stoi(value);
   else if (key == "measure_note")
     c->measure_note = value;
   else if (key == "measured")
@@ -442,6 +446,10 @@ std::string other_cell(const std::optional<size_t>& measured, const PlanColumn& 
 }
 
 const Row kRows[] = {
+    {"images per run x runs side by side",
+     [](const PlanColumn& c) {
+       return std::to_string(c.report.images_per_run) + " x " + std::to_string(c.report.lanes);
+     }},
     {"weights, as loaded", [](const PlanColumn& c) { return bytes_cell(c.report.weights_bytes); }},
     {"weights, packed for the algorithm",
      [](const PlanColumn& c) { return bytes_cell(c.report.packed_weights_bytes); }},
@@ -584,7 +592,8 @@ void print_json(const PlanArgs& args, const ModelFacts& facts, const std::vector
         << ", \"concat_bytes_saved\": " << r.concat_bytes_saved
         << ", \"arena_bytes_without_concat_alias\": " << c.arena_without_concat_alias
         << ", \"conv_layers\": " << c.conv_layers << ", \"depthwise_layers\": " << c.depthwise_layers
-        << ", \"fallback_layers\": " << c.fallback_layers << "}";
+        << ", \"fallback_layers\": " << c.fallback_layers << ", \"images_per_run\": " << r.images_per_run
+        << ", \"lanes\": " << r.lanes << "}";
   }
   out << "]}\n";
   std::fputs(out.str().c_str(), stdout);

@@ -53,8 +53,8 @@ struct RunArgs {
   bool check_numerics = false;
   int threads = winfer::default_thread_count();
   int64_t batch = 0;
-  // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run)
-  int64_t images_per_run = 0;
+  // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run; unset: auto)
+  int64_t images_per_run = winfer::SessionOptions::kImagesPerRunAuto;
   std::string size;  // --size HxW (input_size.h); "": the model's (or the --input file's)
   int top = 5;
   int repeat = 5;
@@ -71,8 +71,8 @@ struct PlanArgs {
   std::string conv;  // comma-separated, or "all"; empty: the default algorithm vs im2col
   int threads = winfer::default_thread_count();
   int64_t batch = 0;
-  // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run)
-  int64_t images_per_run = 0;
+  // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run; unset: auto)
+  int64_t images_per_run = winfer::SessionOptions::kImagesPerRunAuto;
   std::string size;  // --size HxW (input_size.h); "": the model's
   bool json = false;
   std::string svg;
@@ -94,8 +94,8 @@ struct BenchArgs {
   std::string filter;  // only layers whose name contains this
   int threads = winfer::default_thread_count();
   int64_t batch = 0;  // 0: the set's
-  // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run)
-  int64_t images_per_run = 0;
+  // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run; unset: auto)
+  int64_t images_per_run = winfer::SessionOptions::kImagesPerRunAuto;
   std::string size;        // whole networks: --size HxW (input_size.h); "": the model's
   int runs = 20;           // timed runs per (layer, conv), more for tiny layers (min_time)
   double min_time = 0.25;  // seconds of timed runs at least, up to 1000 runs
@@ -114,8 +114,8 @@ struct ClassifyArgs {
   std::string conv;  // empty: the engine's default algorithm
   int threads = winfer::default_thread_count();
   int64_t batch = 0;  // 0: min(8, number of images)
-  // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run)
-  int64_t images_per_run = 0;
+  // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run; unset: auto)
+  int64_t images_per_run = winfer::SessionOptions::kImagesPerRunAuto;
   bool json = false;
   std::string preprocess, labels;  // --preprocess, --labels (classifier_flags.h); "": the model's own
 };

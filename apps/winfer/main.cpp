@@ -111,7 +111,8 @@ const std::string kThreadsHelp = "Threads (default: the CPUs this process may ru
 
 const char* const kImagesPerRunHelp =
     "Run the batch this many images at a time through an arena for that many: the memory of one run's images "
-    "whatever the batch (SessionOptions::images_per_run; default: the whole batch at once)";
+    "whatever the batch; 0 = the whole batch at once (SessionOptions::images_per_run; default: the engine's choice, "
+    "on several threads runs side by side, one per thread, where the batch divides among them)";
 
 // --confine-to DIR, for every command that loads a model file.
 void add_confine_to(CLI::App* command, std::string& confine_to) {
@@ -165,7 +166,7 @@ Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
   run_cmd->add_option("--threads", run.threads, kThreadsHelp)->check(CLI::Range(1, 1024));
   run_cmd->add_option("--batch", run.batch, "Batch size (default: the model's, or the input's)")
       ->check(CLI::Range(1, 1 << 20));
-  run_cmd->add_option("--images-per-run", run.images_per_run, kImagesPerRunHelp)->check(CLI::Range(1, 1 << 20));
+  run_cmd->add_option("--images-per-run", run.images_per_run, kImagesPerRunHelp)->check(CLI::Range(0, 1 << 20));
   run_cmd->add_option("--size", run.size,
                       std::string(winfer::cli::kSizeHelp) + "; with --input, the file's shape is the session's");
   run_cmd->add_option("--top", run.top, "Classes to print per image")
@@ -198,7 +199,7 @@ Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
   plan_cmd->add_option("--conv", plan.conv,
                        "Algorithms to compare, comma-separated, or 'all' (default: the default algorithm vs im2col)");
   plan_cmd->add_option("--batch", plan.batch, "Batch size (default: the model's)")->check(CLI::Range(1, 1 << 20));
-  plan_cmd->add_option("--images-per-run", plan.images_per_run, kImagesPerRunHelp)->check(CLI::Range(1, 1 << 20));
+  plan_cmd->add_option("--images-per-run", plan.images_per_run, kImagesPerRunHelp)->check(CLI::Range(0, 1 << 20));
   plan_cmd->add_option("--size", plan.size, winfer::cli::kSizeHelp);
   plan_cmd->add_option("--threads", plan.threads, "Threads of the measured run" + kThreadsHelp.substr(7))
       ->check(CLI::Range(1, 1024));
@@ -238,7 +239,7 @@ Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
   bench_cmd->add_option("--batch", bench.batch, "Batch size (default: the layer set's, or the model's)")
       ->check(CLI::Range(1, 1 << 20));
   bench_cmd->add_option("--images-per-run", bench.images_per_run, std::string("Whole networks: ") + kImagesPerRunHelp)
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(0, 1 << 20));
   bench_cmd->add_option("--size", bench.size, std::string("Whole networks: ") + winfer::cli::kSizeHelp);
   bench_cmd->add_option("--runs", bench.runs, "Timed runs per layer and implementation (more for tiny layers)")
       ->capture_default_str()
@@ -278,7 +279,7 @@ Command add_classify(CLI::App* app, winfer::cli::ClassifyArgs& classify) {
   classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")
       ->check(CLI::Range(1, 1 << 16));
   classify_cmd->add_option("--images-per-run", classify.images_per_run, kImagesPerRunHelp)
-      ->check(CLI::Range(1, 1 << 16));
+      ->check(CLI::Range(0, 1 << 16));
   classify_cmd->add_flag("--json", classify.json, "Print one JSON object instead of text");
   classify_cmd->add_option("--preprocess", classify.preprocess, winfer::cli::kPreprocessFlagHelp);
   classify_cmd->add_option("--labels", classify.labels, winfer::cli::kLabelsFlagHelp);

@@ -9,7 +9,8 @@ processes mislead here).
 SPEC is MODEL[,key=value...]: MODEL a YAML path or a zoo name (models/zoo/MODEL.yaml), keys
 conv (default im2win), fuse (1 or 0, default 1), threads (default --threads), lib (a
 libwinfer.so, default --lib: two builds side by side in one process, each library loaded on its
-own) and ipr (SessionOptions::images_per_run, default 0: the whole batch in one run). Every model gets random weights (seed 1),
+own) and ipr (SessionOptions::images_per_run: 0 = the whole batch in one run; default: the
+engine's own choice). Every model gets random weights (seed 1),
 packed for its algorithm, and the same random input. Each round calls every configuration once,
 in turn; the table gives each one's 10th percentile and median in ms, and the median's ratio
 to the first configuration's. Example (the stem's fused max pooling against the unfused
@@ -41,7 +42,7 @@ def parse_spec(spec):
     path = model if model.endswith(".yaml") else os.path.join(ROOT, "models", "zoo", model + ".yaml")
     if not os.path.exists(path):
         raise SystemExit(f"model_ab: {spec}: no model file {path}")
-    options = {"conv": "im2win", "fuse": "1", "threads": "", "lib": "", "ipr": "0"}
+    options = {"conv": "im2win", "fuse": "1", "threads": "", "lib": "", "ipr": ""}
     for pair in pairs:
         key, _, value = pair.partition("=")
         if key not in options or not value:
@@ -53,10 +54,10 @@ def parse_spec(spec):
         raise SystemExit(f"model_ab: {spec}: threads must be a number >= 1")
     if options["lib"] and not os.path.exists(options["lib"]):
         raise SystemExit(f"model_ab: {spec}: no library {options['lib']}")
-    if not options["ipr"].isdigit():
+    if options["ipr"] and not options["ipr"].isdigit():
         raise SystemExit(f"model_ab: {spec}: ipr must be a number >= 0")
     return (path, options["conv"], int(options["fuse"]), int(options["threads"] or 0), options["lib"],
-            int(options["ipr"]))
+            int(options["ipr"]) if options["ipr"] else None)
 
 
 def percentile(values, q):

@@ -88,9 +88,11 @@ class Winfer:
             count *= dims[i]
         return count
 
-    def session(self, model, conv, threads, batch, images_per_run=0):
+    def session(self, model, conv, threads, batch, images_per_run=None):
+        """images_per_run: None = the engine's default (its automatic choice), 0 = the whole batch in
+        one run, N = N images per run."""
         session = ctypes.c_void_p()
-        if images_per_run:  # an option of the session config API only
+        if images_per_run is not None:  # an option of the session config API only
             config = ctypes.c_void_p()
             self.check(self.lib.winfer_session_config_create(ctypes.byref(config)), "session config")
             self.check(self.lib.winfer_session_config_set_conv_algorithm(config, conv.encode()), "conv")

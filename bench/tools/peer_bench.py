@@ -32,8 +32,9 @@ MODEL is a zoo name (models/zoo/MODEL.yaml). What happens:
    random weights of winfer's parity tests (models/tools/export_onnx.py: seed 1, random BatchNorm
    statistics, folded by torch's export) as ONNX opset 17, static shape, one file per batch; its
    TorchScript trace at batch 1; and ncnn's param/bin converted from that trace by pnnx (fp16=0:
-   fp32 weights). winfer (C API, `winfer_model_load("MODEL.bB.onnx")`), ONNX Runtime and OpenVINO
-   load the same ONNX file; ncnn the pnnx conversion of the same module; PyTorch the module.
+   fp32 weights). winfer (C API, `winfer_model_load("MODEL.bB.onnx")`; at batch > 1 its
+   `winfer convert` YAML, whose batch is free, so that the engine's default runs of a few images
+   side by side apply), ONNX Runtime and OpenVINO load the same ONNX file; ncnn the pnnx conversion of the same module; PyTorch the module.
 3. Check: every engine's output for one seeded N(0,1) input must equal PyTorch's eager float32
    output within --tolerance, max |y - y_torch| / max |y_torch| (default 1e-4); an engine that
    disagrees (or fails to load) is reported and not timed.
@@ -527,7 +528,8 @@ def winfer_lib(build):
 
 
 def load_winfer(winfer, onnx_path, conv, threads, batch):
-    """conv: an algorithm, or ALGORITHM:N for N images per run (SessionOptions::images_per_run)."""
+    """conv: an algorithm (the engine's default images per run), or ALGORITHM:N for N images per run
+    (SessionOptions::images_per_run; 0 = the whole batch in one run)."""
     import numpy as np
     from pair_bench import LoadOptions
     conv, _, images_per_run = conv.partition(":")
@@ -540,7 +542,7 @@ def load_winfer(winfer, onnx_path, conv, threads, batch):
     model = ctypes.c_void_p()
     winfer.check(winfer.lib.winfer_model_load(onnx_path.encode(), ctypes.byref(options), ctypes.byref(model)),
                  f"loading {onnx_path}")
-    session, out_count = winfer.session(model, conv, threads, batch, int(images_per_run or 0))
+    session, out_count = winfer.session(model, conv, threads, batch, int(images_per_run) if images_per_run else None)
     winfer.lib.winfer_model_destroy(model)  # the session keeps what it needs
     out = np.empty(out_count, dtype=np.float32)
     run = winfer.lib.winfer_session_run
@@ -645,6 +647,14 @@ def load_winfer_int8(winfer, yaml_path, threads, batch):
         raise RuntimeError(str(e)) from None
 
 
+def winfer_free_batch(batch):
+    """Whether winfer loads `winfer convert`'s YAML of the ONNX file, which leaves the batch free
+    (batch > 1), rather than the ONNX file, which fixes it: the engine's default runs of a few
+    images side by side (SessionOptions::images_per_run) need a model whose batch is free, as a
+    YAML model's is. Same graph and weights; batch 1 has nothing to split and loads the ONNX file."""
+    return batch > 1
+
+
 def load_engine(name, files, batch, threads, build, winfer=None):
     """name: winfer-CONV, winfer-int8, onnxruntime, onnxruntime-int8, openvino, ncnn, torch-frozen."""
     if name == "winfer-int8":
@@ -653,7 +663,7 @@ def load_engine(name, files, batch, threads, build, winfer=None):
         return load_onnxruntime(files.ort_int8(batch), threads)
     if name.startswith("winfer-"):
         conv = name[len("winfer-"):]
-        path = prepare_winfer_free_batch(files, batch, build) if ":" in conv else files.onnx(batch)
+        path = prepare_winfer_free_batch(files, batch, build) if winfer_free_batch(batch) else files.onnx(batch)
         return load_winfer(winfer or winfer_lib(build), path, conv, threads, batch)
     if name == "onnxruntime":
         return load_onnxruntime(files.onnx(batch), threads)
@@ -675,7 +685,7 @@ def weights_file(name, files, batch):
         return files.ncnn_bin
     if name.startswith("torch"):
         return files.torchscript
-    if name.startswith("winfer-") and ":" in name:
+    if name.startswith("winfer-") and winfer_free_batch(batch):
         return files.winfer_free_batch_weights(batch)
     return files.onnx(batch)
 

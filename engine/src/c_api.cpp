@@ -932,8 +932,11 @@ winfer_status winfer_session_config_set_batch(winfer_session_config* config, int
 
 winfer_status winfer_session_config_set_images_per_run(winfer_session_config* config, int64_t images) {
   return set_option<SessionConfigObject>(__func__, config, [&](winfer::SessionOptions& o) -> std::string {
-    if (images < 0)
-      return "images_per_run must be >= 1 (or 0 for the whole batch in one run), got " + std::to_string(images);
+    static_assert(WINFER_IMAGES_PER_RUN_AUTO == winfer::SessionOptions::kImagesPerRunAuto, "the C API's value");
+    if (images < 0 && images != WINFER_IMAGES_PER_RUN_AUTO)
+      return "images_per_run must be >= 1 (or 0 for the whole batch in one run, WINFER_IMAGES_PER_RUN_AUTO = -1 for "
+             "the engine's choice), got " +
+             std::to_string(images);
     o.images_per_run = images;
     return "";
   });

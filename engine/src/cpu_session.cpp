@@ -170,6 +170,7 @@ class CpuSession : public SessionImpl {
                                                 /*concat_alias=*/options.concat_alias && options.plan_memory));
     report = plan.report;
     report.session_bytes = session_bytes_of(report, options.plan_memory);
+    report.images_per_run = shapes[model->graph().input].n();
     report.memory_budget = options.memory_budget;
     report.conv_choices = std::move(conv_choices);
     if (options.memory_budget > 0 && report.session_bytes > options.memory_budget) {

@@ -231,10 +231,9 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
   const Result<Shape> whole = session_input_shape(*model, options);  // before any device is touched
   if (!whole.ok()) return whole.status();
   Result<std::unique_ptr<SessionImpl>> impl = invalid_argument("");
-  if (splits_batch(options, whole.value())) {
-    impl = create_split_batch_session(std::move(model), options, whole.value());
-  } else if (options.device == "cpu") {
-    impl = create_cpu_session(std::move(model), options);
+  if (options.device == "cpu") {
+    impl = create_split_batch_session(model, options, whole.value());  // null: the whole batch at once
+    if (impl.ok() && impl.value() == nullptr) impl = create_cpu_session(std::move(model), options);
   } else if (options.device == "auto") {
     // conv_algorithm "auto" (per-layer timing) exists on the CPU only, so it keeps "auto" there.
     if (cuda_backend().availability().count > 0 && options.conv_algorithm != "auto") {

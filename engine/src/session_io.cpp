@@ -44,7 +44,9 @@ Result<MemoryReport> Session::plan(std::shared_ptr<const Model> model, const Ses
   WINFER_RETURN_IF_ERROR(check_common_options(planned));
   const Result<Shape> whole = session_input_shape(*model, planned);
   if (!whole.ok()) return whole.status();
-  if (splits_batch(planned, whole.value())) return plan_split_batch_session(std::move(model), planned, whole.value());
+  auto split = plan_split_batch_session(model, planned, whole.value());  // nullopt: the whole batch at once
+  if (!split.ok()) return split.status();
+  if (split.value()) return std::move(*std::move(split).value());
   return plan_cpu_session(std::move(model), planned);
 }
 

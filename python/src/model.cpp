@@ -88,9 +88,10 @@ std::unique_ptr<PySession> session(const PyModel& self, std::optional<int64_t> b
   }
   SessionOptions options = session_options(batch, threads, conv, device, memory_budget, input_shape);
   if (images_per_run) {
-    if (*images_per_run < 1) {
+    if (*images_per_run < 0) {
       raise_error(ErrorCode::kInvalidArgument,
-                  "images_per_run must be >= 1 (None: the whole batch in one run), got " + std::to_string(*images_per_run));
+                  "images_per_run must be >= 1 (0: the whole batch in one run; None: the engine's choice), got " +
+                      std::to_string(*images_per_run));
     }
     options.images_per_run = *images_per_run;
   }
@@ -193,20 +194,22 @@ void bind_model(nb::module_& m) {
            "memory_budget: bytes the session may allocate for itself (None: no bound).\n"
            "input_shape: the whole NCHW input shape, e.g. (2, 3, 160, 224) (None: the model's, with batch).\n"
            "images_per_run: run the batch this many images at a time, on several threads one run per\n"
-           "thread, through memory for that many (CPU; None: the whole batch in one run).\n"
+           "thread, through memory for that many (CPU; 0: the whole batch in one run; None: the engine's\n"
+           "choice: on several threads, runs side by side where the batch divides among them).\n"
            "One session runs one inference at a time: use one session per thread.")
       .def("plan", &plan, "conv"_a = nb::none(), "batch"_a = nb::none(), "threads"_a = nb::none(),
-           "input_shape"_a = nb::none(),
+           "input_shape"_a = nb::none(), "images_per_run"_a = nb::none(),
            nb::sig("def plan(self, conv: str | collections.abc.Sequence[str] | None = None, batch: int | None = None, "
-                   "threads: int | None = None, input_shape: collections.abc.Sequence[int] | None = None) -> dict[str, "
-                   "typing.Any]"),
+                   "threads: int | None = None, input_shape: collections.abc.Sequence[int] | None = None, "
+                   "images_per_run: int | None = None) -> dict[str, typing.Any]"),
            "The memory of a session per convolution algorithm, planned without running: the dict\n"
            "`winfer plan --json --no-measure` prints (model, path, batch, input_shape, threads, weights,\n"
            "random_weights_by_default, algorithms: one dict per algorithm with weights_bytes,\n"
            "packed_weights_bytes, arena_bytes, total_bytes, ...; measured_peak_bytes is None:\n"
            "`winfer plan` measures in a child process).\n\n"
            "conv: an algorithm, a list, a comma-separated string, or \"all\" (None: im2win and im2col).\n"
-           "threads: None = default_threads(), as Model.session().")
+           "threads: None = default_threads(), as Model.session().\n"
+           "images_per_run: as Model.session() (each algorithm's images_per_run and lanes say what ran).")
       .def("__repr__", [](const PyModel& self) {
         return "winfer.Model('" + self.model->path() + "', input " + shape_text(self.model->input_shape().dims()) +
                ", weights " + self.model->weights_source() + ")";

@@ -101,7 +101,7 @@ struct Planned {
 };
 
 Planned plan_one(const PyModel& self, const std::string& conv, int threads, int64_t batch,
-                 const std::vector<int64_t>& input_shape, Facts* facts) {
+                 const std::vector<int64_t>& input_shape, int64_t images_per_run, Facts* facts) {
   Planned p;
   LoadOptions options = self.options;
   options.pack_for = cli::pack_for("cpu", conv);
@@ -122,6 +122,7 @@ Planned plan_one(const PyModel& self, const std::string& conv, int threads, int6
   session_options.threads = threads;
   session_options.batch = batch;
   session_options.input_shape = input_shape;
+  session_options.images_per_run = images_per_run;
   auto shape = session_input_shape(*model.value(), session_options);
   if (!shape.ok()) {
     p.load_error = shape.status();
@@ -181,17 +182,24 @@ nb::dict column_dict(const std::string& conv, const Planned& p) {
   d["conv_layers"] = p.counts.conv;
   d["depthwise_layers"] = p.counts.depthwise;
   d["fallback_layers"] = p.counts.fallback;
+  d["images_per_run"] = r.images_per_run;
+  d["lanes"] = r.lanes;
   return d;
 }
 
 }  // namespace
 
 nb::dict plan(const PyModel& self, nb::handle conv, std::optional<int64_t> batch, std::optional<int> threads_arg,
-              std::optional<std::vector<int64_t>> input_shape) {
+              std::optional<std::vector<int64_t>> input_shape, std::optional<int64_t> images_per_run) {
   const int threads = threads_arg ? *threads_arg : default_threads();
   const std::vector<std::string> algorithms = algorithm_list(conv);
   if (batch && *batch < 1) {
     raise_error(ErrorCode::kInvalidArgument, "batch must be >= 1 (None: the model's), got " + std::to_string(*batch));
+  }
+  if (images_per_run && *images_per_run < 0) {
+    raise_error(ErrorCode::kInvalidArgument,
+                "images_per_run must be >= 1 (0: the whole batch in one run; None: the engine's choice), got " +
+                    std::to_string(*images_per_run));
   }
   Facts facts;
   std::vector<Planned> planned;
@@ -199,7 +207,8 @@ nb::dict plan(const PyModel& self, nb::handle conv, std::optional<int64_t> batch
     nb::gil_scoped_release release;
     for (const std::string& name : algorithms) {
       planned.push_back(
-          plan_one(self, name, threads, batch.value_or(0), input_shape.value_or(std::vector<int64_t>{}), &facts));
+          plan_one(self, name, threads, batch.value_or(0), input_shape.value_or(std::vector<int64_t>{}),
+                   images_per_run.value_or(SessionOptions::kImagesPerRunAuto), &facts));
       if (!planned.back().load_error.ok()) break;
     }
   }

@@ -9,6 +9,6 @@
 namespace winfer::python {
 
 nb::dict plan(const PyModel& model, nb::handle conv, std::optional<int64_t> batch, std::optional<int> threads,
-              std::optional<std::vector<int64_t>> input_shape);
+              std::optional<std::vector<int64_t>> input_shape, std::optional<int64_t> images_per_run);
 
 }  // namespace winfer::python

@@ -201,7 +201,8 @@ TEST_CASE("images_per_run: refused below 0, off the CPU, and where an output doe
     REQUIRE_FALSE(session.ok());
     return session.status().message();
   };
-  CHECK(contains(error(options_for(4, -1)), "images_per_run must be >= 1 (or 0: the whole batch in one run), got -1"));
+  CHECK(contains(error(options_for(4, -2)),
+                 "images_per_run must be >= 1 (or 0: the whole batch in one run; -1: the engine chooses), got -2"));
   winfer::SessionOptions cuda = options_for(4, 2);
   cuda.device = "cuda";
   CHECK(contains(error(cuda), "images_per_run is supported on device 'cpu' only, not 'cuda'"));
@@ -228,6 +229,7 @@ TEST_CASE("images_per_run: refused below 0, off the CPU, and where an output doe
   CHECK(winfer_session_config_set_images_per_run(config, -3) != WINFER_OK);
   CHECK(contains(winfer_last_error(), "images_per_run must be >= 1"));
   CHECK(winfer_session_config_set_images_per_run(config, 2) == WINFER_OK);
+  CHECK(winfer_session_config_set_images_per_run(config, WINFER_IMAGES_PER_RUN_AUTO) == WINFER_OK);
   winfer_session_config_destroy(config);
 }
 
@@ -243,4 +245,77 @@ TEST_CASE("images_per_run: runs side by side on two threads, concurrently, each 
     auto session = create_ok(model, options_for(5, 2, threads));
     for (int repeat = 0; repeat < 3; ++repeat) CHECK(relative_to_max(run_all(*session, input)[0], whole) <= 1e-5f);
   }
+}
+
+// kImagesPerRunAuto, the default: runs side by side, one per thread, where the batch divides among
+// the threads; the whole batch at once elsewhere, and where splitting does not apply.
+TEST_CASE("images_per_run: the default chooses runs side by side where the batch divides among the threads") {
+  const auto model = load_ok(small_net(), true, kSeed);
+  CHECK(winfer::SessionOptions().images_per_run == winfer::SessionOptions::kImagesPerRunAuto);
+  struct Case {
+    int64_t batch;
+    int threads;
+    int64_t images_per_run;  // expected
+    int lanes;
+  };
+  // batch / (2 x threads) images per run (at least 1), dividing each thread's share.
+  const Case cases[] = {{8, 2, 2, 2}, {6, 2, 1, 2}, {12, 2, 3, 2}, {2, 2, 1, 2}, {4, 2, 1, 2},
+                        {5, 2, 5, 1}, {1, 2, 1, 1}, {8, 1, 8, 1},  {9, 3, 1, 3}, {2, 4, 2, 1}};
+  for (const Case& c : cases) {
+    CAPTURE(c.batch);
+    CAPTURE(c.threads);
+    const winfer::SessionOptions options = options_for(c.batch, winfer::SessionOptions::kImagesPerRunAuto, c.threads);
+    auto session = create_ok(model, options);
+    CHECK(session->memory_report().images_per_run == c.images_per_run);
+    CHECK(session->memory_report().lanes == c.lanes);
+    auto planned = winfer::Session::plan(model, options);
+    REQUIRE(planned.ok());
+    CHECK(planned.value().images_per_run == c.images_per_run);
+    CHECK(planned.value().lanes == c.lanes);
+    CHECK(planned.value().arena_bytes == session->memory_report().arena_bytes);
+    const winfer::Tensor input =
+        random_tensor(winfer::Shape{c.batch, 3, 12, 10}, static_cast<uint64_t>(c.batch), winfer::Layout::kNCHW);
+    const winfer::Tensor whole = run_all(*create_ok(model, options_for(c.batch, 0, c.threads)), input)[0];
+    CHECK(relative_to_max(run_all(*session, input)[0], whole) <= 1e-5f);
+  }
+}
+
+TEST_CASE("images_per_run: the default keeps the whole batch where splitting does not apply") {
+  const auto whole_batch = [](std::shared_ptr<const winfer::Model> model, winfer::SessionOptions options) {
+    auto session = create_ok(std::move(model), options);
+    CHECK(session->memory_report().lanes == 1);
+    CHECK(session->memory_report().images_per_run == options.batch);
+  };
+  const auto model = load_ok(small_net(), true, kSeed);
+  // conv_algorithm "auto" would time its layers again in every lane.
+  winfer::SessionOptions tuned = options_for(4, winfer::SessionOptions::kImagesPerRunAuto);
+  tuned.conv_algorithm = "auto";
+  whole_batch(model, tuned);
+  // A model loaded without packing (LoadOptions::pack_for "") leaves each session to pack the
+  // weights for its algorithm: every lane would hold a copy.
+  winfer::LoadOptions unpacked;
+  unpacked.random_weights_seed = kSeed;
+  unpacked.pack_for = "";
+  TempDir dir;
+  auto oihw = load_text(dir, small_net(), unpacked);
+  REQUIRE(oihw.ok());
+  REQUIRE(create_ok(oihw.value(), options_for(1, 0, 1))->memory_report().session_weights_bytes > 0);
+  const winfer::SessionOptions packing = options_for(4, winfer::SessionOptions::kImagesPerRunAuto);
+  whole_batch(oihw.value(), packing);
+  auto planned = winfer::Session::plan(oihw.value(), packing);
+  REQUIRE(planned.ok());
+  CHECK(planned.value().lanes == 1);
+  // Asked for, the runs pack their own, and the report counts every lane's.
+  const size_t one_lane = create_ok(oihw.value(), options_for(2, 0, 1))->memory_report().session_weights_bytes;
+  CHECK(create_ok(oihw.value(), options_for(4, 2))->memory_report().session_weights_bytes == 2 * one_lane);
+  // An output that mixes the images of the batch.
+  register_batch_sum();
+  const auto mixing =
+      load_ok(model_header(3, 6, 5) +
+                  "outputs: [sum]\n"
+                  "layers:\n"
+                  "  - {name: conv, op: conv2d, in_channels: 3, out_channels: 4, kernel_size: 3, padding: 1}\n"
+                  "  - {name: sum, op: test_batch_sum}\n",
+              true, kSeed);
+  whole_batch(mixing, options_for(4, winfer::SessionOptions::kImagesPerRunAuto));
 }

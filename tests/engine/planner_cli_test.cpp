@@ -81,7 +81,16 @@ TEST_CASE("cli plan: --images-per-run plans one run's images, the lanes' side by
   CHECK(arena("--batch 6 --threads 1 --images-per-run 1") == one);
   CHECK(arena("--batch 6 --threads 2 --images-per-run 1") == 2 * ((one + 63) / 64 * 64));
   CHECK(arena("--batch 6 --threads 1") > 3 * one);
-  const CommandResult bad = run_plan(repo_path("models/zoo/resnet18.yaml") + " --images-per-run 0");
+  // The default on 2 threads: runs of 1 image (6 / (2 x 2), dividing 3), side by side; 0 = all 6 at once.
+  CHECK(arena("--batch 6 --threads 2") == 2 * ((one + 63) / 64 * 64));
+  CHECK(arena("--batch 6 --threads 2 --images-per-run 0") > 3 * one);
+  const CommandResult json =
+      run_plan(repo_path("models/zoo/resnet18.yaml") + " --json --no-measure --size 64x64 --batch 8 --threads 2");
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json a = nlohmann::json::parse(json.stdout_text)["algorithms"][0];
+  CHECK(a["images_per_run"] == 2);
+  CHECK(a["lanes"] == 2);
+  const CommandResult bad = run_plan(repo_path("models/zoo/resnet18.yaml") + " --images-per-run -1");
   CHECK(bad.exit_code != 0);
 }
 

@@ -37,10 +37,24 @@ def test_images_per_run_equals_cli_bitwise_and_the_whole_batch(cli, tmp_path):
     m = winfer.Model(ZOO_RESNET18, random_weights=7)
     got = m.session(input_shape=x.shape, threads=2, images_per_run=2).run(x)
     assert same_bits(got, want)
-    whole = m.session(input_shape=x.shape, threads=2).run(x)
+    whole = m.session(input_shape=x.shape, threads=2, images_per_run=0).run(x)
     assert np.max(np.abs(got - whole)) <= 1e-5 * np.max(np.abs(whole))
     with pytest.raises(winfer.InvalidArgumentError, match="images_per_run must be >= 1"):
-        m.session(input_shape=x.shape, images_per_run=0)
+        m.session(input_shape=x.shape, images_per_run=-1)
+
+
+def test_images_per_run_default_and_plan():
+    m = winfer.Model(ZOO_RESNET18, random_weights=7)
+    # The default on 2 threads: batch 8 in runs of 2 side by side; 0 = the whole batch at once.
+    auto = m.plan(conv="im2win", batch=8, threads=2, input_shape=(8, 3, 64, 64))["algorithms"][0]
+    assert (auto["images_per_run"], auto["lanes"]) == (2, 2)
+    whole = m.plan(conv="im2win", threads=2, input_shape=(8, 3, 64, 64), images_per_run=0)["algorithms"][0]
+    assert (whole["images_per_run"], whole["lanes"]) == (8, 1)
+    assert whole["arena_bytes"] > auto["arena_bytes"]
+    one = m.plan(conv="im2win", threads=1, input_shape=(8, 3, 64, 64), images_per_run=1)["algorithms"][0]
+    assert (one["images_per_run"], one["lanes"]) == (1, 1)
+    with pytest.raises(winfer.InvalidArgumentError, match="images_per_run must be >= 1"):
+        m.plan(images_per_run=-2)
 
 
 @pytest.mark.parametrize("conv", ["im2win", "im2col"])

@@ -63,19 +63,29 @@ struct SessionOptions {
   int threads = default_thread_count();
   // Batch size; 0 = the model's declared batch (or input_shape's).
   int64_t batch = 0;
-  // CPU only: run the batch this many images at a time (0, the default: the whole batch in one
-  // run). The arena, the kernels and "auto"'s choices are made for that many images and each
-  // run takes the next ones through them, so the activations need the memory of the images of
-  // one run whatever the batch (ncnn runs one image at a time): EfficientNet-B0 at batch 8 with
-  // 1 image per run plans a fifth of the arena on 1 thread (docs/MEMORY.md). On several threads
-  // the runs go side by side, one per thread, each on one thread with an arena of its own
-  // (memory_report() and Session::plan give their sum): as fast as the whole batch or faster
-  // on the zoo's networks (docs/PERFORMANCE.md, session 28). A batch that is not a multiple runs
-  // its rest in a last, smaller run (a second session on the same arena). Every graph output must
-  // keep the batch as its first dimension, and the model must leave the batch free (a static
-  // ONNX export fixes it): create fails saying so otherwise. memory_budget applies to each
-  // run's session.
-  int64_t images_per_run = 0;
+  // CPU only: run the batch this many images at a time; 0 = the whole batch in one run;
+  // kImagesPerRunAuto (the default) = the engine chooses, see below. The arena, the kernels and
+  // "auto"'s choices are made for that many images and each run takes the next ones through
+  // them, so the activations need the memory of the images of one run whatever the batch (ncnn
+  // runs one image at a time): EfficientNet-B0 at batch 8 with 1 image per run plans a fifth of
+  // the arena on 1 thread (docs/MEMORY.md). On several threads the runs go side by side, one per
+  // thread, each on one thread with an arena of its own (memory_report() and Session::plan give
+  // their sum). A batch that is not a multiple runs its rest in a last, smaller run (a second
+  // session on the same arena). Every graph output must keep the batch as its first dimension,
+  // and the model must leave the batch free (a static ONNX export fixes it): create fails saying
+  // so otherwise. memory_budget applies to each run's session.
+  //
+  // kImagesPerRunAuto: on 2 or more threads, a CPU batch that is a multiple of the threads (at
+  // least one image each) runs side by side, one run per thread, of batch / (2 x threads) images
+  // (at least 1, and dividing batch / threads): no thread then waits for another at every layer
+  // or reads what another wrote, which measured 0.90-0.98x the whole batch's time on the zoo's
+  // networks at batch 8 on 2 threads, and 0.70-0.75x where the two cores sit on different
+  // last-level caches (docs/PERFORMANCE.md, session 29). Otherwise, and where splitting does not
+  // apply (a batch-fixing model, an output without the batch first, conv_algorithm "auto", whose
+  // timing would be repeated per thread, or kernels that pack weights of their own per session,
+  // which every run's session would repeat), the whole batch runs at once.
+  static constexpr int64_t kImagesPerRunAuto = -1;
+  int64_t images_per_run = kImagesPerRunAuto;
   // The whole input shape the session runs (NCHW, or [N,F]), e.g. {2, 3, 160, 224}: any batch
   // and any size of the dims the model leaves free (Model::input_dim_fixed: a YAML model fixes
   // only the channels; an ONNX model its fixed dims), each 1..2^24. The arena, the kernels and
@@ -191,6 +201,10 @@ struct MemoryReport {
   // the arena (activations_sum_bytes when plan_memory is false) + session_weights_bytes.
   size_t session_bytes = 0;
   size_t memory_budget = 0;  // the session's budget (0 = none)
+  // How the batch runs (SessionOptions::images_per_run): images per run (the batch when it runs
+  // at once) and runs side by side, one per thread, each with its part of the arena.
+  int64_t images_per_run = 0;
+  int lanes = 1;
   // conv_algorithm "auto": one entry per tuned convolution (every non-depthwise conv2d), in
   // execution order. Empty for a fixed algorithm.
   std::vector<ConvChoice> conv_choices;
@@ -256,7 +270,9 @@ class Session {
   // kept between calls is allocated by the first call only; after that nothing is allocated.
   Status run_into(const Tensor& input, std::vector<Tensor>* outputs);
 
-  // Per-layer wall time of the last run (execution order).
+  // Per-layer wall time of the last run (execution order). A batch run in several runs
+  // (images_per_run) gives each layer's time summed over the runs, averaged over the runs that
+  // went side by side: the layers still add up to about the batch's wall time.
   const std::vector<LayerTiming>& last_timings() const;
   // Bytes of activation memory the session allocated: the arena when memory is planned, else
   // every tensor plus the shared workspace (device memory for a CUDA session).

@@ -196,8 +196,10 @@ winfer_status winfer_session_config_set_conv_algorithm(winfer_session_config* co
  * 0 or negative is refused (it does not mean "the default"). */
 winfer_status winfer_session_config_set_threads(winfer_session_config* config, int threads);
 winfer_status winfer_session_config_set_batch(winfer_session_config* config, int64_t batch); /* 0: the model's */
-/* CPU only: run the batch this many images at a time through an arena for that many (0, the
- * default: the whole batch in one run; winfer::SessionOptions::images_per_run). */
+/* CPU only: run the batch this many images at a time through an arena for that many; 0: the
+ * whole batch in one run; WINFER_IMAGES_PER_RUN_AUTO (the default): the engine chooses (on
+ * several threads, runs side by side, one per thread; winfer::SessionOptions::images_per_run). */
+#define WINFER_IMAGES_PER_RUN_AUTO (-1)
 winfer_status winfer_session_config_set_images_per_run(winfer_session_config* config, int64_t images);
 /* The whole input shape, `rank` dims (e.g. {2, 3, 160, 224}): any batch and any size of the dims
  * the model leaves free (a YAML model fixes only the channels; winfer::SessionOptions::input_shape).
