@@ -13,12 +13,12 @@
 // cost one arena each; a single run (the batch fits in one) keeps all the threads.
 //
 // kImagesPerRunAuto, the default, chooses runs side by side wherever there are several threads
-// and the batch gives each the same number of images (images_per_run_for): on 2 threads the
-// whole batch at once measured 1.02-1.10x the time of these runs on the zoo's networks at batch
-// 8, and 1.3-1.4x in the minutes when the two cores sat on different last-level caches (every
-// layer then reads rows the other core wrote; a lane reads only its own). It declines where the
-// runs would cost what the whole batch does not: timing "auto" per lane, weights packed per
-// session.
+// and the batch gives each the same number of images, and on one thread runs of half the batch
+// (automatic_images_per_run): on 2 threads at batch 8 the whole batch at once measured up to
+// 1.06x the time of these runs on the zoo's networks, and 1.3-1.4x in the minutes when the two
+// cores sat on different last-level caches (every layer then reads rows the other core wrote; a
+// lane reads only its own); the arena is half the whole batch's. It declines where the runs would
+// cost what the whole batch does not: timing "auto" per lane, weights packed per session.
 //
 // Inputs and outputs are not copied: each run reads its images from the caller's input and
 // writes its outputs straight into the caller's (views of them), which needs every graph output
@@ -212,18 +212,41 @@ bool outputs_keep_batch(const Model& model, const SessionOptions& options, const
   return true;
 }
 
+// Bytes of the weights of layers that use each weight only a few times per image (linear layers,
+// 1x1 convolutions on a pixel or two): a run reads them from memory whatever its images, so more
+// runs cost that many more passes over them. Convolutions use each weight at every output pixel.
+size_t streamed_weight_bytes(const Model& model) {
+  constexpr int64_t kFlopsPerWeightPerImage = 16;  // a 7x7 output does 98, a linear layer 2
+  size_t bytes = 0;
+  for (const LayerInfo& layer : model.layers()) {
+    if (layer.params <= 0 || layer.output_shapes.empty() || layer.output_shapes[0].rank() == 0) continue;
+    const int64_t images = std::max<int64_t>(1, layer.output_shapes[0][0]);
+    if (layer.flops / images < kFlopsPerWeightPerImage * layer.params) {
+      bytes += static_cast<size_t>(layer.params) * sizeof(float);
+    }
+  }
+  return bytes;
+}
+
 // kImagesPerRunAuto's choice (SessionOptions::images_per_run says why): one run per thread side by
 // side, each of at most batch / (2 x threads) images (at least 1) that divide a thread's share,
-// so that every lane does the same runs; 0 where that does not apply.
+// so that every lane does the same runs; a thread's whole share in one run where the weights
+// streamed per run are large (VGG-16's classifier, 470 MiB: at batch 8 on 2 threads, 2 runs per
+// lane measured 0.98-1.02x the whole batch's time, 1 run 0.96-0.97x). On one thread there are no
+// lanes to gain, only caches: runs of at least 2 images (at batch 8, 4 measured 0.95-1.005x, 2
+// up to 1.03x); 0 where runs do not apply.
 int64_t automatic_images_per_run(const Model& model, const SessionOptions& options, const Shape& whole) {
+  constexpr size_t kStreamedBytesForOneRun = size_t{16} << 20;  // beyond a last-level cache's share
   const int64_t batch = whole[0], threads = options.threads;
-  if (options.device != "cpu" || threads < 2 || batch < threads || batch % threads != 0) return 0;
+  if (options.device != "cpu" || batch < 2 || batch < threads || batch % threads != 0) return 0;
   if (options.conv_algorithm == "auto") return 0;  // its timing would be repeated in every lane
   const std::vector<bool> fixed = model.input_dim_fixed();
   if (!fixed.empty() && fixed[0]) return 0;
   const int64_t per_thread = batch / threads;
   int64_t per_run = std::max<int64_t>(1, batch / (2 * threads));
+  if (streamed_weight_bytes(model) > kStreamedBytesForOneRun) per_run = per_thread;
   while (per_thread % per_run != 0) --per_run;
+  if (per_run >= batch || (threads == 1 && per_run < 2)) return 0;
   return outputs_keep_batch(model, options, whole, per_run) ? per_run : 0;
 }
 
@@ -275,6 +298,12 @@ std::optional<SessionOptions> split_options(const Model& model, const SessionOpt
   return split;
 }
 
+// What a run's session is part of, for its errors: "batch 8 in runs of 2 images, 2 side by side".
+std::string runs_context(const Shape& whole, const Split& split) {
+  return "batch " + std::to_string(whole[0]) + " in runs of " + std::to_string(split.per_run) + " images, " +
+         std::to_string(split.lanes) + " side by side";
+}
+
 // Auto declines runs whose sessions pack weights of their own: every lane would hold a copy.
 bool auto_declines(const SessionOptions& asked, const MemoryReport& lane) {
   return asked.images_per_run == SessionOptions::kImagesPerRunAuto && lane.session_weights_bytes > 0;
@@ -289,7 +318,7 @@ Result<std::optional<MemoryReport>> plan_split_batch_session(std::shared_ptr<con
   WINFER_RETURN_IF_ERROR(check_batch_free(*model, *split_as, whole));
   const Split split = split_of(*split_as, whole);
   auto lane = plan_lane(std::move(model), *split_as, whole, split);
-  if (!lane.ok()) return lane.status();
+  if (!lane.ok()) return Status(lane.status()).with_context(runs_context(whole, split));
   if (auto_declines(options, lane.value())) return std::optional<MemoryReport>();
   return std::optional<MemoryReport>(all_lanes(std::move(lane).value(), split.lanes));
 }
@@ -365,7 +394,7 @@ Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<
   const Result<bool> made = split.rest == 0 && options.arena == nullptr
                                 ? make_lanes_with_own_arenas(model, asked, options, whole, split, session.get())
                                 : make_lanes_on_one_block(model, asked, options, whole, split, session.get());
-  if (!made.ok()) return made.status();
+  if (!made.ok()) return Status(made.status()).with_context(runs_context(whole, split));
   if (!made.value()) return std::unique_ptr<SessionImpl>();  // auto declined: the whole batch at once
 
   const SessionImpl& p = *session->lanes_[0].part;

@@ -221,11 +221,19 @@ TEST_CASE("cli: run --top 0 prints no classes, and says nothing false about the 
 TEST_CASE("cli: a batch beyond the memory available is refused with the numbers, never std::bad_alloc") {
   // Once: the random input was allocated before the session's memory check, and std::bad_alloc
   // escaped main (exit 134). 2^20 images of ResNet-18 need terabytes on any machine.
-  CommandResult r = run_cli("run " + repo_path("models/zoo/resnet18.yaml") + " --random-weights 1 --batch 1048576");
+  CommandResult r = run_cli("run " + repo_path("models/zoo/resnet18.yaml") +
+                            " --random-weights 1 --batch 1048576 --images-per-run 0");
   INFO(r.stderr_text);
   CHECK(r.exit_code == 1);
   CHECK(contains(r.stderr_text, "a session with batch 1048576 needs"));
   CHECK(contains(r.stderr_text, "MiB this machine has available (MemAvailable)"));
+  CHECK_FALSE(contains(r.stderr_text, "bad_alloc"));
+  // In the default runs of a quarter of the batch on 2 threads, the message says so.
+  r = run_cli("run " + repo_path("models/zoo/resnet18.yaml") + " --random-weights 1 --batch 1048576 --threads 2");
+  INFO(r.stderr_text);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "batch 1048576 in runs of 262144 images, 2 side by side: "));
+  CHECK(contains(r.stderr_text, "a session with batch 262144 needs"));
   CHECK_FALSE(contains(r.stderr_text, "bad_alloc"));
   // bench --layers: refused before the first layer's data is made, naming the largest layer.
   r = run_cli("bench --layers paper12 --batch 1048576 --runs 1 --no-peak");

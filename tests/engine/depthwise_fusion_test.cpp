@@ -110,6 +110,7 @@ TEST_CASE("depthwise fusion: the pointwise output is never stored, so the plan i
   const winfer::Tensor input = random_tensor(winfer::Shape{4, 6, 11, 9}, 5, winfer::Layout::kNCHW);
   winfer::SessionOptions options;
   options.batch = 4;
+  options.images_per_run = 0;  // the plan of the whole batch in one run
   auto fused = winfer::Session::create(load_ok(branch_net(1), true), options);
   auto unfused = winfer::Session::create(load_ok(branch_net(1), false), options);
   REQUIRE(fused.ok());

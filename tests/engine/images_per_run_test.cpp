@@ -259,8 +259,10 @@ TEST_CASE("images_per_run: the default chooses runs side by side where the batch
     int lanes;
   };
   // batch / (2 x threads) images per run (at least 1), dividing each thread's share.
+  // On one thread, runs of at least 2 images.
   const Case cases[] = {{8, 2, 2, 2}, {6, 2, 1, 2}, {12, 2, 3, 2}, {2, 2, 1, 2}, {4, 2, 1, 2},
-                        {5, 2, 5, 1}, {1, 2, 1, 1}, {8, 1, 8, 1},  {9, 3, 1, 3}, {2, 4, 2, 1}};
+                        {5, 2, 5, 1}, {1, 2, 1, 1}, {9, 3, 1, 3},  {2, 4, 2, 1}, {8, 1, 4, 1},
+                        {6, 1, 3, 1}, {4, 1, 2, 1}, {2, 1, 2, 1},  {5, 1, 5, 1}, {1, 1, 1, 1}};
   for (const Case& c : cases) {
     CAPTURE(c.batch);
     CAPTURE(c.threads);
@@ -318,4 +320,29 @@ TEST_CASE("images_per_run: the default keeps the whole batch where splitting doe
                   "  - {name: sum, op: test_batch_sum}\n",
               true, kSeed);
   whole_batch(mixing, options_for(4, winfer::SessionOptions::kImagesPerRunAuto));
+}
+
+TEST_CASE("images_per_run: the default runs a thread's images at once where each run streams large weights") {
+  // A classifier of 960 x 4400 weights (16.1 MiB, each used twice per image), as VGG-16's: more
+  // runs would read it from memory that many more times. Batch 8 on 2 threads: one run of 4
+  // images per thread, not two of 2.
+  const std::string head = model_header(3, 12, 10) +
+                           "layers:\n"
+                           "  - {name: c1, op: conv2d, in_channels: 3, out_channels: 8, kernel_size: 3, padding: 1}\n"
+                           "  - {name: r1, op: relu}\n"
+                           "  - {name: flat, op: flatten}\n";
+  const auto big = load_ok(head + "  - {name: fc, op: linear, in_features: 960, out_features: 4400}\n", true, kSeed);
+  const auto small = load_ok(head + "  - {name: fc, op: linear, in_features: 960, out_features: 4000}\n", true, kSeed);
+  const winfer::SessionOptions options = options_for(8, winfer::SessionOptions::kImagesPerRunAuto);
+  auto streamed = create_ok(big, options);
+  CHECK(streamed->memory_report().images_per_run == 4);
+  CHECK(streamed->memory_report().lanes == 2);
+  CHECK(create_ok(small, options)->memory_report().images_per_run == 2);  // 14.6 MiB
+  // On one thread the whole batch in one run.
+  const auto one_thread = create_ok(big, options_for(8, winfer::SessionOptions::kImagesPerRunAuto, 1));
+  CHECK(one_thread->memory_report().lanes == 1);
+  CHECK(one_thread->memory_report().images_per_run == 8);
+  const winfer::Tensor input = random_tensor(winfer::Shape{8, 3, 12, 10}, 8, winfer::Layout::kNCHW);
+  const winfer::Tensor whole = run_all(*create_ok(big, options_for(8, 0)), input)[0];
+  CHECK(relative_to_max(run_all(*streamed, input)[0], whole) <= 1e-5f);
 }

@@ -37,6 +37,7 @@ TEST_CASE("session memory: a batch larger than available memory is refused with 
   REQUIRE(available > 0);  // Linux: /proc/meminfo has MemAvailable
   const auto model = resnet18_random();
   winfer::SessionOptions options;
+  options.images_per_run = 0;  // the whole batch's arena (runs of a few images would need less)
   const size_t per_image = arena_per_image(model.value());
   // Twice what is available: the arena alone cannot fit (weights and workspaces do not grow with the batch).
   options.batch = static_cast<int64_t>(2 * available / per_image + 1);
@@ -93,6 +94,7 @@ TEST_CASE("session memory: under an address-space limit (ulimit -v) a session to
 #endif
   const auto model = resnet18_random();
   winfer::SessionOptions options;
+  options.images_per_run = 0;  // the whole batch's arena (runs of a few images would need less)
   const size_t per_image = arena_per_image(model.value());
   // An arena of 192 MiB against 96 MiB of headroom: within MemAvailable on a test machine, so
   // the limit is what refuses it. Before, the check read MemAvailable only and the arena's

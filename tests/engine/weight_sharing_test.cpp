@@ -146,6 +146,9 @@ std::vector<float> run_winograd(const std::shared_ptr<const winfer::Model>& mode
   winfer::SessionOptions options;
   options.conv_algorithm = "winograd";
   options.batch = batch;
+  // The whole batch in one run: winograd's choices depend on the tiles of a run, and the default
+  // would split only the session whose model shares its packed weights.
+  options.images_per_run = 0;
   auto session = winfer::Session::create(model, options);
   REQUIRE_MESSAGE(session.ok(), session.status().message());
   auto out = session.value()->run(fixed_input(session.value()->input_shape()));

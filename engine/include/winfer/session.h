@@ -75,15 +75,17 @@ struct SessionOptions {
   // and the model must leave the batch free (a static ONNX export fixes it): create fails saying
   // so otherwise. memory_budget applies to each run's session.
   //
-  // kImagesPerRunAuto: on 2 or more threads, a CPU batch that is a multiple of the threads (at
-  // least one image each) runs side by side, one run per thread, of batch / (2 x threads) images
-  // (at least 1, and dividing batch / threads): no thread then waits for another at every layer
-  // or reads what another wrote, which measured 0.90-0.98x the whole batch's time on the zoo's
-  // networks at batch 8 on 2 threads, and 0.70-0.75x where the two cores sit on different
-  // last-level caches (docs/PERFORMANCE.md, session 29). Otherwise, and where splitting does not
-  // apply (a batch-fixing model, an output without the batch first, conv_algorithm "auto", whose
-  // timing would be repeated per thread, or kernels that pack weights of their own per session,
-  // which every run's session would repeat), the whole batch runs at once.
+  // kImagesPerRunAuto: a CPU batch that is a multiple of the threads runs one run per thread side
+  // by side, each of batch / (2 x threads) images (at least 1; at least 2 on one thread; dividing
+  // each thread's share; a thread's whole share where each run would stream large weights, as
+  // VGG-16's classifier): batch 8 runs as 2 + 2 images per thread on 2 threads, 4 + 4 on one.
+  // No thread then waits for another at every layer or reads what another wrote, and the arena
+  // holds half the batch: measured 0.94-1.0x the whole batch's time on the zoo's networks at
+  // batch 8 on 2 threads, 0.71-0.77x in the minutes when the two cores sat on different
+  // last-level caches, 0.95-1.005x on one thread (docs/PERFORMANCE.md, session 29). Otherwise,
+  // and where runs do not apply (a batch-fixing model, an output without the batch first,
+  // conv_algorithm "auto", whose timing would be repeated per run's session, or kernels that pack
+  // weights of their own per session, which every lane would repeat), the whole batch at once.
   static constexpr int64_t kImagesPerRunAuto = -1;
   int64_t images_per_run = kImagesPerRunAuto;
   // The whole input shape the session runs (NCHW, or [N,F]), e.g. {2, 3, 160, 224}: any batch
