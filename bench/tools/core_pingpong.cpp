@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "core_pingpong: cannot run on CPU %d\n", b);
     return 1;
   }
-  std::printf("CPU %d <-> CPU %d: %.1f ns per round trip of a cache line (%ld trips)\n", a, b, ns / double(trips), trips);
+  std::printf("CPU %d <-> CPU %d: %.1f ns per round trip of a cache line (%ld trips)\n", a, b, ns / double(trips),
+              trips);
   return 0;
 }

@@ -148,6 +148,8 @@ nb::dict memory_report_dict(const MemoryReport& r) {
   d["concat_bytes_saved"] = r.concat_bytes_saved;
   d["session_bytes"] = r.session_bytes;
   d["memory_budget"] = r.memory_budget;
+  d["images_per_run"] = r.images_per_run;
+  d["lanes"] = r.lanes;
   d["steps"] = r.steps;
   d["buffers"] = buffers;
   d["conv_choices"] = choices;
@@ -199,7 +201,8 @@ void bind_session(nb::module_& m) {
           nb::sig("def memory_report(self) -> dict[str, typing.Any]"),
           "The memory plan (docs/MEMORY.md): a dict with weights_bytes, packed_weights_bytes,\n"
           "session_weights_bytes, activations_sum_bytes, activations_lower_bound_bytes, arena_bytes,\n"
-          "max_workspace_bytes, session_bytes, memory_budget, in-place and concat figures, steps,\n"
+          "max_workspace_bytes, session_bytes, memory_budget, images_per_run and lanes (how the batch\n"
+          "runs: images per run, runs side by side), in-place and concat figures, steps,\n"
           "buffers (name, bytes, offset, lifetime) and, with conv=\"auto\", conv_choices.")
       .def("timings", &timings, nb::sig("def timings(self) -> list[dict[str, typing.Any]]"),
            "Per-layer times of the last run, in execution order: dicts with name, op, kernel, ms.")

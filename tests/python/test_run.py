@@ -51,6 +51,8 @@ def test_images_per_run_default_and_plan():
     whole = m.plan(conv="im2win", threads=2, input_shape=(8, 3, 64, 64), images_per_run=0)["algorithms"][0]
     assert (whole["images_per_run"], whole["lanes"]) == (8, 1)
     assert whole["arena_bytes"] > auto["arena_bytes"]
+    report = m.session(batch=8, threads=2, input_shape=(8, 3, 64, 64)).memory_report()
+    assert (report["images_per_run"], report["lanes"], report["arena_bytes"]) == (2, 2, auto["arena_bytes"])
     one = m.plan(conv="im2win", threads=1, input_shape=(8, 3, 64, 64), images_per_run=1)["algorithms"][0]
     assert (one["images_per_run"], one["lanes"]) == (1, 1)
     with pytest.raises(winfer.InvalidArgumentError, match="images_per_run must be >= 1"):
