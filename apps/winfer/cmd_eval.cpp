@@ -128,6 +128,7 @@ int run_eval(const EvalArgs& args) {
   options.device = args.device;
   options.threads = args.threads;
   options.batch = std::min(args.batch > 0 ? args.batch : 100, total);
+  options.images_per_run = args.images_per_run;
   auto session = Session::create(model, options);
   if (!session.ok()) return fail(session.status());
   const std::vector<Shape>& outputs = session.value()->output_shapes();
@@ -188,9 +189,14 @@ int run_eval(const EvalArgs& args) {
     if (!written.ok()) return fail(written);
   }
   const double seconds = preprocess_seconds + inference_seconds;
-  std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld\n", model->name().c_str(),
+  const MemoryReport& runs = session.value()->memory_report();
+  const std::string split =
+      runs.images_per_run > 0 && runs.images_per_run < options.batch
+          ? " (runs of " + std::to_string(runs.images_per_run) + ", " + std::to_string(runs.lanes) + " side by side)"
+          : "";
+  std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld%s\n", model->name().c_str(),
                model->weights_source().c_str(), session.value()->device().c_str(), options.conv_algorithm.c_str(),
-               args.threads, static_cast<long long>(options.batch));
+               args.threads, static_cast<long long>(options.batch), split.c_str());
   std::fprintf(stderr, "%lld images in %.3f s: %.0f images/s (preprocess %.3f s, inference %.3f s: %.0f images/s)\n",
                static_cast<long long>(total), seconds, double(total) / seconds, preprocess_seconds, inference_seconds,
                double(total) / inference_seconds);

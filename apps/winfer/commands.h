@@ -131,7 +131,9 @@ struct EvalArgs {
   std::string conv;
   std::string device = "cpu";  // cpu, cuda, cuda:N, auto
   int threads = winfer::default_thread_count();
-  int64_t batch = 0;               // 0: 100
+  int64_t batch = 0;  // 0: 100
+  // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run; unset: auto)
+  int64_t images_per_run = winfer::SessionOptions::kImagesPerRunAuto;
   std::string predictions;         // write each image's predicted class here (one byte per image)
   std::string preprocess, labels;  // --preprocess, --labels (classifier_flags.h); "": the model's own
 };

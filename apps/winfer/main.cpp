@@ -304,6 +304,7 @@ Command add_eval(CLI::App* app, winfer::cli::EvalArgs& eval) {
       ->capture_default_str();
   eval_cmd->add_option("--threads", eval.threads, kThreadsHelp)->check(CLI::Range(1, 1024));
   eval_cmd->add_option("--batch", eval.batch, "Images per batch (default: 100)")->check(CLI::Range(1, 1 << 16));
+  eval_cmd->add_option("--images-per-run", eval.images_per_run, kImagesPerRunHelp)->check(CLI::Range(0, 1 << 16));
   eval_cmd->add_option("--predictions", eval.predictions,
                        "Write each image's predicted class to this file (one byte each)");
   eval_cmd->add_option("--preprocess", eval.preprocess, winfer::cli::kPreprocessFlagHelp);

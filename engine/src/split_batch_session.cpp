@@ -60,13 +60,54 @@ struct AlignedFree {
   void operator()(void* p) const { std::free(p); }
 };
 
+// A run's input and outputs: views of the caller's tensors, kept from run to run and re-pointed,
+// so that a run allocates nothing once they exist (as run_into promises).
+struct RunViews {
+  Tensor input;
+  std::vector<Tensor> outputs;
+};
+
 // One thread's sessions: for a run of per_run images and, when the batch is not a multiple, for
 // the rest; both on the lane's part of the arena.
 struct Lane {
   std::unique_ptr<SessionImpl> part, rest;
+  RunViews part_views, rest_views;
   std::vector<LayerTiming> timings;  // per layer, the lane's runs of this batch
   Status status;
 };
+
+// Whether `shape` is `whole` with `images` for the batch (compared in place: no Shape made).
+bool is_run_of(const Shape& shape, const Shape& whole, int64_t images) {
+  if (shape.rank() != whole.rank() || shape.rank() == 0 || shape[0] != images) return false;
+  for (int i = 1; i < shape.rank(); ++i) {
+    if (shape[i] != whole[i]) return false;
+  }
+  return true;
+}
+
+// `view` made to look at `data`, the images of a run of `whole` in `layout`: re-pointed when it
+// has that shape and layout already, made anew otherwise (the first run, or a caller that
+// changed layouts).
+void point_view(Tensor* view, float* data, const Shape& whole, int64_t images, Layout layout) {
+  if (!view->empty() && view->layout() == layout && is_run_of(view->shape(), whole, images) &&
+      view->repoint_view(data)) {
+    return;
+  }
+  *view = Tensor::view(data, with_batch(whole, images), layout);
+}
+
+// `views` pointed at images [n, n + images) of the caller's input and outputs (batch-major in
+// every layout, NCHW, NHWC or plain: those images are contiguous).
+void point_views(RunViews* views, int64_t n, int64_t images, const Tensor& input, std::vector<Tensor>& outputs) {
+  const int64_t batch = input.shape()[0];
+  point_view(&views->input, const_cast<float*>(input.data()) + n * (input.numel() / batch), input.shape(), images,
+             input.layout());
+  views->outputs.resize(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tensor& out = outputs[i];
+    point_view(&views->outputs[i], out.data() + n * (out.numel() / batch), out.shape(), images, out.layout());
+  }
+}
 
 class SplitBatchSession : public SessionImpl {
  public:
@@ -79,6 +120,9 @@ class SplitBatchSession : public SessionImpl {
     for (Lane& lane : lanes_) {
       for (LayerTiming& t : lane.timings) t.milliseconds = 0;
       lane.status = Status::Ok();
+      // Any lane may take the rest: every lane's views get their shapes here, once.
+      point_views(&lane.part_views, 0, per_run_, input, *outputs);
+      if (lane.rest) point_views(&lane.rest_views, 0, batch % per_run_, input, *outputs);
     }
     auto run = [&](int64_t k, int slot) {
       Lane& lane = lanes_[static_cast<size_t>(slot)];
@@ -108,16 +152,11 @@ class SplitBatchSession : public SessionImpl {
   // Images [n, n + per_run_) (or the rest) on the lane's session.
   Status run_images(Lane& lane, int64_t n, const Tensor& input, std::vector<Tensor>* outputs) const {
     const int64_t batch = input.shape()[0], images = std::min(per_run_, batch - n);
-    SessionImpl& session = images == per_run_ ? *lane.part : *lane.rest;
-    // Batch-major in every layout (NCHW, NHWC, plain): images [n, n + images) are contiguous.
-    const Tensor in = Tensor::view(const_cast<float*>(input.data()) + n * (input.numel() / batch),
-                                   with_batch(input.shape(), images), input.layout());
-    std::vector<Tensor> views(outputs->size());
-    for (size_t i = 0; i < outputs->size(); ++i) {
-      Tensor& out = (*outputs)[i];
-      views[i] = Tensor::view(out.data() + n * (out.numel() / batch), with_batch(out.shape(), images), out.layout());
-    }
-    WINFER_RETURN_IF_ERROR(session.run_into(in, &views));
+    const bool full = images == per_run_;
+    SessionImpl& session = full ? *lane.part : *lane.rest;
+    RunViews& views = full ? lane.part_views : lane.rest_views;
+    point_views(&views, n, images, input, *outputs);
+    WINFER_RETURN_IF_ERROR(session.run_into(views.input, &views.outputs));
     for (size_t i = 0; i < lane.timings.size() && i < session.timings.size(); ++i)
       lane.timings[i].milliseconds += session.timings[i].milliseconds;
     return Status::Ok();

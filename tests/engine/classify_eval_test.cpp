@@ -93,6 +93,26 @@ TEST_CASE("eval: --limit, --split train and the confusion summary") {
   CHECK(contains(r.stderr_text, "images/s"));
 }
 
+TEST_CASE("eval: the batch in runs side by side by default, --images-per-run 0 at once, the same predictions") {
+  if (!dataset_installed()) {
+    MESSAGE(kSkipMarker << ": Fashion-MNIST is not installed (" << winfer::kFashionMnistDir << ")");
+    return;
+  }
+  TempDir dir;
+  const auto eval = [&](const std::string& flags, const std::string& predictions) {
+    const CommandResult r =
+        run_cli("eval " + repo_path("models/fashion/fashion_resnet.yaml") +
+                " --limit 128 --batch 64 --threads 2 --predictions " + dir.file(predictions) + flags);
+    INFO(r.stderr_text);
+    REQUIRE(r.exit_code == 0);
+    return r.stderr_text;
+  };
+  CHECK(contains(eval("", "runs.bin"), "threads 2, batch 64 (runs of 16, 2 side by side)"));
+  const std::string at_once = eval(" --images-per-run 0", "whole.bin");
+  CHECK(contains(at_once, "threads 2, batch 64\n"));
+  CHECK(read_bytes(dir.file("runs.bin")) == read_bytes(dir.file("whole.bin")));
+}
+
 TEST_CASE("eval: missing or broken dataset folders and unknown datasets are clear errors") {
   TempDir dir;
   const std::string model = repo_path("models/fashion/fashion_resnet.yaml");

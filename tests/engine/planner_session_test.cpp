@@ -367,6 +367,45 @@ TEST_CASE("session: run_into allocates nothing after its first call - run() allo
   }
 }
 
+TEST_CASE("session: run_into allocates nothing after its first call in runs of a few images") {
+  // images_per_run's default splits these batches (runs side by side on 2 threads, runs of half
+  // the batch on 1); each run's input and outputs are views kept from call to call.
+  auto model = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"));
+  REQUIRE(model.ok());
+#ifdef WINFER_NO_NEW_REPLACEMENT
+  MESSAGE("WINFER_TEST_SKIPPED: operator new cannot be counted under ThreadSanitizer");
+  return;
+#endif
+  if (winfer::gemm_backend_description().rfind("OpenBLAS", 0) != 0) {
+    MESSAGE("skipped: the portable fallback GEMM allocates packing buffers (" << winfer::gemm_backend_description()
+                                                                              << ")");
+    return;
+  }
+  for (const int threads : {1, 2}) {
+    for (const int64_t batch : {4, 5}) {  // 5: runs of 2 and a rest of 1, asked for
+      winfer::SessionOptions options;
+      options.threads = threads;
+      options.batch = batch;
+      options.images_per_run = batch == 5 ? 2 : winfer::SessionOptions::kImagesPerRunAuto;
+      auto session = session_ok(model.value(), options);
+      INFO("threads " << threads << ", batch " << batch);
+      REQUIRE(session->memory_report().images_per_run < batch);
+      const winfer::Tensor input =
+          random_tensor(winfer::Shape{batch, 3, 32, 32}, static_cast<uint32_t>(batch), winfer::Layout::kNCHW);
+      std::vector<winfer::Tensor> outputs;
+      REQUIRE(session->run_into(input, &outputs).ok());
+      const winfer::Tensor first = outputs[0].to_layout(winfer::Layout::kPlain);
+      g_allocations = 0;
+      g_counting = true;
+      const winfer::Status second = session->run_into(input, &outputs);
+      g_counting = false;
+      CHECK(second.ok());
+      CHECK_MESSAGE(g_allocations.load() == 0, g_allocations.load() << " allocations in run_into");
+      CHECK(same_bits(outputs[0], first));
+    }
+  }
+}
+
 TEST_CASE("session: run_into checks caller-provided outputs and honours their layout") {
   auto model =
       load_ok(model_header(4, 8, 8) + "layers:\n" + conv("a", 4, 6, 3) + conv("b", 6, 2, 1) + "outputs: [a, b]\n",

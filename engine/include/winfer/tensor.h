@@ -49,6 +49,10 @@ class Tensor {
   // Non-owning view of memory the caller keeps alive.
   static Tensor view(float* data, const Shape& shape, Layout layout = Layout::kPlain);
   static Tensor view(void* data, const Shape& shape, Layout layout, DType dtype);
+  // Points a view at other memory of its shape, layout and type, allocating nothing (a view kept
+  // across calls: a split batch's runs). False, and nothing changed, for a tensor that owns its
+  // storage.
+  bool repoint_view(float* data);
 
   const Shape& shape() const { return shape_; }
   Layout layout() const { return layout_; }

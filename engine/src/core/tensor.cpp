@@ -76,6 +76,12 @@ Tensor Tensor::view(float* data, const Shape& shape, Layout layout) {
   return t;
 }
 
+bool Tensor::repoint_view(float* data) {
+  if (storage_) return false;
+  data_ = data;
+  return true;
+}
+
 Tensor Tensor::allocate_untouched(const Shape& shape) {
 #if defined(__linux__)
   const size_t bytes = std::max<size_t>(static_cast<size_t>(shape.numel()) * sizeof(float), 1);
