@@ -189,11 +189,7 @@ int run_eval(const EvalArgs& args) {
     if (!written.ok()) return fail(written);
   }
   const double seconds = preprocess_seconds + inference_seconds;
-  const MemoryReport& runs = session.value()->memory_report();
-  const std::string split =
-      runs.images_per_run > 0 && runs.images_per_run < options.batch
-          ? " (runs of " + std::to_string(runs.images_per_run) + ", " + std::to_string(runs.lanes) + " side by side)"
-          : "";
+  const std::string split = batch_runs_note(session.value()->memory_report(), options.batch);
   std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld%s\n", model->name().c_str(),
                model->weights_source().c_str(), session.value()->device().c_str(), options.conv_algorithm.c_str(),
                args.threads, static_cast<long long>(options.batch), split.c_str());

@@ -178,7 +178,9 @@ int run_run(const RunArgs& args) {
   std::fprintf(stderr, "model %s, weights %s, input %s%s\n", m.name().c_str(), m.weights_source().c_str(),
                input.value().shape().to_string().c_str(), args.input.empty() ? " (random)" : "");
   if (session.value()->device() == "cpu") {
-    std::fprintf(stderr, "device cpu, conv %s, threads %d, gemm: %s\n", args.conv.c_str(), args.threads,
+    const int64_t batch = session.value()->input_shape()[0];
+    std::fprintf(stderr, "device cpu, conv %s, threads %d, batch %lld%s, gemm: %s\n", args.conv.c_str(), args.threads,
+                 static_cast<long long>(batch), batch_runs_note(session.value()->memory_report(), batch).c_str(),
                  gemm_backend_description().c_str());
   } else {
     std::fprintf(stderr, "device %s, conv %s%s; times include the input upload and output download\n",

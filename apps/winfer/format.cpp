@@ -26,6 +26,11 @@ std::string human_count(double value) {
   return buf;
 }
 
+std::string batch_runs_note(const MemoryReport& report, int64_t batch) {
+  if (report.images_per_run <= 0 || report.images_per_run >= batch) return "";
+  return " (runs of " + std::to_string(report.images_per_run) + ", " + std::to_string(report.lanes) + " side by side)";
+}
+
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

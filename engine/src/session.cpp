@@ -238,8 +238,11 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const Model> mo
     // conv_algorithm "auto" (per-layer timing) exists on the CPU only, so it keeps "auto" there.
     if (cuda_backend().availability().count > 0 && options.conv_algorithm != "auto") {
       impl = cuda_backend().create_session(std::move(model), options, 0);
-    } else {
-      impl = create_cpu_session(std::move(model), options);
+    } else {  // the CPU, as device "cpu" runs: the default runs of a few images apply
+      SessionOptions on_cpu = options;
+      on_cpu.device = "cpu";
+      impl = create_split_batch_session(model, on_cpu, whole.value());
+      if (impl.ok() && impl.value() == nullptr) impl = create_cpu_session(std::move(model), options);
     }
   } else if (const int index = parse_cuda_index(options.device); index >= 0) {
     impl = cuda_backend().create_session(std::move(model), options, index);

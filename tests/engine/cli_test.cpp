@@ -218,6 +218,17 @@ TEST_CASE("cli: run --top 0 prints no classes, and says nothing false about the 
   CHECK(r.stdout_text.empty());  // was "output [1,10] (not [N, classes]: ...)" for a [N, classes] output
 }
 
+TEST_CASE("cli: run says how the batch ran: in runs side by side by default, at once with --images-per-run 0") {
+  const std::string run = "run " + repo_path("models/zoo/resnet18.yaml") + " --random-weights 1 --size 32x32 --top 0";
+  CommandResult r = run_cli(run + " --batch 4 --threads 2");
+  INFO(r.stderr_text);
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.stderr_text, "threads 2, batch 4 (runs of 1, 2 side by side), gemm:"));
+  r = run_cli(run + " --batch 4 --threads 2 --images-per-run 0");
+  CHECK(r.exit_code == 0);
+  CHECK(contains(r.stderr_text, "threads 2, batch 4, gemm:"));
+}
+
 TEST_CASE("cli: a batch beyond the memory available is refused with the numbers, never std::bad_alloc") {
   // Once: the random input was allocated before the session's memory check, and std::bad_alloc
   // escaped main (exit 134). 2^20 images of ResNet-18 need terabytes on any machine.

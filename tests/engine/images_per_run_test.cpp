@@ -282,6 +282,19 @@ TEST_CASE("images_per_run: the default chooses runs side by side where the batch
   }
 }
 
+TEST_CASE("images_per_run: device auto on the CPU takes the default runs too") {
+  const auto model = load_ok(small_net(), true, kSeed);
+  winfer::SessionOptions options = options_for(4, winfer::SessionOptions::kImagesPerRunAuto);
+  options.device = "auto";
+  auto session = create_ok(model, options);
+  if (session->device() != "cpu") {
+    MESSAGE("device auto chose " << session->device() << ": nothing to check on the CPU");
+    return;
+  }
+  CHECK(session->memory_report().images_per_run == 1);
+  CHECK(session->memory_report().lanes == 2);
+}
+
 TEST_CASE("images_per_run: the default keeps the whole batch where splitting does not apply") {
   const auto whole_batch = [](std::shared_ptr<const winfer::Model> model, winfer::SessionOptions options) {
     auto session = create_ok(std::move(model), options);
