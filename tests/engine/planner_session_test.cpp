@@ -329,33 +329,49 @@ TEST_CASE("plan: random graphs run planned (poisoned) exactly as unplanned") {
   CHECK(in_place > 10);
 }
 
-TEST_CASE("session: run_into allocates nothing after its first call - run() allocates its result") {
-  auto model = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"));
-  REQUIRE(model.ok());
+// Whether this build can count run_into's allocations (says why not when it cannot).
+bool allocations_countable() {
 #ifdef WINFER_NO_NEW_REPLACEMENT
   MESSAGE("WINFER_TEST_SKIPPED: operator new cannot be counted under ThreadSanitizer");
-  return;
-#endif
+  return false;
+#else
   if (winfer::gemm_backend_description().rfind("OpenBLAS", 0) != 0) {
     MESSAGE("skipped: the portable fallback GEMM allocates packing buffers (" << winfer::gemm_backend_description()
                                                                               << ")");
-    return;
+    return false;
   }
+  return true;
+#endif
+}
+
+// Runs `input` through the session twice with run_into (the first call allocates the outputs
+// and warms up) and checks that the second allocates nothing and gives the same bits; returns
+// the output.
+winfer::Tensor check_second_run_into_allocates_nothing(winfer::Session& session, const winfer::Tensor& input) {
+  std::vector<winfer::Tensor> outputs;
+  REQUIRE(session.run_into(input, &outputs).ok());
+  const winfer::Tensor first = outputs[0].to_layout(winfer::Layout::kPlain);
+  g_allocations = 0;
+  g_counting = true;
+  const winfer::Status second = session.run_into(input, &outputs);
+  g_counting = false;
+  CHECK(second.ok());
+  CHECK_MESSAGE(g_allocations.load() == 0, g_allocations.load() << " allocations in run_into");
+  CHECK(same_bits(outputs[0], first));
+  return first;
+}
+
+TEST_CASE("session: run_into allocates nothing after its first call - run() allocates its result") {
+  auto model = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"));
+  REQUIRE(model.ok());
+  if (!allocations_countable()) return;
   const winfer::Tensor input = random_tensor(winfer::Shape{1, 3, 32, 32}, 8, winfer::Layout::kNCHW);
   for (const std::string& algorithm : winfer::conv_algorithm_names()) {
     winfer::SessionOptions options;
     options.conv_algorithm = algorithm;
     auto session = session_ok(model.value(), options);
-    std::vector<winfer::Tensor> outputs;
-    REQUIRE(session->run_into(input, &outputs).ok());  // allocates the outputs (and warms up)
-    const winfer::Tensor first = outputs[0].to_layout(winfer::Layout::kPlain);
-    g_allocations = 0;
-    g_counting = true;
-    const winfer::Status second = session->run_into(input, &outputs);
-    g_counting = false;
-    CHECK(second.ok());
-    CHECK_MESSAGE(g_allocations.load() == 0, algorithm << ": " << g_allocations.load() << " allocations in run_into");
-    CHECK(same_bits(outputs[0], first));
+    INFO(algorithm);
+    const winfer::Tensor first = check_second_run_into_allocates_nothing(*session, input);
 
     g_allocations = 0;
     g_counting = true;
@@ -372,15 +388,7 @@ TEST_CASE("session: run_into allocates nothing after its first call in runs of a
   // the batch on 1); each run's input and outputs are views kept from call to call.
   auto model = winfer::Model::load(repo_path("models/examples/tiny_net.yaml"));
   REQUIRE(model.ok());
-#ifdef WINFER_NO_NEW_REPLACEMENT
-  MESSAGE("WINFER_TEST_SKIPPED: operator new cannot be counted under ThreadSanitizer");
-  return;
-#endif
-  if (winfer::gemm_backend_description().rfind("OpenBLAS", 0) != 0) {
-    MESSAGE("skipped: the portable fallback GEMM allocates packing buffers (" << winfer::gemm_backend_description()
-                                                                              << ")");
-    return;
-  }
+  if (!allocations_countable()) return;
   for (const int threads : {1, 2}) {
     for (const int64_t batch : {4, 5}) {  // 5: runs of 2 and a rest of 1, asked for
       winfer::SessionOptions options;
@@ -392,16 +400,7 @@ TEST_CASE("session: run_into allocates nothing after its first call in runs of a
       REQUIRE(session->memory_report().images_per_run < batch);
       const winfer::Tensor input =
           random_tensor(winfer::Shape{batch, 3, 32, 32}, static_cast<uint32_t>(batch), winfer::Layout::kNCHW);
-      std::vector<winfer::Tensor> outputs;
-      REQUIRE(session->run_into(input, &outputs).ok());
-      const winfer::Tensor first = outputs[0].to_layout(winfer::Layout::kPlain);
-      g_allocations = 0;
-      g_counting = true;
-      const winfer::Status second = session->run_into(input, &outputs);
-      g_counting = false;
-      CHECK(second.ok());
-      CHECK_MESSAGE(g_allocations.load() == 0, g_allocations.load() << " allocations in run_into");
-      CHECK(same_bits(outputs[0], first));
+      check_second_run_into_allocates_nothing(*session, input);
     }
   }
 }
