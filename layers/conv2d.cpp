@@ -293,7 +293,8 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
   const ConvAlgorithm* algorithm = choose_algorithm(p, options.conv_algorithm, !only_requested_layout, &note);
   if (algorithm == nullptr) return internal_error("no convolution algorithm supports " + p.to_string());
   std::optional<ConvPool> pool;
-  if (const auto pooling = pool_params(p, outputs[0])) pool.emplace(*algorithm, p, *pooling);
+  const BandSizing bands{options.threads};
+  if (const auto pooling = pool_params(p, outputs[0])) pool.emplace(*algorithm, p, *pooling, bands);
   bool shared = false;
   auto packed = weights_for(*algorithm, p, &shared);
   if (!packed.ok()) return packed.status();
@@ -307,7 +308,7 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
     auto then_packed = then_->weights_for(*second, q, &then_shared);
     if (!then_packed.ok()) return then_packed.status();
     then.emplace(ThenStage{second, std::move(then_packed.value()), !then_shared, then_->bias(), then_->activation(),
-                           then_->pointwise(), ConvThenConv(*algorithm, p, *second, q)});
+                           then_->pointwise(), ConvThenConv(*algorithm, p, *second, q, bands)});
   }
   return std::unique_ptr<Kernel>(new ConvKernel(algorithm, p, *this, std::move(packed.value()), /*owned=*/!shared,
                                                 std::move(pool), std::move(then), std::move(note)));
@@ -322,15 +323,16 @@ Result<Tensor> Conv2dOp::weights_for(const ConvAlgorithm& algorithm, const ConvP
 }
 
 size_t Conv2dOp::kernel_workspace_bytes(const ConvAlgorithm& algorithm, const std::vector<Shape>& inputs,
-                                        const std::vector<Shape>& outputs) const {
+                                        const std::vector<Shape>& outputs, int threads) const {
   const ConvParams p = params_for(inputs[0]);
   if (then_) {
     const ConvParams q = then_->params_for(conv_output_shape(inputs[0]));
     std::string note;
     const ConvAlgorithm* second = choose_algorithm(q, &algorithm, /*may_decline=*/false, &note);
-    return second != nullptr ? ConvThenConv(algorithm, p, *second, q).workspace_bytes() : 0;
+    return second != nullptr ? ConvThenConv(algorithm, p, *second, q, BandSizing{threads}).workspace_bytes() : 0;
   }
-  if (const auto pooling = pool_params(p, outputs[0])) return ConvPool(algorithm, p, *pooling).workspace_bytes();
+  if (const auto pooling = pool_params(p, outputs[0]))
+    return ConvPool(algorithm, p, *pooling, BandSizing{threads}).workspace_bytes();
   return algorithm.workspace_bytes(p);
 }
 

@@ -108,9 +108,10 @@ class Conv2dOp : public Op, public ConvCapability {
   const Conv2dOp* then() const { return then_.get(); }
   size_t absorbed_conv_weight_bytes() const override { return then_ ? then_->weight_bytes() : 0; }
   // The bytes of workspace this op's CPU kernel needs when its convolution runs `algorithm`:
-  // the algorithm's own, or the band buffer and scratch of a fused pooling or depthwise.
+  // the algorithm's own, or the band buffer and scratch of a fused pooling or depthwise (sized
+  // for a session of `threads` threads).
   size_t kernel_workspace_bytes(const ConvAlgorithm& algorithm, const std::vector<Shape>& inputs,
-                                const std::vector<Shape>& outputs) const override;
+                                const std::vector<Shape>& outputs, int threads) const override;
   // The pooling of the convolution's output (for these conv params) into `output`, if absorbed.
   std::optional<PoolParams> pool_params(const ConvParams& p, const Shape& output) const;
   // This convolution's own output shape (before a fused pooling or depthwise convolution).

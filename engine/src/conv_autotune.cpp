@@ -437,7 +437,7 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
       ConvCandidate c;
       c.algorithm = a->name();
       // The kernel's: with a fused pooling's or depthwise convolution's bands.
-      c.workspace_bytes = op.kernel_workspace_bytes(*a, in_shapes, out_shapes);
+      c.workspace_bytes = op.kernel_workspace_bytes(*a, in_shapes, out_shapes, options.threads);
       c.packed_weight_bytes = a->packed_weight_bytes(p);
       const TimingCache::Entry* known = cache.find(TimingCache::key(p, options.threads, c.algorithm));
       const bool known_time = known != nullptr;

@@ -34,9 +34,9 @@ class ConvCapability {
   // True once an add was absorbed: inputs are then (x, residual).
   virtual bool has_residual() const = 0;
   // The bytes of workspace the op's CPU kernel needs when its convolution runs `algorithm`
-  // (with a fused pooling's or depthwise convolution's bands).
+  // (with a fused pooling's or depthwise convolution's bands) in a session of `threads` threads.
   virtual size_t kernel_workspace_bytes(const ConvAlgorithm& algorithm, const std::vector<Shape>& inputs,
-                                        const std::vector<Shape>& outputs) const = 0;
+                                        const std::vector<Shape>& outputs, int threads) const = 0;
   // The bytes of an absorbed depthwise convolution's weights (0 when none): they do not depend
   // on the algorithm chosen for this one.
   virtual size_t absorbed_conv_weight_bytes() const = 0;

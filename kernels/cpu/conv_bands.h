@@ -14,12 +14,22 @@
 // image, which on two threads split into pieces too small to scale (stage 4's pair 1.26x at
 // batch 8 before).
 //
+// A band's size depends on the threads that compute and read it (BandSizing): a band one
+// thread runs alone (a one-thread session, or one run of a batch run side by side) is 256 KiB,
+// which stays in that core's L2 next to the algorithm's scratch and the weights; a band the
+// threads share is 1 MiB, so that each thread's part is not too small to be worth a parallel
+// call (EfficientNet-B0 at batch 1 on 2 threads ran 1.07x the time with 256 KiB bands, 1.03x
+// with 512 KiB; on one thread 256 KiB ran as fast or up to 3% faster, docs/PERFORMANCE.md
+// session 30, and holds a quarter of the memory).
+//
 // On several threads the bands are not split between the threads (two parallel calls per band,
 // each a few microseconds of work: MobileNetV2's fused pairs ran no faster on 2 threads than on
 // 1): each thread takes whole images, or contiguous ranges of an image's consumer rows, and runs
 // their bands alone in a "lane" of the workspace of its own: kLanes lanes of band_bytes / kLanes
 // where an image takes several bands, one lane per image of a band of whole images (at most
-// kLanes), each with its scratch. Rows that two ranges' windows share are computed by both.
+// kLanes), each with its scratch; no more lanes than the session has threads, and none on one
+// thread (its workspace would hold lanes no run uses). Rows that two ranges' windows share are
+// computed by both.
 //
 // Every convolution row is computed by the same algorithm, reading the same taps, so the
 // result is the whole convolution's bit for bit (for algorithms that compute a pixel the same
@@ -57,11 +67,21 @@ inline RowSpan window_rows(int64_t a, int64_t b, int64_t kernel, int64_t stride,
   return {a * stride - pad_top, (b - 1) * stride - pad_top + (kernel - 1) * dilation + 1};
 }
 
+// What a layer's bands are sized for: the most threads that will run them (the session's) and
+// the bytes of a band (0: the default for those threads, ConvBands::default_band_bytes).
+struct BandSizing {
+  int threads = 1;
+  int64_t band_bytes = 0;
+};
+
 class ConvBands {
  public:
-  // Stays in L2 from the write to the read. VGG16 conv1_2 under a pooling: 8 pooled rows = 16
-  // rows of 224 x 64 floats, 896 KiB.
-  static constexpr int64_t kDefaultBandBytes = 1 << 20;
+  // A band the threads share. Stays in L2 from the write to the read. VGG16 conv1_2 under a
+  // pooling: 8 pooled rows = 16 rows of 224 x 64 floats, 896 KiB.
+  static constexpr int64_t kSharedBandBytes = 1 << 20;
+  // A band one thread runs alone (the header says why).
+  static constexpr int64_t kOneThreadBandBytes = 256 << 10;
+  static int64_t default_band_bytes(int threads) { return threads <= 1 ? kOneThreadBandBytes : kSharedBandBytes; }
   // Most lanes a workspace holds for threads that run bands on their own: 2 to lane_count_
   // threads take a lane each; more split each band between them.
   static constexpr int kLanes = 4;
@@ -73,10 +93,13 @@ class ConvBands {
   };
 
   // `conv` is the whole layer (any batch). As many consumer rows per band as keep a band's
-  // convolution rows within band_bytes (at least one), or the more the algorithm asks for
-  // (ConvAlgorithm::band_rows: winograd's block of tiles).
-  ConvBands(const ConvAlgorithm& algorithm, const ConvParams& conv, const RowWindow& consumer, int64_t band_bytes)
+  // convolution rows within the sizing's band bytes (at least one), or the more the algorithm
+  // asks for (ConvAlgorithm::band_rows: winograd's block of tiles). run() takes any thread
+  // count; more threads than sizing.threads split each band between them instead of lanes.
+  ConvBands(const ConvAlgorithm& algorithm, const ConvParams& conv, const RowWindow& consumer, BandSizing sizing)
       : algorithm_(algorithm), conv_(conv), consumer_(consumer) {
+    const int64_t band_bytes = sizing.band_bytes > 0 ? sizing.band_bytes : default_band_bytes(sizing.threads);
+    const int max_lanes = std::min(kLanes, sizing.threads);
     const int64_t row_bytes = conv_.out_w() * conv_.out_channels * int64_t{sizeof(float)};
     rows_per_band_ = algorithm_band_rows(band_bytes / (row_bytes * consumer_.stride));
 
@@ -111,14 +134,16 @@ class ConvBands {
     // A lane's bands are no smaller than the algorithm's smallest (ConvAlgorithm::band_rows);
     // where that is a whole band, lanes would only split the band's work less evenly.
     const int64_t least_rows = algorithm_band_rows(1);
-    if (images_per_band_ == 1 && rows_per_band_ < consumer_.out_rows &&
-        (least_rows == 1 || least_rows < rows_per_band_)) {
+    if (max_lanes < 2) {
+      // One thread: no lanes.
+    } else if (images_per_band_ == 1 && rows_per_band_ < consumer_.out_rows &&
+               (least_rows == 1 || least_rows < rows_per_band_)) {
       lane_rows_per_band_ = std::max<int64_t>(least_rows, rows_per_band_ / kLanes);
-      lane_count_ = kLanes;
+      lane_count_ = max_lanes;
     } else if (rows_per_band_ == consumer_.out_rows && (images_per_band_ > 1 || lane_splits(2) == 1) &&
                int64_t(algorithm_.packed_weight_bytes(conv_)) <= cpu::l2_weight_bytes()) {
       lane_rows_per_band_ = consumer_.out_rows;
-      lane_count_ = static_cast<int>(std::clamp<int64_t>(images_per_band_, 2, kLanes));
+      lane_count_ = static_cast<int>(std::clamp<int64_t>(images_per_band_, 2, max_lanes));
     }
     for_each_lane_band([&](const Band& b) { measure(b, 1, &lane_rows); });
     // Rounded to 64 bytes: the scratch after the band keeps the arena's alignment.

@@ -2,10 +2,10 @@
 
 namespace winfer {
 
-ConvPool::ConvPool(const ConvAlgorithm& algorithm, const ConvParams& conv, const PoolParams& pool, int64_t band_bytes)
+ConvPool::ConvPool(const ConvAlgorithm& algorithm, const ConvParams& conv, const PoolParams& pool, BandSizing sizing)
     : pool_(pool),
       bands_(algorithm, conv, RowWindow{pool.kernel_h, pool.stride_h, pool.pad_top, pool.dilation_h, pool.out_h},
-             band_bytes) {}
+             sizing) {}
 
 void ConvPool::run(const float* input_nhwc, const float* packed, const float* bias, float* output_nhwc, void* workspace,
                    Activation act, int threads) const {

@@ -14,14 +14,12 @@
 namespace winfer {
 
 // `conv` as the whole layer (any batch); `pool` pools its output (pool.batch, channels, in_h
-// and in_w match conv's output). The bands are chosen from these alone: as many pooled rows
-// as keep a band's convolution rows within band_bytes (at least one), or the more the
-// algorithm asks for (ConvAlgorithm::band_rows).
+// and in_w match conv's output). The bands are chosen from these and the sizing alone: as many
+// pooled rows as keep a band's convolution rows within the band bytes (at least one), or the
+// more the algorithm asks for (ConvAlgorithm::band_rows); lanes for up to sizing.threads.
 class ConvPool {
  public:
-  static constexpr int64_t kDefaultBandBytes = ConvBands::kDefaultBandBytes;
-  ConvPool(const ConvAlgorithm& algorithm, const ConvParams& conv, const PoolParams& pool,
-           int64_t band_bytes = kDefaultBandBytes);
+  ConvPool(const ConvAlgorithm& algorithm, const ConvParams& conv, const PoolParams& pool, BandSizing sizing);
 
   // Band buffer plus the largest workspace the algorithm needs for any band.
   size_t workspace_bytes() const { return bands_.workspace_bytes(); }

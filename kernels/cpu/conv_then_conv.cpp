@@ -7,11 +7,10 @@
 namespace winfer {
 
 ConvThenConv::ConvThenConv(const ConvAlgorithm& first_algorithm, const ConvParams& first,
-                           const ConvAlgorithm& second_algorithm, const ConvParams& second, int64_t band_bytes)
+                           const ConvAlgorithm& second_algorithm, const ConvParams& second, BandSizing sizing)
     : second_(second),
       bands_(first_algorithm, first,
-             RowWindow{second.kernel_h, second.stride_h, second.pad_top, second.dilation_h, second.out_h()},
-             band_bytes) {
+             RowWindow{second.kernel_h, second.stride_h, second.pad_top, second.dilation_h, second.out_h()}, sizing) {
   size_t scratch = 0;
   bands_.for_each_band([&](const ConvBands::Band& b) {
     scratch = std::max(scratch, second_algorithm.workspace_bytes(second_rows_problem(b, bands_.images_per_band())));

@@ -34,9 +34,10 @@ struct ConvStage {
 class ConvThenConv {
  public:
   // `first` and `second` are whole layers (any batch, the same for both); second reads first's
-  // output: its batch, in_channels, in_h and in_w are first's output's.
+  // output: its batch, in_channels, in_h and in_w are first's output's. Bands and lanes as
+  // `sizing` says (ConvBands).
   ConvThenConv(const ConvAlgorithm& first_algorithm, const ConvParams& first, const ConvAlgorithm& second_algorithm,
-               const ConvParams& second, int64_t band_bytes = ConvBands::kDefaultBandBytes);
+               const ConvParams& second, BandSizing sizing);
 
   // Band buffer plus the largest scratch either algorithm needs for any band.
   size_t workspace_bytes() const { return bands_.workspace_bytes(); }

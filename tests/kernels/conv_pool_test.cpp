@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conv_test_util.h"
@@ -66,8 +67,8 @@ std::vector<float> conv_then_pool(const ConvAlgorithm& a, const ConvPoolCase& c,
 }
 
 std::vector<float> banded(const ConvAlgorithm& a, const ConvPoolCase& c, const test::ConvData& d,
-                          const PoolParams& pool, int64_t band_bytes, int threads) {
-  const ConvPool fused(a, c.conv, pool, band_bytes);
+                          const PoolParams& pool, int64_t band_bytes, int threads, int sized_threads) {
+  const ConvPool fused(a, c.conv, pool, BandSizing{sized_threads, band_bytes});
   std::vector<float> packed(a.packed_weight_bytes(c.conv) / sizeof(float));
   a.pack_weights(c.conv, d.weight.data(), packed.data());
   test::GuardedBuffer workspace(fused.workspace_bytes());
@@ -102,8 +103,11 @@ TEST_CASE("conv + maxpool in bands: equal to the whole convolution pooled, and t
       test::check_close(whole.data(), want, window_abs_sum, conv.terms, "conv then pool vs reference");
       for (int64_t band_bytes : {int64_t{1}, 3 * row_bytes * c.pool.s, int64_t{1} << 30}) {
         INFO("band bytes ", band_bytes);
-        for (int threads : {1, 2}) {
-          const std::vector<float> got = banded(*a, c, d, pool, band_bytes, threads);
+        // Sized for the threads that run it (2: lanes), and sized for 1 but run on 2 (no lanes in
+        // the workspace: each band split between the threads).
+        for (auto [threads, sized] : {std::pair{1, 1}, std::pair{2, 2}, std::pair{2, 1}}) {
+          INFO("threads ", threads, ", sized for ", sized);
+          const std::vector<float> got = banded(*a, c, d, pool, band_bytes, threads, sized);
           // im2col's GEMM (OpenBLAS) may block a product of fewer rows differently: close, not
           // bitwise. The others compute each output with the same loop whatever the rows.
           if (std::string(name) == "im2col")
@@ -141,7 +145,7 @@ TEST_CASE("conv + maxpool in bands, winograd: bands of whole tile rows, a block 
     const RowWindow pool{c.pool.k, c.pool.s, c.pool.pad, c.pool.d, pool_params(c.conv, c.pool).out_h};
     for (int64_t band_bytes : {int64_t{1}, int64_t{1} << 20}) {
       INFO("band bytes ", band_bytes);
-      const ConvBands bands(winograd, c.conv, pool, band_bytes);
+      const ConvBands bands(winograd, c.conv, pool, BandSizing{2, band_bytes});
       auto check_band = [&](const ConvBands::Band& b) {
         INFO("band of pooled rows ", b.o0, "..", b.o1, ": convolution rows ", b.kept, "..", b.r1);
         CHECK(b.kept % tile == 0);  // its tiles start on the whole layer's tile grid
@@ -168,7 +172,7 @@ TEST_CASE("conv + maxpool in bands, winograd: within the transforms' tolerance o
       INFO("band bytes ", band_bytes);
       for (int threads : {1, 2}) {
         INFO("threads ", threads);
-        const std::vector<float> got = banded(winograd, c, d, pool, band_bytes, threads);
+        const std::vector<float> got = banded(winograd, c, d, pool, band_bytes, threads, threads);
         test::check_close(got.data(), want, abs_sum, conv.terms, "banded winograd vs reference");
       }
     }

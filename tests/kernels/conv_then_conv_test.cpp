@@ -8,9 +8,11 @@
 // unfused layers' pass over the whole output (the same code per element: the same bits).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conv_test_util.h"
@@ -130,8 +132,8 @@ Packed pack(const ConvAlgorithm& a, const ConvAlgorithm& b, const PairCase& c, c
 }
 
 std::vector<float> banded(const ConvAlgorithm& a, const ConvAlgorithm& b, const PairCase& c, const test::ConvData& d1,
-                          const test::ConvData& d2, int64_t band_bytes, int threads) {
-  const ConvThenConv pair(a, c.first, b, c.second, band_bytes);
+                          const test::ConvData& d2, int64_t band_bytes, int threads, int sized_threads) {
+  const ConvThenConv pair(a, c.first, b, c.second, BandSizing{sized_threads, band_bytes});
   const Packed packed = pack(a, b, c, d1, d2);
   test::GuardedBuffer workspace(pair.workspace_bytes());
   const size_t count =
@@ -189,8 +191,10 @@ TEST_CASE("conv then conv in bands: equal to the two whole convolutions, and to 
       for (int64_t band_bytes :
            {int64_t{1}, 3 * row_bytes * c.second.stride_h, image_bytes, 2 * image_bytes, int64_t{1} << 30}) {
         INFO("band bytes ", band_bytes);
-        for (int threads : {1, 2}) {
-          const std::vector<float> got = banded(*first, *second, c, d1, d2, band_bytes, threads);
+        // Sized for the threads that run it (2: lanes), and sized for 1 but run on 2.
+        for (auto [threads, sized] : {std::pair{1, 1}, std::pair{2, 2}, std::pair{2, 1}}) {
+          INFO("threads ", threads, ", sized for ", sized);
+          const std::vector<float> got = banded(*first, *second, c, d1, d2, band_bytes, threads, sized);
           if (std::string(name) == "im2col")
             test::check_close(got.data(), want.value, bound, terms, "banded im2col vs reference");
           else
@@ -206,7 +210,8 @@ TEST_CASE("conv bands: whole images per band only where a batch of them keeps th
   REQUIRE(im2win != nullptr);
   const auto images = [&](const ConvParams& first, const Conv& second, int64_t band_bytes) {
     const ConvParams q = reading(first, second);
-    return ConvBands(*im2win, first, RowWindow{q.kernel_h, q.stride_h, q.pad_top, q.dilation_h, q.out_h()}, band_bytes)
+    return ConvBands(*im2win, first, RowWindow{q.kernel_h, q.stride_h, q.pad_top, q.dilation_h, q.out_h()},
+                     BandSizing{2, band_bytes})
         .images_per_band();
   };
   const ConvParams small = Conv(3, 6, 7, 7, 20).p;  // one image's output: 7 x 7 x 20 floats
@@ -229,19 +234,52 @@ TEST_CASE("conv bands: a band of one whole image gets a lane per thread where ea
   REQUIRE(im2win != nullptr);
   const Conv depthwise = Conv(0, 0, 0, 0, 20).k(3, 3).pad(1).g(20);
   const int64_t image_bytes = 7 * 7 * 20 * 4;
-  const auto workspace = [&](int64_t batch) {
+  const auto workspace = [&](int64_t batch, int threads) {
     const ConvParams first = Conv(batch, 6, 7, 7, 20).p, q = reading(first, depthwise);
     const ConvBands bands(*im2win, first, RowWindow{q.kernel_h, q.stride_h, q.pad_top, q.dilation_h, q.out_h()},
-                          image_bytes);
+                          BandSizing{threads, image_bytes});
     REQUIRE(bands.images_per_band() == 1);
     return bands.workspace_bytes();
   };
   // Batch 3 on 2 threads would cut images into ranges: one band, split between the threads.
   // From batch 4 each of 2 threads takes whole images: two lanes of an image each.
-  CHECK(workspace(3) >= size_t(image_bytes));
-  CHECK(workspace(3) < size_t(2 * image_bytes));
-  CHECK(workspace(4) >= size_t(2 * image_bytes));
-  CHECK(workspace(8) == workspace(4));
+  CHECK(workspace(3, 2) >= size_t(image_bytes));
+  CHECK(workspace(3, 2) < size_t(2 * image_bytes));
+  CHECK(workspace(4, 2) >= size_t(2 * image_bytes));
+  CHECK(workspace(8, 2) == workspace(4, 2));
+  CHECK(workspace(8, 4) == workspace(4, 4));
+  // A session of one thread runs no lanes, and holds none.
+  CHECK(workspace(4, 1) == workspace(3, 2));
+  CHECK(workspace(8, 1) == workspace(3, 2));
+}
+
+TEST_CASE("conv bands: bands one thread runs alone are smaller, and the lanes no more than the threads") {
+  const ConvAlgorithm* im2win = find_conv_algorithm("im2win");
+  REQUIRE(im2win != nullptr);
+  // A 112x112 3x3 convolution (16 -> 96, 43 KiB a row; im2win needs window slots) under a 3x3
+  // depthwise of stride 2.
+  const ConvParams first = Conv(1, 16, 112, 112, 96).k(3, 3).pad(1).p;
+  const ConvParams q = reading(first, Conv(0, 0, 0, 0, 96).k(3, 3).s(2, 2).pad(1).g(96));
+  const RowWindow window{q.kernel_h, q.stride_h, q.pad_top, q.dilation_h, q.out_h()};
+  const int64_t row_bytes = 112 * 96 * 4;
+  const auto band_rows = [&](const ConvBands& bands) {
+    int64_t most = 0;
+    bands.for_each_band([&](const ConvBands::Band& b) { most = std::max(most, b.r1 - b.r0); });
+    return most;
+  };
+  const ConvBands one(*im2win, first, window, BandSizing{1});
+  const ConvBands two(*im2win, first, window, BandSizing{2});
+  const ConvBands four(*im2win, first, window, BandSizing{4});
+  // A band holds the rows its consumer rows read: at most the band bytes, plus one window's overlap.
+  CHECK(band_rows(one) * row_bytes <= ConvBands::kOneThreadBandBytes + row_bytes);
+  CHECK(band_rows(one) * row_bytes > ConvBands::kOneThreadBandBytes / 2);
+  CHECK(band_rows(two) * row_bytes <= ConvBands::kSharedBandBytes + row_bytes);
+  CHECK(band_rows(two) * row_bytes > ConvBands::kSharedBandBytes / 2);
+  CHECK(band_rows(four) == band_rows(two));
+  // One thread: one band and its scratch. Lanes (a quarter of a band each, with a scratch each):
+  // two on 2 threads, four on 4.
+  CHECK(one.workspace_bytes() < size_t(ConvBands::kOneThreadBandBytes + row_bytes) + im2win->workspace_bytes(first));
+  CHECK(two.workspace_bytes() < four.workspace_bytes());
 }
 
 }  // namespace
