@@ -35,14 +35,9 @@ Status SafeTensorsParamSource::get(const std::string& name, const Shape& expecte
   if (t->dtype != "F32") return invalid_argument(what + " has dtype " + t->dtype + ", expected F32");
   WINFER_RETURN_IF_ERROR(check_shape(what, t->shape, expected));
   *out = Tensor::allocate_for_overwrite(expected);  // every element is written below
-  // memcpy: safetensors data offsets need not be 4-byte aligned. From a mapped file the pages
-  // leave the resident set as they are copied, so the weights are not held twice while loading.
-  if (file_->is_mapped()) {
-    detail::copy_from_mapping_and_drop(out->data(), static_cast<const unsigned char*>(t->data), out->bytes());
-  } else {
-    std::memcpy(out->data(), t->data, out->bytes());
-  }
-  return Status::Ok();
+  // Read from the file, not through its mapping (SafeTensorsFile::copy_data), so the weights are
+  // not held twice while loading; byte copies, since data offsets need not be 4-byte aligned.
+  return file_->copy_data(*t, out->data());
 }
 
 Status InlineParamSource::get(const std::string& name, const Shape& expected, Tensor* out) {

@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "bench/layer_set.h"
+#include "engine/src/yaml_node_limit.h"
+#include <yaml-cpp/exceptions.h>
 #include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
 #include "winfer/idx_dataset.h"
@@ -178,6 +180,30 @@ TEST_CASE("files: size limits are checked before reading, and a model's YAML nod
     INFO(model.status().message());
     CHECK(contains(model.status().message(), "model.yaml:6: the model has more than 262144 YAML values"));
   }
+}
+
+TEST_CASE("files: yaml-cpp makes at most 3 nodes per byte, so short texts skip the node count") {
+  // The densest texts known: a lone ':' or '?' (a map, a null key, a null value), and patterns
+  // that repeat a null key and value, a sequence entry or a nested map as often as possible.
+  for (const char* pattern : {":", "?", ":\n", "?\n", "? ? ", "?\n? ", "- ? ", "- - ", "-\n", "a:\n", "{?,", "[{},"}) {
+    for (int repeats : {1, 2, 10, 1000, 20000}) {
+      std::string text;
+      for (int i = 0; i < repeats; ++i) text += pattern;
+      CAPTURE(pattern);
+      CAPTURE(repeats);
+      try {
+        const size_t nodes = winfer::count_yaml_nodes(text, /*even_if_short=*/true);
+        CHECK(nodes <= winfer::kMaxYamlNodesPerByte * text.size());
+      } catch (const YAML::Exception&) {
+        // not YAML (an unclosed flow collection): Load refuses it as well
+      }
+    }
+  }
+  // 87381 bytes of the densest pattern stay within the limit; skipped, the count returns 0.
+  std::string dense;
+  while (dense.size() + 2 <= winfer::kYamlBytesWithinNodeLimit) dense += "?\n";
+  CHECK(winfer::count_yaml_nodes(dense, /*even_if_short=*/true) <= winfer::kMaxYamlNodes);
+  CHECK(winfer::count_yaml_nodes(dense) == 0);
 }
 
 TEST_CASE("files: a labels file must be text, one name per line") {

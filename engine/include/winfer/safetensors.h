@@ -54,6 +54,13 @@ class SafeTensorsFile {
   // from_memory()'s copy. Pages of a mapping can be given back once read (the loader does so as
   // it copies each tensor out; the file's bytes stay readable, faulted in again on access).
   bool is_mapped() const { return map_ != nullptr; }
+  // Copies `tensor`'s byte_size bytes (a tensor of this file) into `out`. From a file (open())
+  // they are read with pread, not through the mapping: reading a mapping leaves its pages
+  // resident around every tensor (Linux maps a fault's neighbours too, up to a whole large
+  // folio), and a loader that copies every weight would hold much of the file beside the
+  // copies. From memory, memcpy. Errors name the file and the tensor (a file changed on disk
+  // since open() may end early).
+  Status copy_data(const SafeTensor& tensor, void* out) const;
 
   ~SafeTensorsFile();
   SafeTensorsFile(const SafeTensorsFile&) = delete;
@@ -67,6 +74,7 @@ class SafeTensorsFile {
   std::string path_;
   const unsigned char* map_ = nullptr;
   size_t map_size_ = 0;
+  int fd_ = -1;  // open(): the file the mapping was made from, for copy_data
   std::vector<SafeTensor> tensors_;
   std::map<std::string, size_t> index_;  // name -> position in tensors_
   std::map<std::string, std::string> metadata_;

@@ -152,7 +152,8 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
 }
 
-MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(other.data_), size_(other.size_), fd_(std::move(other.fd_)) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
@@ -162,6 +163,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
     data_ = other.data_;
     size_ = other.size_;
+    fd_ = std::move(other.fd_);
     other.data_ = nullptr;
     other.size_ = 0;
   }
@@ -178,7 +180,24 @@ Result<MappedFile> MappedFile::map(const std::string& path, const InputKind& kin
   MappedFile mapped;
   mapped.data_ = static_cast<const unsigned char*>(p);
   mapped.size_ = size;
+  mapped.fd_ = std::move(file.fd);
   return mapped;
+}
+
+Status read_at(int fd, const std::string& path, const std::string& what, uint64_t offset, size_t size, void* out) {
+  unsigned char* dst = static_cast<unsigned char*>(out);
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = ::pread(fd, dst + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return os_error(path, "cannot read " + what, errno);
+    if (n == 0) {
+      return io_error(path + ": ends at byte " + std::to_string(offset + done) + " while reading " + what + " (bytes " +
+                      std::to_string(offset) + ".." + std::to_string(offset + size) +
+                      "): was it changed while it was being loaded?");
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
 }
 
 void copy_from_mapping_and_drop(void* out, const unsigned char* mapped, size_t size) {

@@ -87,7 +87,7 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   // Opens through open_input_file (same refusals and limit). An empty file gives an empty
-  // mapping (data() == nullptr, size() == 0).
+  // mapping (data() == nullptr, size() == 0). The file stays open (fd()) for read_at.
   static Result<MappedFile> map(const std::string& path, const InputKind& kind);
 
   const unsigned char* data() const { return data_; }
@@ -98,10 +98,14 @@ class MappedFile {
     data_ = nullptr;
     size_ = 0;
   }
+  // The open file the mapping was made from (-1 for an empty one); release_fd() hands it over.
+  int fd() const { return fd_.get(); }
+  int release_fd() { return fd_.release(); }
 
  private:
   const unsigned char* data_ = nullptr;
   size_t size_ = 0;
+  UniqueFd fd_;
 };
 
 // Copies `size` bytes out of a read-only file mapping into `out` and gives the mapped pages
@@ -111,6 +115,12 @@ class MappedFile {
 // bytes again later faults them back in from the file. Only for memory mapped from a file with
 // MappedFile (or another read-only file mapping): on anonymous memory it would zero the pages.
 void copy_from_mapping_and_drop(void* out, const unsigned char* mapped, size_t size);
+
+// Reads `size` bytes at `offset` of the open file `fd` into `out` (pread, retried until done):
+// the bytes come from the page cache without being mapped, so none of the file's pages enter
+// the resident set. A file that ends early (changed since it was checked) is an error naming
+// `path`, `what` and the offsets.
+Status read_at(int fd, const std::string& path, const std::string& what, uint64_t offset, size_t size, void* out);
 
 // What a file that winfer writes is, so that it replaces only a file of its own kind: an
 // output path never destroys what it names. `looks_like` sees the first bytes (up to 4 KiB) of

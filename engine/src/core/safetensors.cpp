@@ -1,9 +1,11 @@
 #include "winfer/safetensors.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -293,6 +295,7 @@ Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::open(const std::
   // Hand the mapping over to the file object only now that everything is valid.
   file->map_size_ = mapped.size();
   file->map_ = mapped.data();
+  file->fd_ = mapped.release_fd();
   mapped.release();
   return std::shared_ptr<const SafeTensorsFile>(std::move(file));
 }
@@ -307,7 +310,18 @@ Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::from_memory(cons
   return std::shared_ptr<const SafeTensorsFile>(std::move(file));
 }
 
+Status SafeTensorsFile::copy_data(const SafeTensor& tensor, void* out) const {
+  const auto* bytes = static_cast<const unsigned char*>(tensor.data);
+  if (fd_ >= 0 && map_ != nullptr) {
+    return detail::read_at(fd_, path_, "tensor '" + tensor.name + "'", static_cast<uint64_t>(bytes - map_),
+                           tensor.byte_size, out);
+  }
+  if (tensor.byte_size > 0) std::memcpy(out, bytes, tensor.byte_size);
+  return Status::Ok();
+}
+
 SafeTensorsFile::~SafeTensorsFile() {
+  if (fd_ >= 0) ::close(fd_);
   if (map_ != nullptr) ::munmap(const_cast<unsigned char*>(map_), map_size_);
 }
 
