@@ -13,11 +13,11 @@
 // cost one arena each; a single run (the batch fits in one) keeps all the threads.
 //
 // kImagesPerRunAuto, the default, chooses runs side by side wherever there are several threads
-// and the batch gives each the same number of images, and on one thread runs of half the batch
+// and the batch gives each the same number of images, and on one thread runs of 2 images
 // (automatic_images_per_run): on 2 threads at batch 8 the whole batch at once measured up to
 // 1.06x the time of these runs on the zoo's networks, and 1.3-1.4x in the minutes when the two
 // cores sat on different last-level caches (every layer then reads rows the other core wrote; a
-// lane reads only its own); the arena is half the whole batch's. It declines where the runs would
+// lane reads only its own); the arena holds 2 images per thread whatever the batch. It declines where the runs would
 // cost what the whole batch does not: timing "auto" per lane, weights packed per session.
 //
 // Inputs and outputs are not copied: each run reads its images from the caller's input and
@@ -268,12 +268,14 @@ size_t streamed_weight_bytes(const Model& model) {
 }
 
 // kImagesPerRunAuto's choice (SessionOptions::images_per_run says why): one run per thread side by
-// side, each of at most batch / (2 x threads) images (at least 1) that divide a thread's share,
+// side, each of kDefaultImagesPerRun images (fewer where a thread's share is not a multiple: 1),
 // so that every lane does the same runs; a thread's whole share in one run where the weights
 // streamed per run are large (VGG-16's classifier, 470 MiB: at batch 8 on 2 threads, 2 runs per
 // lane measured 0.98-1.02x the whole batch's time, 1 run 0.96-0.97x). On one thread there are no
-// lanes to gain, only caches: runs of at least 2 images (at batch 8, 4 measured 0.95-1.005x, 2
-// up to 1.03x); 0 where runs do not apply.
+// lanes to gain, only caches: runs of 2 images, not 1 (batch 8, 1 thread, against runs of 4:
+// runs of 2 0.98-1.02x the time on the zoo's small networks, runs of 1 up to 1.03x: the late
+// layers' and the classifier's weights are read once per run; docs/PERFORMANCE.md session 30);
+// 0 where runs do not apply.
 int64_t automatic_images_per_run(const Model& model, const SessionOptions& options, const Shape& whole) {
   constexpr size_t kStreamedBytesForOneRun = size_t{16} << 20;  // beyond a last-level cache's share
   const int64_t batch = whole[0], threads = options.threads;
@@ -281,8 +283,9 @@ int64_t automatic_images_per_run(const Model& model, const SessionOptions& optio
   if (options.conv_algorithm == "auto") return 0;  // its timing would be repeated in every lane
   const std::vector<bool> fixed = model.input_dim_fixed();
   if (!fixed.empty() && fixed[0]) return 0;
+  constexpr int64_t kDefaultImagesPerRun = 2;  // the memory of 2 images per thread, whatever the batch
   const int64_t per_thread = batch / threads;
-  int64_t per_run = std::max<int64_t>(1, batch / (2 * threads));
+  int64_t per_run = std::min(kDefaultImagesPerRun, per_thread);
   if (streamed_weight_bytes(model) > kStreamedBytesForOneRun) per_run = per_thread;
   while (per_thread % per_run != 0) --per_run;
   if (per_run >= batch || (threads == 1 && per_run < 2)) return 0;

@@ -107,7 +107,7 @@ TEST_CASE("eval: the batch in runs side by side by default, --images-per-run 0 a
     REQUIRE(r.exit_code == 0);
     return r.stderr_text;
   };
-  CHECK(contains(eval("", "runs.bin"), "threads 2, batch 64 (runs of 16, 2 side by side)"));
+  CHECK(contains(eval("", "runs.bin"), "threads 2, batch 64 (runs of 2, 2 side by side)"));
   const std::string at_once = eval(" --images-per-run 0", "whole.bin");
   CHECK(contains(at_once, "threads 2, batch 64\n"));
   CHECK(read_bytes(dir.file("runs.bin")) == read_bytes(dir.file("whole.bin")));

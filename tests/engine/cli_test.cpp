@@ -223,7 +223,7 @@ TEST_CASE("cli: run says how the batch ran: in runs side by side by default, at 
   CommandResult r = run_cli(run + " --batch 4 --threads 2");
   INFO(r.stderr_text);
   CHECK(r.exit_code == 0);
-  CHECK(contains(r.stderr_text, "threads 2, batch 4 (runs of 1, 2 side by side), gemm:"));
+  CHECK(contains(r.stderr_text, "threads 2, batch 4 (runs of 2, 2 side by side), gemm:"));
   r = run_cli(run + " --batch 4 --threads 2 --images-per-run 0");
   CHECK(r.exit_code == 0);
   CHECK(contains(r.stderr_text, "threads 2, batch 4, gemm:"));
@@ -239,12 +239,19 @@ TEST_CASE("cli: a batch beyond the memory available is refused with the numbers,
   CHECK(contains(r.stderr_text, "a session with batch 1048576 needs"));
   CHECK(contains(r.stderr_text, "MiB this machine has available (MemAvailable)"));
   CHECK_FALSE(contains(r.stderr_text, "bad_alloc"));
-  // In the default runs of a quarter of the batch on 2 threads, the message says so.
-  r = run_cli("run " + repo_path("models/zoo/resnet18.yaml") + " --random-weights 1 --batch 1048576 --threads 2");
+  // In runs of a quarter of the batch on 2 threads, the message says so.
+  r = run_cli("run " + repo_path("models/zoo/resnet18.yaml") +
+              " --random-weights 1 --batch 1048576 --threads 2 --images-per-run 262144");
   INFO(r.stderr_text);
   CHECK(r.exit_code == 1);
   CHECK(contains(r.stderr_text, "batch 1048576 in runs of 262144 images, 2 side by side: "));
   CHECK(contains(r.stderr_text, "a session with batch 262144 needs"));
+  CHECK_FALSE(contains(r.stderr_text, "bad_alloc"));
+  // In the default runs of 2 images the session fits; the random input does not.
+  r = run_cli("run " + repo_path("models/zoo/resnet18.yaml") + " --random-weights 1 --batch 1048576 --threads 2");
+  INFO(r.stderr_text);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.stderr_text, "the random input [1048576,3,224,224] needs 602112 MiB, more than the"));
   CHECK_FALSE(contains(r.stderr_text, "bad_alloc"));
   // bench --layers: refused before the first layer's data is made, naming the largest layer.
   r = run_cli("bench --layers paper12 --batch 1048576 --runs 1 --no-peak");

@@ -258,11 +258,11 @@ TEST_CASE("images_per_run: the default chooses runs side by side where the batch
     int64_t images_per_run;  // expected
     int lanes;
   };
-  // batch / (2 x threads) images per run (at least 1), dividing each thread's share.
-  // On one thread, runs of at least 2 images.
-  const Case cases[] = {{8, 2, 2, 2}, {6, 2, 1, 2}, {12, 2, 3, 2}, {2, 2, 1, 2}, {4, 2, 1, 2},
-                        {5, 2, 5, 1}, {1, 2, 1, 1}, {9, 3, 1, 3},  {2, 4, 2, 1}, {8, 1, 4, 1},
-                        {6, 1, 3, 1}, {4, 1, 2, 1}, {2, 1, 2, 1},  {5, 1, 5, 1}, {1, 1, 1, 1}};
+  // Runs of 2 images (1 where a thread's share is odd), one run per thread at a time.
+  // On one thread, runs of 2 images or the whole batch.
+  const Case cases[] = {{8, 2, 2, 2},  {6, 2, 1, 2}, {12, 2, 2, 2}, {2, 2, 1, 2}, {4, 2, 2, 2}, {16, 2, 2, 2},
+                        {5, 2, 5, 1},  {1, 2, 1, 1}, {9, 3, 1, 3},  {2, 4, 2, 1}, {8, 1, 2, 1}, {6, 1, 2, 1},
+                        {32, 1, 2, 1}, {4, 1, 2, 1}, {2, 1, 2, 1},  {5, 1, 5, 1}, {1, 1, 1, 1}};
   for (const Case& c : cases) {
     CAPTURE(c.batch);
     CAPTURE(c.threads);
@@ -291,7 +291,7 @@ TEST_CASE("images_per_run: device auto on the CPU takes the default runs too") {
     MESSAGE("device auto chose " << session->device() << ": nothing to check on the CPU");
     return;
   }
-  CHECK(session->memory_report().images_per_run == 1);
+  CHECK(session->memory_report().images_per_run == 2);
   CHECK(session->memory_report().lanes == 2);
 }
 

@@ -81,7 +81,7 @@ TEST_CASE("cli plan: --images-per-run plans one run's images, the lanes' side by
   CHECK(arena("--batch 6 --threads 1 --images-per-run 1") == one);
   CHECK(arena("--batch 6 --threads 2 --images-per-run 1") == 2 * ((one + 63) / 64 * 64));
   CHECK(arena("--batch 6 --threads 1 --images-per-run 0") > 2 * one);
-  CHECK(arena("--batch 6 --threads 1") < arena("--batch 6 --threads 1 --images-per-run 0"));  // runs of 3
+  CHECK(arena("--batch 6 --threads 1") < arena("--batch 6 --threads 1 --images-per-run 0"));  // runs of 2
   // The default on 2 threads: runs of 1 image (6 / (2 x 2), dividing 3), side by side; 0 = all 6 at once.
   CHECK(arena("--batch 6 --threads 2") == 2 * ((one + 63) / 64 * 64));
   CHECK(arena("--batch 6 --threads 2 --images-per-run 0") > 3 * one);

@@ -76,13 +76,14 @@ struct SessionOptions {
   // so otherwise. memory_budget applies to each run's session.
   //
   // kImagesPerRunAuto: a CPU batch that is a multiple of the threads runs one run per thread side
-  // by side, each of batch / (2 x threads) images (at least 1; at least 2 on one thread; dividing
-  // each thread's share; a thread's whole share where each run would stream large weights, as
-  // VGG-16's classifier): batch 8 runs as 2 + 2 images per thread on 2 threads, 4 + 4 on one.
-  // No thread then waits for another at every layer or reads what another wrote, and the arena
-  // holds half the batch: measured 0.94-1.0x the whole batch's time on the zoo's networks at
-  // batch 8 on 2 threads, 0.71-0.77x in the minutes when the two cores sat on different
-  // last-level caches, 0.95-1.005x on one thread (docs/PERFORMANCE.md, session 29). Otherwise,
+  // by side, each of 2 images (1 where a thread's share is odd, but not on one thread; a
+  // thread's whole share where each run would stream large weights, as VGG-16's classifier):
+  // batch 8 runs as 2 + 2 images per thread on 2 threads, 2 + 2 + 2 + 2 on one. No thread then
+  // waits for another at every layer or reads what another wrote, and the arena holds 2 images
+  // per thread whatever the batch: measured 0.94-1.0x the whole batch's time on the zoo's
+  // networks at batch 8 on 2 threads, 0.71-0.77x in the minutes when the two cores sat on
+  // different last-level caches, 0.95-1.02x on one thread (docs/PERFORMANCE.md, sessions 29
+  // and 30). Otherwise,
   // and where runs do not apply (a batch-fixing model, an output without the batch first,
   // conv_algorithm "auto", whose timing would be repeated per run's session, or kernels that pack
   // weights of their own per session, which every lane would repeat), the whole batch at once.
