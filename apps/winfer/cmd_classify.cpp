@@ -262,6 +262,7 @@ int run_classify(const ClassifyArgs& args) {
   const double setup_seconds = seconds_since(start);
 
   const std::string classifier_device = session.value()->device();
+  const std::string runs = batch_runs_note(session.value()->memory_report(), options.batch);
   Classifier classifier(loaded.value(), std::move(session).value(), args);
   const auto run_start = Clock::now();
   auto results = classifier.run(paths);
@@ -271,9 +272,10 @@ int run_classify(const ClassifyArgs& args) {
   if (args.json)
     std::printf("%s\n", to_json(*model, results.value(), classifier.labels(), classifier.failed()).c_str());
   const int64_t ok = static_cast<int64_t>(paths.size()) - classifier.failed();
-  std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld; load %.2f s\n",
+  std::fprintf(stderr, "model %s (%s), device %s, conv %s, threads %d, batch %lld%s; load %.2f s\n",
                model->name().c_str(), model->weights_source().c_str(), classifier_device.c_str(),
-               options.conv_algorithm.c_str(), args.threads, static_cast<long long>(options.batch), setup_seconds);
+               options.conv_algorithm.c_str(), args.threads, static_cast<long long>(options.batch), runs.c_str(),
+               setup_seconds);
   std::fprintf(
       stderr, "classified %lld of %zu image(s) in %.3f s (%.1f images/s; decode+preprocess %.3f s, inference %.3f s)\n",
       static_cast<long long>(ok), paths.size(), run_seconds, run_seconds > 0 ? double(ok) / run_seconds : 0.0,

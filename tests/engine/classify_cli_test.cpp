@@ -99,9 +99,14 @@ TEST_CASE("classify: top-5 text, JSON, and the same results for any batch size")
   const CommandResult one = run_cli("classify " + model + " " + examples_dir + " --batch 1 --top 3");
   const CommandResult three = run_cli("classify " + model + " " + examples_dir + " --batch 3 --top 3 --threads 2");
   const CommandResult all = run_cli("classify " + model + " " + examples_dir + " --batch 10 --top 3 --conv direct");
+  // Batch 4 on 2 threads: the engine's default runs of 2 images side by side, said in the summary.
+  const CommandResult runs = run_cli("classify " + model + " " + examples_dir + " --batch 4 --top 3 --threads 2");
   REQUIRE(one.exit_code == 0);
   CHECK(one.stdout_text == three.stdout_text);
   CHECK(one.stdout_text == all.stdout_text);
+  CHECK(one.stdout_text == runs.stdout_text);
+  CHECK(contains(runs.stderr_text, "threads 2, batch 4 (runs of 2, 2 side by side); load"));
+  CHECK(contains(three.stderr_text, "threads 2, batch 3; load"));
 }
 
 TEST_CASE("classify: a color photo of another size is converted to the model's 28x28 gray input") {
