@@ -51,8 +51,7 @@ class SafeTensorsFile {
   const SafeTensor* find(const std::string& name) const;  // nullptr if absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // True when the tensors' data lies in a read-only mapping of the file (open()), false for
-  // from_memory()'s copy. Pages of a mapping can be given back once read (the loader does so as
-  // it copies each tensor out; the file's bytes stay readable, faulted in again on access).
+  // from_memory()'s copy.
   bool is_mapped() const { return map_ != nullptr; }
   // Copies `tensor`'s byte_size bytes (a tensor of this file) into `out`. From a file (open())
   // they are read with pread, not through the mapping: reading a mapping leaves its pages

@@ -200,27 +200,6 @@ Status read_at(int fd, const std::string& path, const std::string& what, uint64_
   return Status::Ok();
 }
 
-void copy_from_mapping_and_drop(void* out, const unsigned char* mapped, size_t size) {
-  // 256 KiB: at most that much of the file is resident beside the copy (4 MiB held a ShuffleNet
-  // load's peak 4 MiB above what it kept, its classifier's 4 MB of weights mapped whole).
-  constexpr size_t kChunk = size_t(256) << 10;
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE) > 0 ? ::sysconf(_SC_PAGESIZE) : 4096);
-  unsigned char* dst = static_cast<unsigned char*>(out);
-  // Only whole pages inside [mapped, mapped + size): a page shared with bytes before or after
-  // (another tensor's) stays mapped.
-  uintptr_t dropped = (reinterpret_cast<uintptr_t>(mapped) + page - 1) / page * page;
-  for (size_t done = 0; done < size;) {
-    const size_t n = std::min(kChunk, size - done);
-    std::memcpy(dst + done, mapped + done, n);
-    done += n;
-    const uintptr_t end = reinterpret_cast<uintptr_t>(mapped + done) / page * page;
-    if (end > dropped) {
-      ::madvise(reinterpret_cast<void*>(dropped), end - dropped, MADV_DONTNEED);  // advice: may fail, harmless
-      dropped = end;
-    }
-  }
-}
-
 namespace {
 
 // The first bytes of an existing regular file, for OutputKind::looks_like.

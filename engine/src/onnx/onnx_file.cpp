@@ -166,8 +166,8 @@ Result<std::unique_ptr<OnnxFile>> OnnxFile::open(const std::string& path, const 
   file->path_ = path;
   file->confine_to_ = confine_to;
   // The file stays mapped while the model is imported: protobuf parses a copy without the
-  // initializers' raw_data (strip_model), whose bytes are read from the mapping when a layer
-  // asks for them, and given back to the page cache as they are copied (read_floats).
+  // initializers' raw_data (strip_model), whose bytes are read from the file (pread at their
+  // offsets in the mapping, never through it) when a layer asks for them (read_floats).
   WINFER_ASSIGN_OR_RETURN(file->mapped_, detail::MappedFile::map(path, kOnnxFile));
   const detail::MappedFile& mapped = file->mapped_;
   if (mapped.size() == 0) return parse_error(path + ": the file is empty; expected an ONNX model (protobuf)");
@@ -330,16 +330,40 @@ Status OnnxFile::check_floats(const onnx::TensorProto& tensor, const std::string
   return Status::Ok();
 }
 
+const detail::MappedFile* OnnxFile::mapping_of(const unsigned char* bytes, std::string* path) const {
+  const auto holds = [bytes](const detail::MappedFile& m) {
+    return m.data() != nullptr && bytes >= m.data() && bytes < m.data() + m.size();
+  };
+  if (holds(mapped_)) {
+    *path = path_;
+    return &mapped_;
+  }
+  for (const auto& [file, m] : external_files_) {
+    if (holds(m)) {
+      *path = file;
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
 Status OnnxFile::read_floats(const onnx::TensorProto& tensor, const std::string& what, float* out, int64_t count) {
   WINFER_RETURN_IF_ERROR(check_floats(tensor, what, count));
   bool has_raw = false;
   WINFER_ASSIGN_OR_RETURN(const unsigned char* bytes, raw_bytes(tensor, what, uint64_t(count) * 4, &has_raw));
   if (has_raw) {
     // Little-endian, as ONNX stores it. Bytes in a mapped file (the model's own raw_data, an
-    // external data file) leave the resident set as they are copied.
-    const bool mapped = tensor.data_location() == onnx::TensorProto::EXTERNAL || raw_in_file_.count(&tensor) != 0;
-    if (count > 0 && mapped) {
-      detail::copy_from_mapping_and_drop(out, bytes, size_t(count) * 4);
+    // external data file) are read from the file with pread, not through the mapping: no page
+    // faults, and none of the file's pages enter the resident set (safetensors.h, copy_data).
+    const bool in_file = tensor.data_location() == onnx::TensorProto::EXTERNAL || raw_in_file_.count(&tensor) != 0;
+    if (count > 0 && in_file) {
+      std::string file;
+      const detail::MappedFile* mapping = mapping_of(bytes, &file);
+      if (mapping == nullptr || mapping->fd() < 0) {
+        return internal_error(path_ + ": " + what + ": its raw data lies in no file mapped for it");
+      }
+      return detail::read_at(mapping->fd(), file, what, static_cast<uint64_t>(bytes - mapping->data()),
+                             size_t(count) * 4, out);
     } else if (count > 0) {
       std::memcpy(out, bytes, size_t(count) * 4);
     }

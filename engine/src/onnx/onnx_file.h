@@ -1,9 +1,9 @@
 // OnnxFile: an ONNX model file opened for import. The file is memory-mapped and parsed once by
 // protobuf (the lite runtime, from Debian's onnx.proto), all but the raw_data of the graph's
 // initializers: a walk over the wire format notes where those bytes lie in the file and hands
-// protobuf a copy without them, so the parse is quick and the weights are read from the mapping
-// one tensor at a time when a layer asks, each page given back as it is copied (the process
-// never holds a model's weights twice). Tensors whose data lies in external files
+// protobuf a copy without them, so the parse is quick and the weights are read from the file
+// one tensor at a time when a layer asks (pread: none of its pages enter the resident set, so
+// the process never holds a model's weights twice). Tensors whose data lies in external files
 // (`data_location: EXTERNAL`) are read from those files, memory-mapped, the same way.
 #pragma once
 
@@ -66,6 +66,9 @@ class OnnxFile {
   // when its values are in the typed fields.
   Result<const unsigned char*> raw_bytes(const onnx::TensorProto& tensor, const std::string& what,
                                          uint64_t expected_bytes, bool* has_raw);
+  // The mapping (the model file's or an external data file's) that holds `bytes`, with its path;
+  // null if none.
+  const detail::MappedFile* mapping_of(const unsigned char* bytes, std::string* path) const;
 
   std::string path_;
   std::string confine_to_;
