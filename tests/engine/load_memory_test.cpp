@@ -80,8 +80,9 @@ TEST_CASE("load memory: weights read from a mapped file leave none of its pages 
   }
   std::shuffle(tensors.begin(), tensors.end(), std::mt19937(3));
   std::vector<unsigned char> out(size);
-  for (const auto& [at, n] : tensors) {
-    REQUIRE(winfer::detail::read_at(file.fd(), "weights.bin", "a tensor", at, n, out.data() + at).ok());
+  for (const std::pair<size_t, size_t>& tensor : tensors) {
+    const size_t at = tensor.first;
+    REQUIRE(winfer::detail::read_at(file.fd(), "weights.bin", "a tensor", at, tensor.second, out.data() + at).ok());
   }
   CHECK(std::memcmp(out.data() + 123, bytes.data() + 123, size - 123) == 0);
   const int64_t resident = mapping_rss_bytes(file.data());

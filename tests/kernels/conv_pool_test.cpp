@@ -105,7 +105,8 @@ TEST_CASE("conv + maxpool in bands: equal to the whole convolution pooled, and t
         INFO("band bytes ", band_bytes);
         // Sized for the threads that run it (2: lanes), and sized for 1 but run on 2 (no lanes in
         // the workspace: each band split between the threads).
-        for (auto [threads, sized] : {std::pair{1, 1}, std::pair{2, 2}, std::pair{2, 1}}) {
+        for (const std::pair<int, int>& run : {std::pair{1, 1}, std::pair{2, 2}, std::pair{2, 1}}) {
+          const int threads = run.first, sized = run.second;
           INFO("threads ", threads, ", sized for ", sized);
           const std::vector<float> got = banded(*a, c, d, pool, band_bytes, threads, sized);
           // im2col's GEMM (OpenBLAS) may block a product of fewer rows differently: close, not

@@ -192,7 +192,8 @@ TEST_CASE("conv then conv in bands: equal to the two whole convolutions, and to 
            {int64_t{1}, 3 * row_bytes * c.second.stride_h, image_bytes, 2 * image_bytes, int64_t{1} << 30}) {
         INFO("band bytes ", band_bytes);
         // Sized for the threads that run it (2: lanes), and sized for 1 but run on 2.
-        for (auto [threads, sized] : {std::pair{1, 1}, std::pair{2, 2}, std::pair{2, 1}}) {
+        for (const std::pair<int, int>& run : {std::pair{1, 1}, std::pair{2, 2}, std::pair{2, 1}}) {
+          const int threads = run.first, sized = run.second;
           INFO("threads ", threads, ", sized for ", sized);
           const std::vector<float> got = banded(*first, *second, c, d1, d2, band_bytes, threads, sized);
           if (std::string(name) == "im2col")
