@@ -29,15 +29,67 @@ uint64_t element_size(int32_t type) {
 // length-prefixed payload). It copies the model without the raw_data of the graph's initializers
 // (ModelProto.graph = 7, GraphProto.initializer = 5, TensorProto.raw_data = 9) and notes where
 // each one's bytes lie in the file, so that protobuf parses kilobytes instead of the weights and
-// the weights are read straight from the mapped file, one tensor at a time. Anything the walk
-// does not understand (groups, a truncated field) makes it give up: protobuf then parses the
-// whole file as before and says what is wrong with it.
+// the weights are read from the file one tensor at a time. Anything the walk does not understand
+// (groups, a truncated field) makes it give up: protobuf then parses the whole file as before
+// and says what is wrong with it.
+//
+// The walk reads the file with pread (FileBlocks), not through its mapping: each tensor's header
+// lies beside its weights, and a mapping's fault maps the cached pages around it, a large folio
+// whole. Walked through the mapping, RegNetY-400MF's 17 MB ONNX file, freshly written (its page
+// cache in large folios), left 12 MiB of it resident during the load; the same file read back
+// after eviction 0.1 MiB (docs/PERFORMANCE.md, session 31).
 
-bool read_varint(const unsigned char*& p, const unsigned char* end, uint64_t* value) {
+// The file in blocks read on demand: byte_at and append read only the blocks they need, and a
+// payload skipped over (the weights) is never read.
+class FileBlocks {
+ public:
+  FileBlocks(int fd, uint64_t size) : fd_(fd), size_(size) {}
+
+  bool byte_at(uint64_t offset, unsigned char* out) {
+    if (offset >= size_) return false;
+    if (offset < block_begin_ || offset >= block_begin_ + block_.size()) {
+      const uint64_t begin = offset - offset % kBlockBytes;
+      block_.resize(static_cast<size_t>(std::min<uint64_t>(kBlockBytes, size_ - begin)));
+      if (!read(begin, block_.size(), block_.data())) return false;
+      block_begin_ = begin;
+    }
+    *out = block_[static_cast<size_t>(offset - block_begin_)];
+    return true;
+  }
+
+  // Appends bytes [offset, offset + n) of the file to *out.
+  bool append(uint64_t offset, uint64_t n, std::string* out) {
+    if (n > size_ || offset > size_ - n) return false;
+    const size_t at = out->size();
+    out->resize(at + static_cast<size_t>(n));
+    if (offset >= block_begin_ && offset + n <= block_begin_ + block_.size()) {
+      std::memcpy(&(*out)[at], block_.data() + (offset - block_begin_), static_cast<size_t>(n));
+      return true;
+    }
+    return read(offset, static_cast<size_t>(n), &(*out)[at]);
+  }
+
+ private:
+  static constexpr uint64_t kBlockBytes = 16 * 1024;
+
+  bool read(uint64_t offset, size_t n, void* out) const {
+    // An error here (the file shrank, an I/O error) ends the walk; protobuf's parse of the
+    // mapping then meets the same file and reports it.
+    return detail::read_at(fd_, std::string(), std::string(), offset, n, out).ok();
+  }
+
+  int fd_;
+  uint64_t size_;
+  uint64_t block_begin_ = 0;
+  std::vector<unsigned char> block_;
+};
+
+bool read_varint(FileBlocks& file, uint64_t& p, uint64_t end, uint64_t* value) {
   *value = 0;
   for (int shift = 0; shift < 64; shift += 7) {
-    if (p >= end) return false;
-    const unsigned char b = *p++;
+    unsigned char b = 0;
+    if (p >= end || !file.byte_at(p, &b)) return false;
+    ++p;
     *value |= uint64_t(b & 0x7f) << shift;
     if ((b & 0x80) == 0) return true;
   }
@@ -52,25 +104,26 @@ void write_varint(std::string* out, uint64_t value) {
   out->push_back(static_cast<char>(value));
 }
 
+// A field's extent, as offsets in the file.
 struct WireField {
   uint64_t number = 0;
   int type = 0;
-  const unsigned char* start = nullptr;    // the tag's first byte
-  const unsigned char* payload = nullptr;  // length-delimited fields: the bytes after the length
-  const unsigned char* end = nullptr;      // one past the field
+  uint64_t start = 0;    // the tag's first byte
+  uint64_t payload = 0;  // length-delimited fields: the bytes after the length
+  uint64_t end = 0;      // one past the field
 };
 
-bool next_field(const unsigned char*& p, const unsigned char* end, WireField* f) {
+bool next_field(FileBlocks& file, uint64_t& p, uint64_t end, WireField* f) {
   f->start = p;
   uint64_t tag = 0;
-  if (!read_varint(p, end, &tag)) return false;
+  if (!read_varint(file, p, end, &tag)) return false;
   f->number = tag >> 3;
   f->type = static_cast<int>(tag & 7);
   if (f->number == 0) return false;
   uint64_t n = 0;
   switch (f->type) {
     case 0:
-      if (!read_varint(p, end, &n)) return false;
+      if (!read_varint(file, p, end, &n)) return false;
       break;
     case 1:
       if (end - p < 8) return false;
@@ -81,7 +134,7 @@ bool next_field(const unsigned char*& p, const unsigned char* end, WireField* f)
       p += 4;
       break;
     case 2:
-      if (!read_varint(p, end, &n) || n > uint64_t(end - p)) return false;
+      if (!read_varint(file, p, end, &n) || n > end - p) return false;
       f->payload = p;
       p += n;
       break;
@@ -99,36 +152,36 @@ void append_field(std::string* out, uint64_t number, const std::string& payload)
 
 struct RawSpan {
   bool present = false;
-  const unsigned char* data = nullptr;
+  uint64_t offset = 0;  // in the file
   uint64_t size = 0;
 };
 
-bool strip_tensor(const unsigned char* p, const unsigned char* end, std::string* out, RawSpan* raw) {
+bool strip_tensor(FileBlocks& file, uint64_t p, uint64_t end, std::string* out, RawSpan* raw) {
   while (p < end) {
     WireField f;
-    if (!next_field(p, end, &f)) return false;
+    if (!next_field(file, p, end, &f)) return false;
     if (f.number == 9 && f.type == 2) {  // raw_data: the last one wins, as when protobuf parses
-      *raw = RawSpan{true, f.payload, uint64_t(f.end - f.payload)};
-    } else {
-      out->append(reinterpret_cast<const char*>(f.start), size_t(f.end - f.start));
+      *raw = RawSpan{true, f.payload, f.end - f.payload};
+    } else if (!file.append(f.start, f.end - f.start, out)) {
+      return false;
     }
   }
   return true;
 }
 
-bool strip_graph(const unsigned char* p, const unsigned char* end, std::string* out, std::vector<RawSpan>* spans) {
+bool strip_graph(FileBlocks& file, uint64_t p, uint64_t end, std::string* out, std::vector<RawSpan>* spans) {
   std::string tensor;
   while (p < end) {
     WireField f;
-    if (!next_field(p, end, &f)) return false;
+    if (!next_field(file, p, end, &f)) return false;
     if (f.number == 5 && f.type == 2) {
       tensor.clear();
       RawSpan raw;
-      if (!strip_tensor(f.payload, f.end, &tensor, &raw)) return false;
+      if (!strip_tensor(file, f.payload, f.end, &tensor, &raw)) return false;
       append_field(out, 5, tensor);
       spans->push_back(raw);
-    } else {
-      out->append(reinterpret_cast<const char*>(f.start), size_t(f.end - f.start));
+    } else if (!file.append(f.start, f.end - f.start, out)) {
+      return false;
     }
   }
   return true;
@@ -136,17 +189,18 @@ bool strip_graph(const unsigned char* p, const unsigned char* end, std::string* 
 
 // The model without its initializers' raw_data, and where each initializer's lies (in the order
 // protobuf will list them: several `graph` fields merge, their initializers concatenated).
-bool strip_model(const unsigned char* p, const unsigned char* end, std::string* out, std::vector<RawSpan>* spans) {
+bool strip_model(FileBlocks& file, uint64_t size, std::string* out, std::vector<RawSpan>* spans) {
   std::string graph;
-  while (p < end) {
+  uint64_t p = 0;
+  while (p < size) {
     WireField f;
-    if (!next_field(p, end, &f)) return false;
+    if (!next_field(file, p, size, &f)) return false;
     if (f.number == 7 && f.type == 2) {
       graph.clear();
-      if (!strip_graph(f.payload, f.end, &graph, spans)) return false;
+      if (!strip_graph(file, f.payload, f.end, &graph, spans)) return false;
       append_field(out, 7, graph);
-    } else {
-      out->append(reinterpret_cast<const char*>(f.start), size_t(f.end - f.start));
+    } else if (!file.append(f.start, f.end - f.start, out)) {
+      return false;
     }
   }
   return true;
@@ -165,21 +219,23 @@ Result<std::unique_ptr<OnnxFile>> OnnxFile::open(const std::string& path, const 
   std::unique_ptr<OnnxFile> file(new OnnxFile());
   file->path_ = path;
   file->confine_to_ = confine_to;
-  // The file stays mapped while the model is imported: protobuf parses a copy without the
-  // initializers' raw_data (strip_model), whose bytes are read from the file (pread at their
-  // offsets in the mapping, never through it) when a layer asks for them (read_floats).
+  // The file stays mapped while the model is imported, but is read with pread, never through
+  // the mapping: protobuf parses a copy without the initializers' raw_data (strip_model), whose
+  // bytes are read from the file (at their offsets in the mapping) when a layer asks for them
+  // (read_floats). Only a file the walk does not understand is parsed from the mapping.
   WINFER_ASSIGN_OR_RETURN(file->mapped_, detail::MappedFile::map(path, kOnnxFile));
   const detail::MappedFile& mapped = file->mapped_;
   if (mapped.size() == 0) return parse_error(path + ": the file is empty; expected an ONNX model (protobuf)");
   std::string stripped;
   std::vector<RawSpan> spans;
-  const bool walked = strip_model(mapped.data(), mapped.data() + mapped.size(), &stripped, &spans);
+  FileBlocks blocks(mapped.fd(), mapped.size());
+  const bool walked = strip_model(blocks, mapped.size(), &stripped, &spans);
   bool parsed = walked && file->model_.ParseFromString(stripped) &&
                 file->model_.graph().initializer_size() == static_cast<int>(spans.size());
   if (parsed) {
     for (size_t i = 0; i < spans.size(); ++i) {  // (mutable_graph() only where there is one: it would add it)
       onnx::TensorProto* tensor = file->model_.mutable_graph()->mutable_initializer(int(i));
-      if (spans[i].present) file->raw_in_file_[tensor] = {spans[i].data, spans[i].size};
+      if (spans[i].present) file->raw_in_file_[tensor] = {mapped.data() + spans[i].offset, spans[i].size};
     }
   } else {
     // Not what the walk expects: protobuf parses the whole file (copying the weights) and
