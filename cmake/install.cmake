@@ -69,6 +69,12 @@ set_target_properties(winfer_lib PROPERTIES EXPORT_NAME winfer VERSION ${PROJECT
                                             SOVERSION ${PROJECT_VERSION_MAJOR})
 set_target_properties(winfer_lib_static PROPERTIES EXPORT_NAME winfer_static)
 target_link_libraries(winfer_lib PRIVATE ${winfer_lib_deps})
+winfer_order_code(winfer_lib)
+if(WINFER_BUILD_TESTS AND winfer_code_order_link_options)
+  # The hot-code list still names the library's functions, and the link put them together.
+  add_test(NAME code_order.check COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/tests/code_order_test.py
+                                         $<TARGET_FILE:winfer_lib> ${CMAKE_CURRENT_SOURCE_DIR}/cmake/code_order.txt)
+endif()
 target_link_libraries(winfer_lib_static INTERFACE ${winfer_static_deps})
 # The same names inside this build tree, for tests and subprojects.
 add_library(winfer::winfer ALIAS winfer_lib)

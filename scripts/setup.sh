@@ -24,6 +24,9 @@ packages+=(dataset-fashion-mnist python3-pil)
 # the oneDNN bench peer links OpenMP; winfer's kernels have their own threads), llvm for
 # llvm-symbolizer (readable reports).
 packages+=(clang libclang-rt-14-dev libomp-dev llvm)
+# lld: libwinfer.so and the CLI are linked with the functions networks execute first and together
+# (cmake/code_order.cmake); without it they link with the default linker, in no such order.
+packages+=(lld)
 # The format check of the test suite (scripts/format.sh --check, ctest format.check).
 packages+=(clang-format)
 # `scripts/setup.sh --bench`: also the peer libraries of `winfer bench --layers` and of

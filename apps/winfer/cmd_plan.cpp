@@ -526,7 +526,7 @@ void print_table(const PlanArgs& args, const ModelFacts& facts, const std::vecto
       "measured: growth of the peak resident set from before loading the model to after one run, each algorithm in\n"
       "its own process, which loads the model with its weights packed for that algorithm (LoadOptions::pack_for:\n"
       "the session shares them, nothing packed here). 'expected' is weights as loaded + weights the session\n"
-      "packed + arena + input + output. 'other' is the rest: code and allocator pages (about 2 MiB), the\n"
+      "packed + arena + input + output. 'other' is the rest: code and allocator pages (1-2 MiB), the\n"
       "load's transient buffers (parsing; one layer's packing where it is not in place), OpenBLAS once loaded\n"
       "(about 3 MiB) and its packing buffers. 'warm': everything freed, the heap trimmed and the peak restarted\n"
       "(/proc/self/clear_refs), the same load and run measured again: without what the first run paid once for the\n"
