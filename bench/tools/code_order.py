@@ -86,7 +86,11 @@ def main():
     lib = os.path.join(args.build, "lib", "libwinfer.so")
     if not os.path.exists(lib):
         fail(f"{lib} not found (scripts/code_order.sh builds it)")
-    work = tempfile.mkdtemp(prefix="code_order.", dir=args.build)
+    with tempfile.TemporaryDirectory(prefix="code_order.", dir=args.build) as work:
+        trace(args, lib, work)
+
+
+def trace(args, lib, work):
     tracer = os.path.join(work, "trace_code_pages")
     subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-I", os.path.join(ROOT, "engine", "include"),
                     os.path.join(ROOT, "bench", "tools", "trace_code_pages.c"), "-o", tracer,
