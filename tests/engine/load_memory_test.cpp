@@ -29,31 +29,11 @@ using namespace winfer_test;
 
 namespace {
 
-// The resident bytes of the mapping that holds `address` (its VMA in /proc/self/smaps), or -1.
-int64_t mapping_rss_bytes(const void* address) {
+// The resident bytes of the mappings (VMAs in /proc/self/smaps) that `is_wanted(begin, end,
+// header line)` picks, summed; -1 when there is no /proc/self/smaps or it picks none.
+template <typename Pick>
+int64_t mappings_rss_bytes(Pick is_wanted) {
   std::ifstream smaps("/proc/self/smaps");
-  const uintptr_t a = reinterpret_cast<uintptr_t>(address);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    unsigned long long begin = 0, end = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (line.find(':') > line.find(' ') && (head >> std::hex >> begin >> dash >> end) && dash == '-') {
-      inside = begin <= a && a < end;
-      continue;
-    }
-    if (inside && line.rfind("Rss:", 0) == 0) return std::stoll(line.substr(4)) * 1024;
-  }
-  return -1;
-}
-
-// The resident bytes of the mappings of the file `path` (their VMAs in /proc/self/smaps), or -1
-// when there is no /proc/self/smaps or none maps it.
-int64_t file_mapping_rss_bytes(const std::string& path) {
-  std::ifstream smaps("/proc/self/smaps");
-  if (!smaps) return -1;
-  const std::string wanted = std::filesystem::canonical(path).string();
   std::string line;
   bool inside = false, found = false;
   int64_t total = 0;
@@ -62,14 +42,29 @@ int64_t file_mapping_rss_bytes(const std::string& path) {
     char dash = 0;
     std::istringstream head(line);
     if (line.find(':') > line.find(' ') && (head >> std::hex >> begin >> dash >> end) && dash == '-') {
-      const size_t slash = line.find('/');
-      inside = slash != std::string::npos && line.substr(slash) == wanted;
+      inside = is_wanted(begin, end, line);
       found = found || inside;
       continue;
     }
     if (inside && line.rfind("Rss:", 0) == 0) total += std::stoll(line.substr(4)) * 1024;
   }
   return found ? total : -1;
+}
+
+// The resident bytes of the mapping that holds `address`, or -1.
+int64_t mapping_rss_bytes(const void* address) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+  return mappings_rss_bytes(
+      [a](unsigned long long begin, unsigned long long end, const std::string&) { return begin <= a && a < end; });
+}
+
+// The resident bytes of the mappings of the file `path`, or -1 when none maps it.
+int64_t file_mapping_rss_bytes(const std::string& path) {
+  const std::string wanted = std::filesystem::canonical(path).string();
+  return mappings_rss_bytes([&wanted](unsigned long long, unsigned long long, const std::string& line) {
+    const size_t slash = line.find('/');
+    return slash != std::string::npos && line.substr(slash) == wanted;
+  });
 }
 
 std::string pattern_bytes(size_t size) {
