@@ -121,7 +121,7 @@ TEST_CASE("cli: run --device cuda without a CUDA device says so, --device auto f
 
 // ---- usage errors and option values (issue 20: hostile inputs) ----------------------------------
 
-TEST_CASE("cli: usage errors exit 1 with CLI11's message; --help and --version exit 0") {
+TEST_CASE("cli: usage errors exit 1 with CLI11's message, --help and --version exit 0") {
   const std::string model = repo_path("models/examples/tiny_net.yaml");
   // Each once gave CLI11's own exit code (105..114) instead of the documented 1.
   for (const std::string& args : {"run " + model + " --bogus", std::string("run"), "run " + model + " --threads 0",

@@ -243,7 +243,7 @@ TEST_CASE("concat alias: slices never raise the most bytes alive at any step") {
   }
 }
 
-TEST_CASE("concat alias: unplanned sessions keep every tensor dense; a caller's arena works") {
+TEST_CASE("concat alias: unplanned sessions keep every tensor dense, a caller's arena works") {
   auto model = load_ok(two_branches());
   winfer::SessionOptions options;
   options.conv_algorithm = "direct";

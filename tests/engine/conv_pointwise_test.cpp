@@ -95,7 +95,7 @@ TEST_CASE("rewrite conv_pointwise: sigmoid/hardsigmoid/hardswish/silu into the c
   }
 }
 
-TEST_CASE("rewrite conv_pointwise: not on a shared or output tensor, after a residual or relu; nothing after it") {
+TEST_CASE("rewrite conv_pointwise: not on a shared or output tensor, after a residual or relu, nothing after it") {
   const std::string head = model_header(4, 6, 6);
   // Two readers of the convolution's output.
   CHECK(kept(head + "outputs: [a.act, other]\nlayers:\n" + conv("a", 4, 4, 3) + layer("a.act", "silu") +

@@ -609,7 +609,7 @@ TEST_CASE("onnx import: squeeze-and-excitation, SiLU and Hardswish (opsets 13 an
   expect_onnx_error(w.write(dir.file("shapes.onnx")), {"/mul", "Mul of [1,2,3,3] and [1,2]"});
 }
 
-TEST_CASE("onnx import: symbolic batch, height and width run at any shape; a fixed dim that disagrees is refused") {
+TEST_CASE("onnx import: symbolic batch, height and width run at any shape, a fixed dim that disagrees is refused") {
   TempDir dir;
   const TinyNet net;
   auto model = load_ok(net.write(dir.file("dynamic.onnx"), {"N", 3, "H", "W"}));
@@ -770,7 +770,7 @@ TEST_CASE("onnx error: an unsupported operator names the node, op type and opset
   expect_onnx_error(domain.write(dir.file("domain.onnx")), {"node '/relu/Relu'", "domain 'com.microsoft'"});
 }
 
-TEST_CASE("onnx error: opsets outside 7..18 are refused; 7 and 18 load") {
+TEST_CASE("onnx error: opsets outside 7..18 are refused, 7 and 18 load") {
   TempDir dir;
   for (int64_t opset : {6, 19}) {
     CAPTURE(opset);
@@ -1110,7 +1110,7 @@ TEST_CASE("onnx import: LoadOptions::confine_to applies to external data, symlin
   CHECK(same_bits(run_at(load_ok(path, confined), input), want));
 }
 
-TEST_CASE("onnx import: torch's AvgPool2d(padding, count_include_pad) as Pad + AveragePool; a Pad of nothing") {
+TEST_CASE("onnx import: torch's AvgPool2d(padding, count_include_pad) as Pad + AveragePool, a Pad of nothing") {
   // torch 1.13 writes AvgPool2d(3, 1, padding=1) as a zero Pad then an AveragePool without pads
   // (DenseNet, Inception): the same as ONNX's AveragePool with pads and count_include_pad = 1.
   // A Pad of zeros (torch writes one even for padding 0) is the identity, before any op.
@@ -1153,7 +1153,7 @@ TEST_CASE("onnx import: torch's AvgPool2d(padding, count_include_pad) as Pad + A
   expect_onnx_error(m.write(dir.file("pad_max.onnx")), {"/MaxPool", "is a Pad", "Conv or an AveragePool"});
 }
 
-TEST_CASE("onnx import: images_per_run splits a symbolic batch; a static export's fixed batch is refused, saying why") {
+TEST_CASE("onnx import: images_per_run splits a symbolic batch, a static export's fixed batch is refused, saying why") {
   TempDir dir;
   const TinyNet net;
   const Tensor input = random_tensor(Shape{3, 3, 8, 8}, 72);

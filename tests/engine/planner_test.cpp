@@ -279,7 +279,7 @@ constexpr int kRandomDags = 300;
 constexpr int kRandomDags = 2000;
 #endif
 
-TEST_CASE("planner properties: random DAGs with in-place nodes and workspaces (2000; 300 under a sanitizer)") {
+TEST_CASE("planner properties: random DAGs with in-place nodes and workspaces (2000, 300 under a sanitizer)") {
   std::mt19937 rng(777);
   int at_bound = 0;
   for (int round = 0; round < kRandomDags; ++round) {

@@ -551,7 +551,7 @@ TEST_CASE("quantize: flags and refusals") {
 
 // ---- The CLI ---------------------------------------------------------------------------------
 
-TEST_CASE("quantize: winfer quantize prints the precision table and the ranges; info and run say INT8") {
+TEST_CASE("quantize: winfer quantize prints the precision table and the ranges, info and run say INT8") {
   TempDir dir;
   const std::string model = write_tiny_model(dir);
   // Calibration images: the fixture folder's PNG/PGM files, resized to the model's 6x6 input.

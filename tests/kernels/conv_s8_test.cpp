@@ -457,7 +457,7 @@ TEST_CASE("INT8 packing rejects what the kernels cannot compute exactly, and run
 
 // ---- the VNNI peak probe ------------------------------------------------------------------------
 
-TEST_CASE("VNNI probe: a peak where the CPU has VNNI, above the FP32 FMA peak; 0 without") {
+TEST_CASE("VNNI probe: a peak where the CPU has VNNI, above the FP32 FMA peak, 0 without") {
   const double gops = probe_vnni_peak_gops(1, 0.01, 1);
   if (expected_s8_isa(cpu::Isa::kAvx512) != cpu::S8Isa::kVnni) {
     CHECK(gops == 0);
