@@ -4,7 +4,8 @@
 // allocations cannot disturb), and an ONNX file's initializers are not parsed into
 // protobuf strings but read from the file: the parsed model holds no raw_data, and the values
 // read are the file's, bit for bit. Model::load takes an imported model as the importer's
-// description (no YAML text, no YAML tree): it loads the same model as that text does.
+// description (no YAML text, no YAML tree): it loads the same model as that text does. A
+// safetensors file's header is read with pread as well.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "engine/src/core/file_io.h"
 #include "engine/src/onnx/onnx_file.h"
 #include "engine/src/onnx/onnx_import.h"
+#include "winfer/safetensors.h"
 
 using namespace winfer_test;
 
@@ -115,6 +117,35 @@ TEST_CASE("load memory: weights read from a mapped file leave none of its pages 
   CHECK(!beyond.ok());
   CHECK(beyond.message().find("weights.bin: ends at byte " + std::to_string(size) + " while reading tensor 'w'") !=
         std::string::npos);
+}
+
+TEST_CASE("load memory: a safetensors file's header and tensors are read with pread, none of its pages resident") {
+  TempDir dir;
+  std::vector<winfer::RawTensor> tensors;
+  for (int i = 0; i < 6; ++i) {
+    const size_t floats = size_t(1000) + size_t(i) * 70001;  // odd sizes, the largest ~1.4 MB
+    const std::string bytes = pattern_bytes(floats * 4 + size_t(i));
+    tensors.push_back({"layer" + std::to_string(i) + ".weight", "F32", winfer::Shape{int64_t(floats)},
+                       std::vector<unsigned char>(bytes.begin(), bytes.begin() + floats * 4)});
+  }
+  const std::string path = dir.file("weights.safetensors");
+  REQUIRE(winfer::write_safetensors_raw(path, tensors).ok());  // just written: cached
+
+  auto opened = winfer::SafeTensorsFile::open(path);
+  REQUIRE(opened.ok());
+  const winfer::SafeTensorsFile& file = *opened.value();
+  for (const winfer::RawTensor& want : tensors) {
+    CAPTURE(want.name);
+    const winfer::SafeTensor* t = file.find(want.name);
+    REQUIRE(t != nullptr);
+    std::vector<unsigned char> got(t->byte_size);
+    REQUIRE(file.copy_data(*t, got.data()).ok());
+    CHECK(got == want.bytes);
+  }
+  // The 8-byte length and the JSON header lie beside the first tensor's bytes: read through the
+  // mapping, their fault would have mapped that neighbourhood too.
+  const int64_t resident = file_mapping_rss_bytes(path);
+  if (resident >= 0) CHECK(resident == 0);
 }
 
 TEST_CASE("load memory: an ONNX file's initializers are read from the file, not parsed into the model") {

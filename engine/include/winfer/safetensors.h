@@ -67,8 +67,10 @@ class SafeTensorsFile {
 
  private:
   SafeTensorsFile() = default;
-  // Validates `size` bytes and fills `file`'s tensors (pointing into `bytes`) and metadata.
-  static Status parse(const std::string& path, const unsigned char* bytes, size_t size, SafeTensorsFile* file);
+  // Validates the JSON header and fills `file`'s tensors (pointing into the `data_size` bytes of
+  // the data region at `data`) and metadata.
+  static Status parse(const std::string& path, const char* header_text, size_t header_size, const unsigned char* data,
+                      uint64_t data_size, SafeTensorsFile* file);
 
   std::string path_;
   const unsigned char* map_ = nullptr;

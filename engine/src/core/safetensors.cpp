@@ -213,7 +213,8 @@ Status sort_and_check_overlap(const std::string& path, std::vector<Entry>& entri
   return Status::Ok();
 }
 
-// Reads the 8-byte length and checks that the header fits in the file.
+// Checks the 8-byte length (`bytes`, read only when the file holds 8 bytes) and that the header
+// fits in the file.
 Result<uint64_t> read_header_length(const std::string& path, const unsigned char* bytes, size_t file_size) {
   if (file_size < kLengthBytes) {
     return parse_error(path + ": file is " + std::to_string(file_size) +
@@ -240,18 +241,13 @@ size_t safetensors_dtype_size(const std::string& dtype) {
   return 0;
 }
 
-Status SafeTensorsFile::parse(const std::string& path, const unsigned char* bytes, size_t size, SafeTensorsFile* file) {
-  WINFER_ASSIGN_OR_RETURN(const uint64_t header_size, read_header_length(path, bytes, size));
-
-  const char* header_begin = reinterpret_cast<const char*>(bytes + kLengthBytes);
-  WINFER_ASSIGN_OR_RETURN(json header, parse_header_json(path, header_begin, header_begin + header_size));
+Status SafeTensorsFile::parse(const std::string& path, const char* header_text, size_t header_size,
+                              const unsigned char* data, uint64_t data_size, SafeTensorsFile* file) {
+  WINFER_ASSIGN_OR_RETURN(json header, parse_header_json(path, header_text, header_text + header_size));
   if (header.size() > kMaxTensors + (header.contains(kMetadataKey) ? 1 : 0)) {
     return parse_error(path + ": the header lists " + std::to_string(header.size()) +
                        " entries, more than the limit of " + std::to_string(kMaxTensors) + " tensors");
   }
-
-  const unsigned char* data = bytes + kLengthBytes + header_size;
-  const uint64_t data_size = size - kLengthBytes - header_size;
 
   file->path_ = path;
   std::vector<Entry> entries;
@@ -288,10 +284,24 @@ const detail::OutputKind kSafetensorsOutput{"safetensors file", "a safetensors f
 
 }  // namespace
 
+// The length and the header are read with pread, not through the mapping: a fault there would
+// map the cached pages around the header, the first weights among them (a large folio whole when
+// the file was just written), and they would stay resident beside the packed copies (the ONNX
+// walk's defect, fixed in session 31; docs/MEMORY.md, "Loading"). Tensors still point into the
+// mapping, which copy_data translates back to file offsets.
 Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::open(const std::string& path) {
   WINFER_ASSIGN_OR_RETURN(detail::MappedFile mapped, detail::MappedFile::map(path, kSafetensorsInput));
+  unsigned char length[kLengthBytes] = {};
+  if (mapped.size() >= kLengthBytes) {
+    WINFER_RETURN_IF_ERROR(detail::read_at(mapped.fd(), path, "the header length", 0, kLengthBytes, length));
+  }
+  WINFER_ASSIGN_OR_RETURN(const uint64_t header_size, read_header_length(path, length, mapped.size()));
+  std::string header(header_size, '\0');
+  WINFER_RETURN_IF_ERROR(detail::read_at(mapped.fd(), path, "the header", kLengthBytes, header_size, &header[0]));
   std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
-  WINFER_RETURN_IF_ERROR(parse(path, mapped.data(), mapped.size(), file.get()));
+  const uint64_t data_offset = kLengthBytes + header_size;
+  WINFER_RETURN_IF_ERROR(
+      parse(path, header.data(), header.size(), mapped.data() + data_offset, mapped.size() - data_offset, file.get()));
   // Hand the mapping over to the file object only now that everything is valid.
   file->map_size_ = mapped.size();
   file->map_ = mapped.data();
@@ -306,7 +316,11 @@ Result<std::shared_ptr<const SafeTensorsFile>> SafeTensorsFile::from_memory(cons
   std::shared_ptr<SafeTensorsFile> file(new SafeTensorsFile());
   const auto* bytes = static_cast<const unsigned char*>(data);
   file->owned_.assign(bytes, bytes + size);  // tensors point into this copy, never resized again
-  WINFER_RETURN_IF_ERROR(parse(name, file->owned_.data(), size, file.get()));
+  const unsigned char* owned = file->owned_.data();
+  WINFER_ASSIGN_OR_RETURN(const uint64_t header_size, read_header_length(name, owned, size));
+  const uint64_t data_offset = kLengthBytes + header_size;
+  WINFER_RETURN_IF_ERROR(parse(name, reinterpret_cast<const char*>(owned + kLengthBytes), header_size,
+                               owned + data_offset, size - data_offset, file.get()));
   return std::shared_ptr<const SafeTensorsFile>(std::move(file));
 }
 
