@@ -1,4 +1,5 @@
-// winograd's two tiles, F(2x2, 3x3) and F(4x4, 3x3) (both forced: winograd_conv_algorithm_with_tile),
+// winograd's three tiles, F(2x2, 3x3), F(4x4, 3x3) and F(6x6, 3x3) (each forced:
+// winograd_conv_algorithm_with_tile),
 // against im2win on 3x3 stride-1 layers, called in turn round by round in one process (this
 // machine's neighbours slow whatever runs during their bursts; calling the three in turn slows
 // them alike), 16 MiB written between calls so that every call finds its weights outside L2 as in
@@ -8,9 +9,10 @@
 //   winograd_tiles [THREADS=1] [BATCH=1] [ROUNDS=15] [FILTER]
 //
 // Layers: paper12's 3x3 stride-1 ones (p12.*), ResNet's (r.*) and VGG16's (v.*) at 224x224, and
-// small ones that decide the rule (x.*, y.*). Per layer: median ms of each, F(2x2)/F(4x4) and
-// im2win/F(4x4) (> 1: F(4x4) faster), the same for the minimum, and each one's max |error| /
-// max |y| against float64 on 4000 sampled outputs (inputs in [0, 1) as after a ReLU).
+// small ones that decide the rule (x.*, y.*). Per layer: median ms of each, F(2x2)/F(4x4),
+// F(4x4)/F(6x6) and im2win/F(4x4) (> 1: the latter faster), the same for the minimum, and each
+// one's max |error| / max |y| against float64 on 4000 sampled outputs (inputs in [0, 1) as after
+// a ReLU).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,14 +51,16 @@ int main(int argc, char** argv) {
       {"y.14x64", 64, 14, 14, 64, 1},        {"y.20x64", 64, 20, 20, 64, 1},
       {"v.28x512", 512, 28, 28, 512, 1},     {"v.14x512", 512, 14, 14, 512, 1},
   };
-  const ConvAlgorithm* algos[3] = {find_conv_algorithm("im2win"), &cpu::winograd_conv_algorithm_with_tile(2),
-                                   &cpu::winograd_conv_algorithm_with_tile(4)};
+  constexpr int kAlgos = 4;  // im2win, F2, F4, F6
+  const ConvAlgorithm* algos[kAlgos] = {find_conv_algorithm("im2win"), &cpu::winograd_conv_algorithm_with_tile(2),
+                                        &cpu::winograd_conv_algorithm_with_tile(4),
+                                        &cpu::winograd_conv_algorithm_with_tile(6)};
   std::vector<char> flush(16 << 20);
   std::printf(
-      "threads %d batch %lld (medians; then minima; then max |error| / max |y| vs float64)\n%-14s %9s %9s %9s  %6s %6s "
-      " %12s %8s %8s %6s %6s\n",
-      threads, (long long)batch, "layer", "im2win", "F2", "F4", "F2/F4", "iw/F4", "min: im2win", "F2", "F4", "F2/F4",
-      "iw/F4");
+      "threads %d batch %lld (medians; then minima; then max |error| / max |y| vs float64: F2 F4 F6 im2win)\n%-14s "
+      "%9s %9s %9s %9s  %6s %6s %6s  %12s %8s %8s %8s %6s %6s %6s\n",
+      threads, (long long)batch, "layer", "im2win", "F2", "F4", "F6", "F2/F4", "F4/F6", "iw/F4", "min: im2win", "F2",
+      "F4", "F6", "F2/F4", "F4/F6", "iw/F4");
   std::fflush(stdout);
   for (const L& l : layers) {
     if (!strstr(l.name, filter)) continue;
@@ -75,32 +79,32 @@ int main(int argc, char** argv) {
     for (auto& x : wt) x = u(gen) * 0.1f;
     for (auto& x : bias) x = u(gen);
     const size_t out_n = p.batch * p.out_h() * p.out_w() * l.co;
-    float* packed[3];
-    float* ws[3];
-    std::vector<float> out[3];
-    for (int a = 0; a < 3; ++a) {
+    float* packed[kAlgos];
+    float* ws[kAlgos];
+    std::vector<float> out[kAlgos];
+    for (int a = 0; a < kAlgos; ++a) {
       packed[a] = alloc(algos[a]->packed_weight_bytes(p));
       algos[a]->pack_weights(p, wt.data(), packed[a]);
       ws[a] = alloc(algos[a]->workspace_bytes(p));
       out[a].resize(out_n);
     }
-    std::vector<double> t[3];
+    std::vector<double> t[kAlgos];
     for (int r = 0; r < rounds + 1; ++r)
-      for (int a = 0; a < 3; ++a) {
+      for (int a = 0; a < kAlgos; ++a) {
         std::memset(flush.data(), r, flush.size());
         auto t0 = std::chrono::steady_clock::now();
         algos[a]->run(p, in.data(), packed[a], bias.data(), nullptr, out[a].data(), ws[a], Activation::kNone, threads);
         auto t1 = std::chrono::steady_clock::now();
         if (r > 0) t[a].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       }
-    double med[3], mn[3];
-    for (int a = 0; a < 3; ++a) {
+    double med[kAlgos], mn[kAlgos];
+    for (int a = 0; a < kAlgos; ++a) {
       std::sort(t[a].begin(), t[a].end());
       med[a] = t[a][t[a].size() / 2];
       mn[a] = t[a][0];
     }
     // error vs float64 direct on a sample of outputs, relative to max |y| (as parity)
-    double maxy = 0, err[3] = {};
+    double maxy = 0, err[kAlgos] = {};
     std::mt19937 g2(3);
     const int64_t ho = p.out_h(), wo = p.out_w();
     for (int s = 0; s < 4000; ++s) {
@@ -115,13 +119,15 @@ int main(int argc, char** argv) {
         }
       maxy = std::max(maxy, std::abs(ref));
       size_t idx = ((n * ho + oh) * wo + ow) * l.co + o;
-      for (int a = 0; a < 3; ++a) err[a] = std::max(err[a], std::abs(out[a][idx] - ref));
+      for (int a = 0; a < kAlgos; ++a) err[a] = std::max(err[a], std::abs(out[a][idx] - ref));
     }
-    std::printf("%-14s %9.3f %9.3f %9.3f  %6.2f %6.2f  min %8.3f %8.3f %8.3f %6.2f %6.2f  %.2e %.2e (im2win %.2e)\n",
-                l.name, med[0], med[1], med[2], med[1] / med[2], med[0] / med[2], mn[0], mn[1], mn[2], mn[1] / mn[2],
-                mn[0] / mn[2], err[1] / maxy, err[2] / maxy, err[0] / maxy);
+    std::printf(
+        "%-14s %9.3f %9.3f %9.3f %9.3f  %6.2f %6.2f %6.2f  min %8.3f %8.3f %8.3f %8.3f %6.2f %6.2f %6.2f  %.1e %.1e "
+        "%.1e %.1e\n",
+        l.name, med[0], med[1], med[2], med[3], med[1] / med[2], med[2] / med[3], med[0] / med[2], mn[0], mn[1], mn[2],
+        mn[3], mn[1] / mn[2], mn[2] / mn[3], mn[0] / mn[2], err[1] / maxy, err[2] / maxy, err[3] / maxy, err[0] / maxy);
     std::fflush(stdout);
-    for (int a = 0; a < 3; ++a) {
+    for (int a = 0; a < kAlgos; ++a) {
       std::free(packed[a]);
       std::free(ws[a]);
     }

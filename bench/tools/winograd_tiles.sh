@@ -1,6 +1,6 @@
 #!/bin/sh
-# Builds and runs bench/tools/winograd_tiles.cpp: winograd F(2x2) and F(4x4) (forced) against
-# im2win per layer, called in turn in one process.
+# Builds and runs bench/tools/winograd_tiles.cpp: winograd F(2x2), F(4x4) and F(6x6) (forced)
+# against im2win per layer, called in turn in one process.
 #
 #   bench/tools/winograd_tiles.sh [THREADS] [BATCH] [ROUNDS] [FILTER]
 #

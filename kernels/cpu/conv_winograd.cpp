@@ -1,9 +1,9 @@
-// "winograd": Winograd's minimal filtering F(4x4, 3x3) and F(2x2, 3x3) for 3x3 stride-1
-// convolutions (Lavin and Gray, 2016). Each m x m block of output pixels ("tile") is computed
-// from an n x n input patch (n = m + 2) with n^2 multiplications per (input channel, output
-// channel) instead of 9 m^2: F(2x2) 16 for 4 pixels (2.25x fewer multiply-adds than every other
-// algorithm here, which run at 80-90% of the FMA peak on these layers and so cannot get faster
-// any other way), F(4x4) 36 for 16 pixels (4x fewer).
+// "winograd": Winograd's minimal filtering F(6x6, 3x3), F(4x4, 3x3) and F(2x2, 3x3) for 3x3
+// stride-1 convolutions (Lavin and Gray, 2016). Each m x m block of output pixels ("tile") is
+// computed from an n x n input patch (n = m + 2) with n^2 multiplications per (input channel,
+// output channel) instead of 9 m^2: F(2x2) 16 for 4 pixels (2.25x fewer multiply-adds than every
+// other algorithm here, which run at 80-90% of the FMA peak on these layers and so cannot get
+// faster any other way), F(4x4) 36 for 16 pixels (4x fewer), F(6x6) 64 for 36 (5.1x fewer).
 //
 //   V = B^T d B    (input patch d, n x n, per channel)     the input transform
 //   U = G g G^T    (kernel g, 3x3, per output x input)     the weight transform (at packing)
@@ -11,14 +11,17 @@
 //   Y = A^T M A    (m x m outputs)                         the output transform, + bias,
 //                                                          residual, activation
 //
-// Interpolation points. F(4x4) evaluates at 0, 1, -1, 1/2, -2 and infinity: against the
+// Interpolation points. F(6x6) evaluates at 0, +-1, +-2, +-1/2 and infinity (Lavin and Gray's
+// set; the pairs share the even and odd halves of each sum, see Wino<6>). F(4x4) evaluates at 0,
+// 1, -1, 1/2, -2 and infinity, a subset: against the
 // symmetric 0, +-1, +-2 (Lavin and Gray) or 0, +-1, +-1/2, the mixed pair 1/2, -2 halves the
 // rounding error (measured in float32 over 2000 random tiles of 256 channels: max error / sum of
 // |terms| 2.6e-7 against 5.9e-7, inputs in [0, 1] as after a ReLU; Barabasz et al., "Error
 // analysis and improving the accuracy of Winograd convolution", 2020, reach the same choice).
 // F(2x2) evaluates at 0, 1, -1, infinity: a subset, and G's rows for those four points are the
 // same in both (scaled so that they are F(2x2)'s usual [1 0 0], [1 1 1]/2, [1 -1 1]/2, [0 0 1]),
-// so one packed U serves both tile sizes: F(2x2) reads 16 of its 36 positions. The other rows
+// so one packed U serves every tile size: F(2x2) reads 16 of its 64 positions, F(4x4) 36. The
+// other rows
 // are scaled so that B^T has small integer entries where it can (exact products); the 1/3 of the
 // points +-1 that F(4x4)'s Lagrange denominators bring stays in B^T's rows 1 and 2.
 //
@@ -29,10 +32,24 @@
 //        [0    1  -2   -1    2 0]         [1/30 -1/15 2/15]
 //        [0    1 -3/2  -2  3/2 1]         [0     0    1]
 //
+// F(6x6)'s own B^T (G's rows for 2 and -1/2 scaled so that each +- pair's rows are s + t and
+// s - t); A^T has powers of 2 up to 32:
+//
+//        [1    0 -21/4     0  21/4    0   -1 0]     (columns: d0 .. d7; rows: the points 0, 1,
+//        [0 -4/9  -4/9  17/9  17/9 -4/9 -4/9 0]      -1, 1/2, -2, 2, -1/2, infinity)
+//        [0  4/9  -4/9 -17/9  17/9  4/9 -4/9 0]
+//  B^T = [0  4/3   8/3  -5/3 -10/3  1/3  2/3 0]     G's rows for 2 and -1/2:
+//        [0 -1/6  1/12   5/6 -5/12 -2/3  1/3 0]       [1/30 1/15 2/15], [16/15 -8/15 4/15]
+//        [0  1/6  1/12  -5/6 -5/12  2/3  1/3 0]
+//        [0 -4/3   8/3   5/3 -10/3 -1/3  2/3 0]
+//        [0   -1     0  21/4     0 -21/4   0 1]
+//
 // Tile size per layer (winograd_tile): F(4x4) unless its tiles waste much on the edges, are few,
-// or its U streams from memory for few of them (see kMinF4Tiles), where F(2x2) is faster. The packed weights do not
-// depend on the choice (packing never depends on the batch or the spatial size), so a session at
-// another batch or input size may pick the other tile with the same U.
+// or its U streams from memory for few of them (see kMinF4Tiles), where F(2x2) is faster; and
+// F(6x6) where F(4x4) would run on outputs of 28x28 and more with 64 channels or more (see
+// kF6Share). The packed weights do not depend on the choice (packing never depends on the batch
+// or the spatial size), so a session at another batch or input size may pick another tile with
+// the same U.
 //
 // The GEMMs are the convolution micro-kernel's (ukernel_conv.h) over a block of T tiles: A rows
 // are V[xi][tile] (C contiguous floats), the weights U[xi] packed in panels of 32 output
@@ -41,11 +58,12 @@
 // threads transform disjoint tiles, compute disjoint (xi, panel) pairs, and meet at a barrier in
 // between. Each output element is computed the same way whatever the thread count (bitwise).
 //
-// Precision: the transforms add up to 4 (F(2x2)) or 6 (F(4x4)) inputs with coefficients up to
-// 8, so the error bound is a few (F(2x2)) to some tens (F(4x4)) of times a direct sum's
-// (winograd_test.cpp measures both against float64; docs/PERFORMANCE.md has the zoo's parity).
+// Precision: the transforms add up to 4 (F(2x2)), 6 (F(4x4)) or 8 (F(6x6)) inputs with
+// coefficients up to 8 (32 for F(6x6)), so the error bound is a few (F(2x2)), some tens (F(4x4))
+// or a few hundred (F(6x6)) times a direct sum's (winograd_test.cpp measures all three against
+// float64; docs/PERFORMANCE.md has the zoo's parity).
 //
-// Weights: 36/9 of the OIHW size (U has 36 values per 3x3 kernel), not unpackable (the
+// Weights: 64/9 of the OIHW size (U has 64 values per 3x3 kernel), not unpackable (the
 // transform is not a permutation): a model packed for another algorithm keeps serving this one
 // through unpack + pack. Workspace: one block's V and M, plus a zero row for the padding.
 #include "kernels/cpu/conv_winograd.h"
@@ -62,8 +80,9 @@ namespace winfer {
 namespace cpu {
 namespace {
 
-// Packed positions: 6x6, the points in the order 0, 1, -1, 1/2, -2, infinity.
-constexpr int kPackedPoints = 6;
+// Packed positions: 8x8, the points in the order 0, 1, -1, 1/2, -2, 2, -1/2, infinity. Each tile
+// size reads the positions of its own points (Wino<m>::kPoint).
+constexpr int kPackedPoints = 8;
 constexpr int64_t kPackedPositions = kPackedPoints * kPackedPoints;
 
 // The transforms of F(m x m, 3x3), one dimension at a time (the 2D transforms apply them to the
@@ -75,7 +94,7 @@ template <>
 struct Wino<2> {
   static constexpr int kN = 4;
   // The packed point of each of F(2x2)'s points 0, 1, -1, infinity.
-  static constexpr int kPoint[kN] = {0, 1, 2, 5};
+  static constexpr int kPoint[kN] = {0, 1, 2, 7};
   template <class V>
   static WINFER_ALWAYS_INLINE void input(const V (&d)[kN], V (&r)[kN]) {
     r[0] = d[0] - d[2];
@@ -92,7 +111,9 @@ struct Wino<2> {
 
 template <>
 struct Wino<4> {
-  static constexpr int kN = 6;  // the packed points themselves, in their order
+  static constexpr int kN = 6;
+  // The packed point of each of F(4x4)'s points 0, 1, -1, 1/2, -2, infinity.
+  static constexpr int kPoint[kN] = {0, 1, 2, 3, 4, 7};
   template <class V>
   static WINFER_ALWAYS_INLINE void input(const V (&d)[kN], V (&r)[kN]) {
     const V p = d[1] - d[3], q = d[2] - d[4];
@@ -113,10 +134,50 @@ struct Wino<4> {
   }
 };
 
+// F(6x6) at the packed points themselves. The pairs +-1, (1/2, -1/2) and (2, -2) share the
+// even and odd halves of their sums (s +- t), which is what the scaling of G's rows for 2 and
+// -1/2 is chosen for (1/2 and -2 keep F(4x4)'s scaling: one U for every tile).
+template <>
+struct Wino<6> {
+  static constexpr int kN = 8;
+  static constexpr int kPoint[kN] = {0, 1, 2, 3, 4, 5, 6, 7};
+  template <class V>
+  static WINFER_ALWAYS_INLINE void input(const V (&d)[kN], V (&r)[kN]) {
+    r[0] = (d[0] - d[6]) + 5.25f * (d[4] - d[2]);
+    r[7] = (d[7] - d[1]) + 5.25f * (d[3] - d[5]);
+    const V s1 = 4.25f * d[4] - (d[2] + d[6]), t1 = 4.25f * d[3] - (d[1] + d[5]);
+    r[1] = (4.f / 9.f) * (s1 + t1);
+    r[2] = (4.f / 9.f) * (s1 - t1);
+    const V s3 = (8.f * d[2] - 10.f * d[4]) + 2.f * d[6], t3 = (4.f * d[1] - 5.f * d[3]) + d[5];
+    r[3] = (1.f / 3.f) * (s3 + t3);
+    r[6] = (1.f / 3.f) * (s3 - t3);
+    const V s5 = (d[2] - 5.f * d[4]) + 4.f * d[6], t5 = (2.f * d[1] - 10.f * d[3]) + 8.f * d[5];
+    r[5] = (1.f / 12.f) * (s5 + t5);
+    r[4] = (1.f / 12.f) * (s5 - t5);
+  }
+  template <class V>
+  static WINFER_ALWAYS_INLINE void output(const V (&m)[kN], V (&y)[6]) {
+    const V a1 = m[1] + m[2], b1 = m[1] - m[2];
+    const V a2 = m[5] + m[4], b2 = m[5] - m[4];
+    const V a3 = m[3] + m[6], b3 = m[3] - m[6];
+    y[0] = (m[0] + a1) + (a2 + a3);
+    y[1] = b1 + 2.f * b2 + 0.5f * b3;
+    y[2] = a1 + 4.f * a2 + 0.25f * a3;
+    y[3] = b1 + 8.f * b2 + 0.125f * b3;
+    y[4] = a1 + 16.f * a2 + 0.0625f * a3;
+    y[5] = (b1 + 32.f * b2 + 0.03125f * b3) + m[7];
+  }
+};
+
 // G's rows, one per packed point (the kernel's 3 taps -> the point's value).
-constexpr double kG[kPackedPoints][3] = {
-    {1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {16.0 / 15, 8.0 / 15, 4.0 / 15}, {1.0 / 30, -1.0 / 15, 2.0 / 15},
-    {0, 0, 1}};
+constexpr double kG[kPackedPoints][3] = {{1, 0, 0},
+                                         {0.5, 0.5, 0.5},
+                                         {0.5, -0.5, 0.5},
+                                         {16.0 / 15, 8.0 / 15, 4.0 / 15},
+                                         {1.0 / 30, -1.0 / 15, 2.0 / 15},
+                                         {1.0 / 30, 1.0 / 15, 2.0 / 15},
+                                         {16.0 / 15, -8.0 / 15, 4.0 / 15},
+                                         {0, 0, 1}};
 
 // winograd_tile's rule, measured per layer (1 thread, docs/PERFORMANCE.md, "Winograd F(4x4)"):
 // F(4x4) where
@@ -130,6 +191,18 @@ constexpr double kG[kPackedPoints][3] = {
 //   tiles, 9.4 and 37.7 MB) ran at 0.7-0.9x, the 28x28 layers (49 tiles) at 1.2-1.8x.
 constexpr int64_t kMinF4Tiles = 8;
 constexpr int64_t kMinF4StreamedTiles = 3 * kMaxTileRows;
+// F(6x6) where F(4x4) would run and
+// - its multiplies, the edges' included, are at most kF6Share of F(4x4)'s (64 x its tiles
+//   against 36 x F(4x4)'s): outputs of 28x28 and more (0.91), not 14x14 (1.0: 0.83-0.90x F(4x4)'s
+//   speed);
+// - it has kMinF6Tiles tiles or more;
+// - its U stays in L2 or feeds enough tiles that declines() keeps the layer (F(4x4) does);
+// - its transforms weigh little against its GEMMs: they scale with C + Co, the GEMMs with C x Co,
+//   and (C + Co) / (C x Co) <= 1/32 (64 -> 64 and up). DenseNet's 128 -> 32 at 28x28 ran at 0.92x
+//   F(4x4)'s speed, ResNet's 64 -> 64 at 56x56 0.97x at batch 1 and 1.08x at batch 8, VGG's
+//   layers 1.02-1.20x (docs/PERFORMANCE.md, session 32).
+constexpr double kF6Share = 0.92;
+constexpr int64_t kMinF6Tiles = 8;
 
 // A vector of W floats, or one float (the channel tail), with the same spelling.
 template <int W>
@@ -162,10 +235,11 @@ struct Geometry {
   int64_t positions, ho, wo, tiles_h, tiles_w, tiles, panels;
 };
 
-// Tiles per block: a whole number of micro-kernel calls (the kernel's MR rows), 4 of them. With
-// weights that stream, U is read from memory once per block: ResNet's and VGG's 28x28 layers
-// (49 tiles of F(4x4) at batch 1) read it once. V and M of a block are 36 x 56 x (C + Co) floats
-// for F(4x4) (8.3 MB for 512 -> 512, mostly in L3: a GEMM touches one position's 115 KB of V).
+// Tiles per block: at most 4 micro-kernel calls of the kernel's MR rows (run() evens the blocks
+// out). With weights that stream, U is read from memory once per block: ResNet's and VGG's 28x28
+// layers (49 tiles of F(4x4) at batch 1) read it once. V and M of a block are 36 x 56 x (C + Co)
+// floats for F(4x4) (8.3 MB for 512 -> 512, mostly in L3: a GEMM touches one position's 115 KB
+// of V), 64 x 56 x (C + Co) for F(6x6) (14.7 MB).
 constexpr int64_t kBlockCalls = 4;
 int64_t block_tiles(const TileKernels& uk) { return kBlockCalls * uk.max_rows; }
 // The most tiles of any ISA's block, which sizes the workspace (it cannot depend on the ISA
@@ -173,9 +247,17 @@ int64_t block_tiles(const TileKernels& uk) { return kBlockCalls * uk.max_rows; }
 constexpr int64_t kMaxBlockTiles = kBlockCalls * kMaxTileRows;
 
 // The packed position of position xi of a tile x tile transform.
+template <int kM>
+int64_t packed_position(int64_t xi) {
+  constexpr int n = Wino<kM>::kN;
+  return kPackedPoints * Wino<kM>::kPoint[xi / n] + Wino<kM>::kPoint[xi % n];
+}
 int64_t packed_position(int tile, int64_t xi) {
-  if (tile == 4) return xi;
-  return kPackedPoints * Wino<2>::kPoint[xi / 4] + Wino<2>::kPoint[xi % 4];
+  switch (tile) {
+    case 2: return packed_position<2>(xi);
+    case 4: return packed_position<4>(xi);
+    default: return packed_position<6>(xi);
+  }
 }
 
 // V = B^T d B for channels [c, c + W) of one tile: d[i][j] read through row pointers (the zero
@@ -339,7 +421,13 @@ Transforms pick_transforms(Isa isa) {
     default: return {input_tiles_generic<kM>, output_tiles_generic<kM>};
   }
 }
-Transforms pick_transforms(Isa isa, int tile) { return tile == 4 ? pick_transforms<4>(isa) : pick_transforms<2>(isa); }
+Transforms pick_transforms(Isa isa, int tile) {
+  switch (tile) {
+    case 2: return pick_transforms<2>(isa);
+    case 4: return pick_transforms<4>(isa);
+    default: return pick_transforms<6>(isa);
+  }
+}
 
 // The U panel of (position xi, panel): [C][kPanel].
 const float* u_panel(const Job& j, int64_t xi, int64_t panel) {
@@ -371,12 +459,15 @@ void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, const float* ne
   // L1/L2: the tile leaves its prefetch to the hardware (0.95x the time on ResNet-18 and VGG-16,
   // AVX-512, Zen 4, session 25).
   a.weights_in_l2 = next == nullptr;
+  // The rows split evenly among the fewest micro-kernel calls: 44 rows as 4 calls of 11, not 3 of
+  // 14 and one of 2 (a call of 2 rows runs its K loop for 4 FMAs per step).
   const int64_t micro_tiles = ceil_div(rows, int64_t{uk.max_rows});
-  for (int64_t m0 = 0; m0 < rows; m0 += uk.max_rows) {
-    const int mr = static_cast<int>(std::min<int64_t>(uk.max_rows, rows - m0));
+  for (int64_t call = 0; call < micro_tiles; ++call) {
+    const int64_t m0 = rows * call / micro_tiles;
+    const int mr = static_cast<int>(rows * (call + 1) / micro_tiles - m0);
     for (int m = 0; m < mr; ++m) pixels[m] = j.v + (xi * j.block + m0 + m) * c_count;
     if (next != nullptr)
-      set_prefetch_share(a, next, c_count * kPanel * int64_t{sizeof(float)}, m0 / uk.max_rows, micro_tiles, c_count);
+      set_prefetch_share(a, next, c_count * kPanel * int64_t{sizeof(float)}, call, micro_tiles, c_count);
     for (int64_t c = 0; c < panel_cols; c += nr) {
       a.cols = static_cast<int>(std::min<int64_t>(nr, panel_cols - c));
       a.weights = u + c;
@@ -389,7 +480,7 @@ void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, const float* ne
 
 class WinogradConv final : public ConvAlgorithm {
  public:
-  // forced_tile: 2 or 4 for every layer, 0 for winograd_tile()'s choice.
+  // forced_tile: 2, 4 or 6 for every layer, 0 for winograd_tile()'s choice.
   explicit WinogradConv(int forced_tile) : forced_tile_(forced_tile) {}
   const char* name() const override { return "winograd"; }
   int tile(const ConvParams& p) const { return forced_tile_ != 0 ? forced_tile_ : winograd_tile(p); }
@@ -401,7 +492,7 @@ class WinogradConv final : public ConvAlgorithm {
     return p.is_valid() && p.groups == 1 && p.kernel_h == 3 && p.kernel_w == 3 && p.stride_h == 1 && p.stride_w == 1 &&
            p.dilation_h == 1 && p.dilation_w == 1 && p.in_channels >= kMinChannels;
   }
-  // The transformed weights a run reads: its tile's positions of U (F(2x2): 16 of the 36).
+  // The transformed weights a run reads: its tile's positions of U (F(2x2): 16 of the 64).
   static int64_t read_weight_bytes(const ConvParams& p, int tile) {
     return Geometry(p, tile).positions * ceil_div(p.out_channels, kPanel) * p.in_channels * kPanel *
            int64_t{sizeof(float)};
@@ -455,7 +546,7 @@ class WinogradConv final : public ConvAlgorithm {
            sizeof(float);
   }
   // U = G g G^T per (output, input) channel, in double, into [xi][panel][C][32] (zeros past the
-  // last output channel), all 36 positions whatever the tile (the tile may depend on the spatial
+  // last output channel), all 64 positions whatever the tile (the tile may depend on the spatial
   // size, packing may not).
   void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const override {
     std::memset(packed, 0, packed_weight_bytes(p));
@@ -492,7 +583,9 @@ class WinogradConv final : public ConvAlgorithm {
     j.bias = bias;
     j.residual = residual_nhwc;
     j.output = output_nhwc;
-    j.block = block_tiles(uk);
+    // Blocks of at most block_tiles() tiles, as many as that takes, of equal size: 100 tiles as
+    // 50 + 50, not 56 + 44 (each block reads all of U once either way).
+    j.block = ceil_div(geo.tiles, ceil_div(geo.tiles, block_tiles(uk)));
     const int64_t max_block = kMaxBlockTiles;
     float* ws = static_cast<float*>(workspace);
     j.v = ws;
@@ -549,12 +642,18 @@ class WinogradConv final : public ConvAlgorithm {
 int winograd_tile(const ConvParams& p) {
   const int64_t tiles = Geometry(p, 4).tiles;
   if (3 * tiles > Geometry(p, 2).tiles || tiles < kMinF4Tiles) return 2;
-  return !WinogradConv::weights_stream(p, 4) || tiles >= kMinF4StreamedTiles ? 4 : 2;
+  if (WinogradConv::weights_stream(p, 4) && tiles < kMinF4StreamedTiles) return 2;
+  const int64_t tiles6 = Geometry(p, 6).tiles;
+  if (64.0 * double(tiles6) > kF6Share * 36.0 * double(tiles) || tiles6 < kMinF6Tiles) return 4;
+  // Never a tile that declines() would leave to im2win where F(4x4) runs (ResNet's 28x28 128 ->
+  // 128 at batch 1: 25 tiles of F(6x6) would stream 4 MiB of U, 49 of F(4x4) 2.25 MiB).
+  if (WinogradConv::weights_stream(p, 6) && tiles6 < WinogradConv::kMinStreamedTiles) return 4;
+  return 32 * (p.in_channels + p.out_channels) <= p.in_channels * p.out_channels ? 6 : 4;
 }
 
 const ConvAlgorithm& winograd_conv_algorithm_with_tile(int tile) {
-  static const WinogradConv f2(2), f4(4);
-  return tile == 4 ? f4 : f2;
+  static const WinogradConv f2(2), f4(4), f6(6);
+  return tile == 6 ? f6 : tile == 4 ? f4 : f2;
 }
 
 const ConvAlgorithm& winograd_conv_algorithm() {

@@ -8,11 +8,11 @@
 namespace winfer {
 namespace cpu {
 
-// The output tile edge the registered "winograd" computes p with: 4 (F(4x4, 3x3)) or 2
-// (F(2x2, 3x3)).
+// The output tile edge the registered "winograd" computes p with: 6 (F(6x6, 3x3)), 4 (F(4x4, 3x3))
+// or 2 (F(2x2, 3x3)).
 int winograd_tile(const ConvParams& p);
 
-// "winograd" computing every layer with output tiles of tile x tile pixels (2 or 4), whatever
+// "winograd" computing every layer with output tiles of tile x tile pixels (2, 4 or 6), whatever
 // winograd_tile() says; the same packed weights, workspace rule and name. Not registered.
 const ConvAlgorithm& winograd_conv_algorithm_with_tile(int tile);
 

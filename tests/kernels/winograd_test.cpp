@@ -1,4 +1,4 @@
-// winograd F(2x2, 3x3) and F(4x4, 3x3), each tile size forced on every shape: against the
+// winograd F(2x2, 3x3), F(4x4, 3x3) and F(6x6, 3x3), each tile size forced on every shape: against the
 // float64 reference on edge shapes (odd output sizes that leave partial tiles, outputs smaller
 // than a tile, every padding 0-2 and asymmetric, channel counts off the vector width and off the
 // 32-wide panels, batch 2 and 3, bias or none, every activation, a fused residual), under every
@@ -35,9 +35,10 @@ const ConvAlgorithm& winograd() {
 // F(2x2)'s transforms add up to 4 values at each of their three stages, so rounding errors grow
 // a few times faster than in a direct sum: the tolerance allows 8x a direct sum's. F(4x4)'s add
 // 6 values with coefficients up to 8 (B^T's rows sum to 6.7 in absolute value, A^T's to 18.6):
-// 32x (the test prints the largest errors of both). A missing or
-// doubled term of average size still exceeds either for every shape here.
-double transform_growth(int tile) { return tile == 4 ? 32.0 : 8.0; }
+// 32x. F(6x6)'s add 8 with coefficients up to 32 (B^T's rows sum to 12.5, A^T's to 67; a float32
+// simulation put its error at 5x F(4x4)'s): 160x. The test prints the largest errors of all three.
+// A missing or doubled term of average size still exceeds each for every shape here.
+double transform_growth(int tile) { return tile == 6 ? 160.0 : tile == 4 ? 32.0 : 8.0; }
 
 std::vector<ConvCase> winograd_cases() {
   return {
@@ -50,6 +51,7 @@ std::vector<ConvCase> winograd_cases() {
       {Conv(1, 256, 6, 6, 112).k(3, 3).pad(1).p, true, kRelu},         // U streamed, next panel prefetched
       {Conv(3, 32, 11, 13, 40).k(3, 3).pad(1).p, true, kRelu6},        // 11x13: 4+4+3, 4+4+4+1; 3 blocks of F(4x4)
       {Conv(1, 20, 7, 8, 9).k(3, 3).p, false, kNone},                  // 5x6 output: one full F(4x4) tile + edges
+      {Conv(3, 32, 26, 27, 48).k(3, 3).pad(1).p, true, kRelu},         // 26x27: 6x4+2, 6x4+3; 75 F(6x6) tiles
   };
 }
 
@@ -80,7 +82,7 @@ TEST_CASE("winograd: declines few tiles of weights beyond L2, which a session le
 }
 
 TEST_CASE("winograd: F(4x4) where it saves a quarter of the multiplies, has 8 tiles, and its U fits L2 or feeds 42") {
-  CHECK(cpu::winograd_tile(Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p) == 4);
+  CHECK(cpu::winograd_tile(Conv(1, 32, 56, 56, 32).k(3, 3).pad(1).p) == 4);  // F(6x6)'s transforms too heavy
   CHECK(cpu::winograd_tile(Conv(1, 64, 7, 30, 64).k(3, 3).pad(1).p) == 4);   // 2 x 8 tiles, 4 x 15 of F(2x2)
   CHECK(cpu::winograd_tile(Conv(1, 64, 10, 10, 64).k(3, 3).pad(1).p) == 2);  // 9 tiles: 27 > 25 of F(2x2)
   CHECK(cpu::winograd_tile(Conv(1, 64, 11, 11, 64).k(3, 3).pad(1).p) == 4);  // 9 tiles: 27 <= 36
@@ -94,10 +96,10 @@ TEST_CASE("winograd: F(4x4) where it saves a quarter of the multiplies, has 8 ti
   CHECK(cpu::winograd_tile(Conv(1, 256, 14, 14, 256).k(3, 3).pad(1).p) == 2);
   CHECK(cpu::winograd_tile(Conv(3, 256, 14, 14, 256).k(3, 3).pad(1).p) == 4);
   CHECK(cpu::winograd_tile(Conv(1, 512, 28, 28, 512).k(3, 3).pad(1).p) == 4);  // 49 tiles
-  // The packed weights serve both tiles: 36 positions per kernel, whatever the spatial size.
+  // The packed weights serve every tile: 64 positions per kernel, whatever the spatial size.
   const ConvParams small = Conv(1, 40, 5, 5, 33).k(3, 3).pad(1).p, big = Conv(2, 40, 20, 20, 33).k(3, 3).pad(1).p;
   CHECK(winograd().packed_weight_bytes(small) == winograd().packed_weight_bytes(big));
-  CHECK(winograd().packed_weight_bytes(small) == 36 * 2 * 40 * 32 * sizeof(float));
+  CHECK(winograd().packed_weight_bytes(small) == 64 * 2 * 40 * 32 * sizeof(float));
   uint32_t seed = 700;
   for (const ConvParams& p : {small, big}) {
     INFO(p.to_string());
@@ -109,10 +111,31 @@ TEST_CASE("winograd: F(4x4) where it saves a quarter of the multiplies, has 8 ti
   }
 }
 
+TEST_CASE("winograd: F(6x6) where F(4x4) runs, on 28x28 outputs and more, 8 tiles, 64 channels, not declined") {
+  CHECK(cpu::winograd_tile(Conv(1, 64, 56, 56, 64).k(3, 3).pad(1).p) == 6);    // 100 tiles against 196
+  CHECK(cpu::winograd_tile(Conv(1, 64, 224, 224, 64).k(3, 3).pad(1).p) == 6);  // 1444 against 3136
+  CHECK(cpu::winograd_tile(Conv(8, 128, 28, 28, 128).k(3, 3).pad(1).p) == 6);  // 200 tiles, U streamed
+  CHECK(cpu::winograd_tile(Conv(8, 512, 28, 28, 512).k(3, 3).pad(1).p) == 6);
+  CHECK(cpu::winograd_tile(Conv(2, 96, 28, 28, 128).k(3, 3).pad(1).p) == 6);  // 96 -> 128: 7/384 <= 1/32
+  // 14x14: 9 tiles of F(6x6) compute 18x18, 64 x 9 = 36 x 16 multiplies: no saving.
+  CHECK(cpu::winograd_tile(Conv(8, 64, 14, 14, 64).k(3, 3).pad(1).p) == 4);
+  // 11x11: 4 tiles, fewer than 8.
+  CHECK(cpu::winograd_tile(Conv(1, 64, 11, 11, 64).k(3, 3).pad(1).p) == 4);
+  // Transforms against GEMMs: (C + Co) / (C x Co) > 1/32.
+  CHECK(cpu::winograd_tile(Conv(1, 128, 28, 28, 32).k(3, 3).pad(1).p) == 4);
+  CHECK(cpu::winograd_tile(Conv(1, 48, 56, 56, 64).k(3, 3).pad(1).p) == 4);
+  // U streamed for 25 tiles, which declines() would leave to im2win: F(4x4), 49 tiles.
+  const ConvParams streamed = Conv(1, 128, 28, 28, 128).k(3, 3).pad(1).p;
+  CHECK(cpu::winograd_tile(streamed) == 4);
+  CHECK(winograd().declines(streamed).empty());
+  CHECK(cpu::winograd_tile(Conv(1, 512, 28, 28, 512).k(3, 3).pad(1).p) == 4);
+}
+
 TEST_CASE(
-    "winograd: F(2x2) and F(4x4) match the float64 reference on edge shapes, every ISA, any thread count bitwise") {
-  double worst[5] = {};  // per tile: the largest error / (2^-24 x the sum of |terms|)
-  for (int tile : {2, 4}) {
+    "winograd: F(2x2), F(4x4) and F(6x6) match the float64 reference on edge shapes, every ISA, any thread count "
+    "bitwise") {
+  double worst[7] = {};  // per tile: the largest error / (2^-24 x the sum of |terms|)
+  for (int tile : {2, 4, 6}) {
     const ConvAlgorithm& algorithm = cpu::winograd_conv_algorithm_with_tile(tile);
     CAPTURE(tile);
     uint32_t seed = 900;
@@ -143,7 +166,8 @@ TEST_CASE(
       }
     }
   }
-  MESSAGE("largest error in units of 2^-24 x sum |terms|: F(2x2) ", worst[2], ", F(4x4) ", worst[4]);
+  MESSAGE("largest error in units of 2^-24 x sum |terms|: F(2x2) ", worst[2], ", F(4x4) ", worst[4], ", F(6x6) ",
+          worst[6]);
 }
 
 }  // namespace
