@@ -756,6 +756,9 @@ TEST_CASE("c api: a session runs in an arena the caller gives, of the size winfe
   REQUIRE(winfer_model_load(repo_path("models/examples/tiny_net.yaml").c_str(), nullptr, &model.handle) == WINFER_OK);
   CSessionConfig config;
   REQUIRE(winfer_session_config_set_batch(config.handle, 2) == WINFER_OK);
+  // The whole batch in one run on any thread count (on 2 threads the default runs 1 image per
+  // lane, whose message names the lanes' arenas: checked below).
+  REQUIRE(winfer_session_config_set_images_per_run(config.handle, 0) == WINFER_OK);
   winfer_memory_report plan;
   REQUIRE_MESSAGE(winfer_session_plan(model.handle, config.handle, &plan) == WINFER_OK, winfer_last_error());
   REQUIRE(plan.arena_bytes > 0);
@@ -785,6 +788,21 @@ TEST_CASE("c api: a session runs in an arena the caller gives, of the size winfe
   size_t changed = 0;
   for (size_t i = 0; i < bytes; ++i) changed += arena.get()[i] != 0x33;
   CHECK(changed > 0);
+
+  // Runs side by side (2 lanes of 1 image): the plan is both lanes' arenas, and a smaller arena
+  // is refused naming them.
+  REQUIRE(winfer_session_config_set_threads(config.handle, 2) == WINFER_OK);
+  REQUIRE(winfer_session_config_set_images_per_run(config.handle, 1) == WINFER_OK);
+  winfer_memory_report lanes_plan;
+  REQUIRE_MESSAGE(winfer_session_plan(model.handle, config.handle, &lanes_plan) == WINFER_OK, winfer_last_error());
+  const size_t lanes_bytes =
+      (lanes_plan.arena_bytes + WINFER_ARENA_ALIGNMENT - 1) / WINFER_ARENA_ALIGNMENT * WINFER_ARENA_ALIGNMENT;
+  std::unique_ptr<unsigned char, Free> lanes_arena(
+      static_cast<unsigned char*>(std::aligned_alloc(WINFER_ARENA_ALIGNMENT, lanes_bytes)));
+  REQUIRE(winfer_session_config_set_arena(config.handle, lanes_arena.get(), lanes_plan.arena_bytes - 4) == WINFER_OK);
+  check_status(winfer_session_create_with_config(model.handle, config.handle, &s), WINFER_INVALID_ARGUMENT,
+               "winfer_session_create_with_config",
+               ("but the session needs " + std::to_string(lanes_plan.arena_bytes) + " (2 lanes of").c_str());
 
   // CUDA has no caller arena, and no plan.
   REQUIRE(winfer_session_config_set_device(config.handle, "cuda") == WINFER_OK);

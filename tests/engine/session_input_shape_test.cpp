@@ -136,6 +136,7 @@ TEST_CASE("session input shape: the memory plan is made for the requested shape"
   const std::shared_ptr<const Model> model = load_zoo(resnet18_yaml());
   SessionOptions options;
   options.input_shape = {2, 3, 160, 224};
+  options.images_per_run = 0;  // the whole batch's buffers, on any thread count
   auto planned = Session::plan(model, options);
   REQUIRE_MESSAGE(planned.ok(), planned.status().message());
   auto declared = Session::plan(model);
