@@ -9,7 +9,11 @@ check fails on any name with a character that the discovery cannot carry: ';'. C
 escaped by the discovery script and are fine.
 
     test_names_test.py BINARY...
+
+Binaries that a build did not make (a sanitizer build's subset) are named and left out; with
+none built the test is skipped (exit 77).
 """
+import os
 import subprocess
 import sys
 
@@ -19,15 +23,24 @@ def names(binary):
     return [line for line in out.stdout.splitlines() if line and not line.startswith(("[doctest]", "====="))]
 
 
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE for this test
+
+
 def main(binaries):
+    # A sanitizer build makes only some of the test binaries (scripts/sanitize.sh): check those.
+    built = [b for b in binaries if os.path.exists(b)]
+    for binary in sorted(set(binaries) - set(built)):
+        print(f"not built here, not checked: {binary}")
+    if not built:
+        return SKIPPED
     bad = []
-    for binary in binaries:
+    for binary in built:
         bad += [f"{binary}: {name!r}" for name in names(binary) if ";" in name]
     if bad:
         print("test case names with ';' (ctest would run none of them; use ',' or ':'):")
         print("\n".join(bad))
         return 1
-    print(f"{len(binaries)} test binaries: every test case name can be run by ctest")
+    print(f"{len(built)} test binaries: every test case name can be run by ctest")
     return 0
 
 

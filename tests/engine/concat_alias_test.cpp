@@ -263,7 +263,8 @@ TEST_CASE("concat alias: unplanned sessions keep every tensor dense, a caller's 
   const auto unplanned = run_ok(model, input, options);
   CHECK(same_bits(in_callers[0], unplanned[0]));
   // The report of an unplanned session says what it does: every concat input copied.
-  const winfer::MemoryReport& r = session_ok(model, options)->memory_report();
+  const auto session = session_ok(model, options);  // alive while its report is read
+  const winfer::MemoryReport& r = session->memory_report();
   CHECK(r.concat_inputs_in_place == 0);
   CHECK(find_buffer(r, "b").slice_of.empty());
   CHECK(r.concat_bytes == 11 * 8 * 8 * sizeof(float));
