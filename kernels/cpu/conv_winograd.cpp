@@ -21,9 +21,8 @@
 // F(2x2) evaluates at 0, 1, -1, infinity: a subset, and G's rows for those four points are the
 // same in both (scaled so that they are F(2x2)'s usual [1 0 0], [1 1 1]/2, [1 -1 1]/2, [0 0 1]),
 // so one packed U serves every tile size: F(2x2) reads 16 of its 64 positions, F(4x4) 36. The
-// other rows
-// are scaled so that B^T has small integer entries where it can (exact products); the 1/3 of the
-// points +-1 that F(4x4)'s Lagrange denominators bring stays in B^T's rows 1 and 2.
+// other rows are scaled so that B^T has small integer entries where it can (exact products); the
+// 1/3 of the points +-1 that F(4x4)'s Lagrange denominators bring stays in B^T's rows 1 and 2.
 //
 //        [1 -3/2  -2  3/2    1 0]         [1     0    0]        [1 1  1   1  1 0]
 //        [0 -2/3 1/3  5/3  2/3 0]         [1/2 1/2  1/2]  A^T = [0 1 -1 1/2 -2 0]
@@ -33,7 +32,8 @@
 //        [0    1 -3/2  -2  3/2 1]         [0     0    1]
 //
 // F(6x6)'s own B^T (G's rows for 2 and -1/2 scaled so that each +- pair's rows are s + t and
-// s - t); A^T has powers of 2 up to 32:
+// s - t; Wino<6> computes each row as exact small-integer terms times one factor, 4/9, 1/3 or
+// 1/12: fewer roundings than each coefficient rounded); A^T has powers of 2 up to 32:
 //
 //        [1    0 -21/4     0  21/4    0   -1 0]     (columns: d0 .. d7; rows: the points 0, 1,
 //        [0 -4/9  -4/9  17/9  17/9 -4/9 -4/9 0]      -1, 1/2, -2, 2, -1/2, infinity)
