@@ -9,7 +9,8 @@
 //   winograd_tiles [THREADS=1] [BATCH=1] [ROUNDS=15] [FILTER]
 //
 // Layers: paper12's 3x3 stride-1 ones (p12.*), ResNet's (r.*) and VGG16's (v.*) at 224x224, and
-// small ones that decide the rule (x.*, y.*). Per layer: median ms of each, F(2x2)/F(4x4),
+// small ones that decide the rule (x.*, y.*) and whether winograd declines (z.*: few tiles of U
+// beyond L2). Per layer: median ms of each, F(2x2)/F(4x4),
 // F(4x4)/F(6x6) and im2win/F(4x4) (> 1: the latter faster), the same for the minimum, and each
 // one's max |error| / max |y| against float64 on 4000 sampled outputs (inputs in [0, 1) as after
 // a ReLU).
@@ -50,12 +51,17 @@ int main(int argc, char** argv) {
       {"y.11x64", 64, 11, 11, 64, 1},        {"y.12x64", 64, 12, 12, 64, 1},
       {"y.14x64", 64, 14, 14, 64, 1},        {"y.20x64", 64, 20, 20, 64, 1},
       {"v.28x512", 512, 28, 28, 512, 1},     {"v.14x512", 512, 14, 14, 512, 1},
+      {"z.5x512", 512, 5, 5, 512, 1},        {"z.4x512", 512, 4, 4, 512, 1},
+      {"z.3x512", 512, 3, 3, 512, 1},        {"z.6x256", 256, 6, 6, 256, 1},
   };
   constexpr int kAlgos = 4;  // im2win, F2, F4, F6
   const ConvAlgorithm* algos[kAlgos] = {find_conv_algorithm("im2win"), &cpu::winograd_conv_algorithm_with_tile(2),
                                         &cpu::winograd_conv_algorithm_with_tile(4),
                                         &cpu::winograd_conv_algorithm_with_tile(6)};
-  std::vector<char> flush(16 << 20);
+  // Bytes written between calls (WINFER_FLUSH_MIB, default 16): 64 evicts even U's of 17-38 MB
+  // from this machine's 32 MiB L3, as the other layers of a network do.
+  const char* flush_env = std::getenv("WINFER_FLUSH_MIB");
+  std::vector<char> flush(size_t(flush_env != nullptr ? atoi(flush_env) : 16) << 20);
   std::printf(
       "threads %d batch %lld (medians; then minima; then max |error| / max |y| vs float64: F2 F4 F6 im2win)\n%-14s "
       "%9s %9s %9s %9s  %6s %6s %6s  %12s %8s %8s %8s %6s %6s %6s\n",

@@ -185,18 +185,20 @@ constexpr double kG[kPackedPoints][3] = {{1, 0, 0},
 //   F(2x2)'s): outputs of 9x9 and 10x10 (F(4x4) computes 12x12) ran at 0.8-0.9x F(2x2)'s speed
 //   at batch 1 and 8, 11x11 and more at 1.0-1.4x;
 // - it has kMinF4Tiles tiles or more (7x7 and 8x8 at batch 1, 4 tiles, ran at 0.8-0.87x: GEMMs of
-//   4 rows; at batch 8, 32 tiles, at 1.1-1.4x);
-// - its U (2.25x F(2x2)'s share) stays in L2, or feeds kMinF4StreamedTiles tiles or more when it
-//   streams from memory: ResNet's 14x14 256 -> 256 and VGG's 14x14 512 -> 512 at batch 1 (16
-//   tiles, 9.4 and 37.7 MB) ran at 0.7-0.9x, the 28x28 layers (49 tiles) at 1.2-1.8x.
+//   4 rows; at batch 8, 32 tiles, at 1.1-1.4x).
+// Whether U (2.25x F(2x2)'s share) streams from memory does not change the choice: F(4x4) reads
+// it once per block as F(2x2) reads its own, for fewer multiplies. ResNet's 7x7 512 -> 512 (U
+// 37.7 MB) ran at 1.18x F(2x2)'s speed at batch 2 (8 tiles) and 1.57x at batch 8, VGG's 14x14
+// 512 -> 512 at batch 1 (16 tiles) at 1.07x (0.95x on 2 threads); until session 33 this rule
+// wanted 42 tiles there, from measurements before the blocks were evened out and U prefetched.
 constexpr int64_t kMinF4Tiles = 8;
-constexpr int64_t kMinF4StreamedTiles = 3 * kMaxTileRows;
 // F(6x6) where F(4x4) would run and
 // - its multiplies, the edges' included, are at most kF6Share of F(4x4)'s (64 x its tiles
 //   against 36 x F(4x4)'s): outputs of 28x28 and more (0.91), not 14x14 (1.0: 0.83-0.90x F(4x4)'s
 //   speed);
 // - it has kMinF6Tiles tiles or more;
-// - its U stays in L2 or feeds enough tiles that declines() keeps the layer (F(4x4) does);
+// - its U in L2 or streamed from memory alike (ResNet's 28x28 128 -> 128 at batch 1, 25 tiles
+//   streaming 4 MiB of U, ran at 1.05-1.07x F(4x4)'s speed on 1 and 2 threads);
 // - its transforms weigh little against its GEMMs: they scale with C + Co, the GEMMs with C x Co,
 //   and (C + Co) / (C x Co) <= 1/32 (64 -> 64 and up). DenseNet's 128 -> 32 at 28x28 ran at 0.92x
 //   F(4x4)'s speed, ResNet's 64 -> 64 at 56x56 0.97x at batch 1 and 1.08x at batch 8, VGG's
@@ -499,17 +501,20 @@ class WinogradConv final : public ConvAlgorithm {
   }
   // Transformed weights beyond L2 come from memory on every run (a network's do not stay in
   // the caches): run() then prefetches the next U panel during each GEMM. The bound is the
-  // 1.5 MiB it was tuned with (on a 2 MiB L2), not the machine's (cpu_caches.h): it also picks
-  // F(2x2) or F(4x4) (winograd_tile()), hence the outputs' rounding, and that rule was not
-  // measured on a smaller L2.
+  // 1.5 MiB it was tuned with (on a 2 MiB L2), not the machine's (cpu_caches.h): it also decides
+  // declines() (hence which algorithm computes the layer) and the bands under a pooling, and
+  // those were not measured on a smaller L2.
   static constexpr int64_t kL2WeightBytes = 3 << 19;
   static bool weights_stream(const ConvParams& p, int tile) { return read_weight_bytes(p, tile) > kL2WeightBytes; }
-  // Each value of U feeds one multiply per tile. With weights that stream and few tiles
-  // (ResNet's 7x7 stage at batch 1: 16 tiles of F(2x2), 16.8 MB for 512 -> 512) the GEMMs wait
-  // on the stream: measured 2.8-2.9 ms against im2win's 1.8-2.5 ms (9.4 MB, each value feeding
-  // 49 pixels) with weights cold, as they are in a network (medians of alternating runs,
-  // docs/PERFORMANCE.md). Below kMinStreamedTiles, leave the layer to im2win.
-  static constexpr int64_t kMinStreamedTiles = 2 * kMaxTileRows;
+  // Each value of U feeds one multiply per tile. With weights that stream and very few tiles the
+  // GEMMs wait on the stream: 512 -> 512 at 4x4 and 3x3 (4 tiles of F(2x2), 16.8 MB) ran at
+  // 0.66-0.83x im2win's speed (9.4 MB, each value feeding 9-16 pixels), at 5x5 (9 tiles) even,
+  // at 7x7 (16 tiles) 1.1-1.2x, 256 -> 256 at 6x6 (9 tiles, 4.2 MB) 1.2-1.4x; F(4x4) at its
+  // fewest, 8 tiles (512 -> 512 at 7x7, batch 2), 1.57x. Weights cold as in a network (96 MiB
+  // written between calls), 1 and 2 threads, bench/tools/winograd_tiles.sh, session 33; until
+  // then this bound was 28 tiles, measured before the U prefetch and the even blocks. Below
+  // kMinStreamedTiles, leave the layer to im2win.
+  static constexpr int64_t kMinStreamedTiles = 8;
   std::string declines(const ConvParams& p) const override {
     const int t = tile(p);
     const int64_t tiles = Geometry(p, t).tiles;
@@ -520,10 +525,10 @@ class WinogradConv final : public ConvAlgorithm {
   // Under a pooling (conv_bands.h) each band is a run of its own: its tiles start at its first
   // row, and every block of tiles reads all of U. Bands of whole tile rows waste no rows on
   // their edges (VGG's 18-row bands computed 20 with F(4x4)); where U streams from memory, a
-  // band of fewer tiles than a block streams it for less work, and under kMinF4StreamedTiles
-  // even drops to F(2x2): VGG16's conv4_3 (28x28, 512 -> 512, bands of 18 rows: 35 tiles) ran
-  // 1.7x slower fused with its pooling than its unfused twin conv4_2. Such a band takes a
-  // block's tiles at least (or the whole image).
+  // band of fewer tiles than a block streams it for less work: VGG16's conv4_3 (28x28, 512 ->
+  // 512, bands of 18 rows: 35 tiles, then run with F(2x2)) ran 1.7x slower fused with its
+  // pooling than its unfused twin conv4_2. Such a band takes a block's tiles at least (or the
+  // whole image).
   BandRows band_rows(const ConvParams& whole) const override {
     const int t = tile(whole);
     const Geometry geo(whole, t);
@@ -642,12 +647,10 @@ class WinogradConv final : public ConvAlgorithm {
 int winograd_tile(const ConvParams& p) {
   const int64_t tiles = Geometry(p, 4).tiles;
   if (3 * tiles > Geometry(p, 2).tiles || tiles < kMinF4Tiles) return 2;
-  if (WinogradConv::weights_stream(p, 4) && tiles < kMinF4StreamedTiles) return 2;
   const int64_t tiles6 = Geometry(p, 6).tiles;
   if (64.0 * double(tiles6) > kF6Share * 36.0 * double(tiles) || tiles6 < kMinF6Tiles) return 4;
-  // Never a tile that declines() would leave to im2win where F(4x4) runs (ResNet's 28x28 128 ->
-  // 128 at batch 1: 25 tiles of F(6x6) would stream 4 MiB of U, 49 of F(4x4) 2.25 MiB).
-  if (WinogradConv::weights_stream(p, 6) && tiles6 < WinogradConv::kMinStreamedTiles) return 4;
+  // F(6x6) runs kMinF6Tiles tiles at least, which declines() never refuses.
+  static_assert(kMinF6Tiles >= WinogradConv::kMinStreamedTiles, "F(6x6) would pick a tile declines() refuses");
   return 32 * (p.in_channels + p.out_channels) <= p.in_channels * p.out_channels ? 6 : 4;
 }
 

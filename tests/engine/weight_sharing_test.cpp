@@ -133,8 +133,8 @@ TEST_CASE(
 
 namespace {
 
-// 256 -> 256 channels at 4x4 (4.2 MB of transformed weights: winograd declines it below 28
-// tiles, i.e. batch 7) and 256 -> 16 (0.5 MB: always winograd).
+// 256 -> 256 channels at 4x4 (4.2 MB of transformed weights: winograd declines its 4 tiles at
+// batch 1, not 8 or more) and 256 -> 16 (0.5 MB: always winograd).
 std::string declined_model(int64_t batch) {
   return "format: winfer/1\ninput: {name: input, shape: [" + std::to_string(batch) +
          ", 256, 4, 4]}\n"
@@ -193,7 +193,7 @@ TEST_CASE("weight sharing: winograd sessions leave the layers winograd declines 
       CHECK(wide.rfind("im2win (winograd leaves N1 C256 H4 W4 -> Co256", 0) == 0);
       CHECK(contains(wide, "of transformed weights would stream from memory for only 4 tiles"));
     } else {
-      CHECK(wide == "winograd");  // 32 tiles: unpacked from im2win's panels, packed again
+      CHECK(wide == "winograd");  // 8 tiles of F(4x4): unpacked from im2win's panels, packed again
     }
   }
   // Packed for winograd at batch 8, "wide" holds only transformed weights, which no other
