@@ -65,7 +65,8 @@
 //
 // Weights: 64/9 of the OIHW size (U has 64 values per 3x3 kernel), not unpackable (the
 // transform is not a permutation): a model packed for another algorithm keeps serving this one
-// through unpack + pack. Workspace: one block's V and M, plus a zero row for the padding.
+// through unpack + pack. Workspace: one block's V and M (each position padded to an odd number
+// of cache lines, position_stride), plus a zero row for the padding.
 #include "kernels/cpu/conv_winograd.h"
 
 #include <algorithm>
@@ -248,6 +249,16 @@ int64_t block_tiles(const TileKernels& uk) { return kBlockCalls * uk.max_rows; }
 // picked at run time, which tests may lower).
 constexpr int64_t kMaxBlockTiles = kBlockCalls * kMaxTileRows;
 
+// Floats from one position of V (or M) to the next: a block's rows, rounded up to an odd number of
+// cache lines. The input transform stores a tile's n^2 positions (and the output transform loads
+// them) one position apart; at a multiple of 2 KiB apart (56 tiles x 64 channels: 14336 bytes)
+// all 64 of F(6x6) fall into two L1 sets of 16 ways and evict each other, an odd number of lines
+// spreads them over n^2 sets.
+int64_t position_stride(int64_t block, int64_t channels) {
+  const int64_t lines = ceil_div(block * channels, int64_t{16});
+  return (lines | 1) * 16;
+}
+
 // The packed position of position xi of a tile x tile transform.
 template <int kM>
 int64_t packed_position(int64_t xi) {
@@ -327,11 +338,12 @@ struct Job {
   const float* bias;
   const float* residual;
   float* output;
-  float* v;            // [positions][T][C]
-  float* m;            // [positions][T][Co]
+  float* v;            // [positions][T][C], positions v_stride floats apart
+  float* m;            // [positions][T][Co], positions m_stride floats apart
   const float* zeros;  // C zero floats
   Clamp clip;
   int64_t block;  // T
+  int64_t v_stride, m_stride;
 };
 
 // Tile g (over the batch) -> image n, tile row th, tile column tw.
@@ -346,7 +358,7 @@ template <int kM, int kLanes>
 WINFER_ALWAYS_INLINE inline void input_tiles_body(const Job& j, int64_t g0, int64_t first, int64_t last) {
   constexpr int n = Wino<kM>::kN;
   const ConvParams& p = *j.p;
-  const int64_t c_count = p.in_channels, xi_stride = j.block * c_count;
+  const int64_t c_count = p.in_channels, xi_stride = j.v_stride;
   for (int64_t t = first; t < last; ++t) {
     const TilePos at = tile_pos(*j.geo, g0 + t);
     const float* image = j.input + at.n * p.in_h * p.in_w * c_count;
@@ -366,7 +378,7 @@ WINFER_ALWAYS_INLINE inline void input_tiles_body(const Job& j, int64_t g0, int6
 template <int kM, int kLanes>
 WINFER_ALWAYS_INLINE inline void output_tiles_body(const Job& j, int64_t g0, int64_t first, int64_t last) {
   const ConvParams& p = *j.p;
-  const int64_t co = p.out_channels, xi_stride = j.block * co;
+  const int64_t co = p.out_channels, xi_stride = j.m_stride;
   for (int64_t t = first; t < last; ++t) {
     const TilePos at = tile_pos(*j.geo, g0 + t);
     float* out[kM][kM];
@@ -467,13 +479,13 @@ void gemm(const Job& j, int64_t xi, int64_t panel, int64_t rows, const float* ne
   for (int64_t call = 0; call < micro_tiles; ++call) {
     const int64_t m0 = rows * call / micro_tiles;
     const int mr = static_cast<int>(rows * (call + 1) / micro_tiles - m0);
-    for (int m = 0; m < mr; ++m) pixels[m] = j.v + (xi * j.block + m0 + m) * c_count;
+    for (int m = 0; m < mr; ++m) pixels[m] = j.v + xi * j.v_stride + (m0 + m) * c_count;
     if (next != nullptr)
       set_prefetch_share(a, next, c_count * kPanel * int64_t{sizeof(float)}, call, micro_tiles, c_count);
     for (int64_t c = 0; c < panel_cols; c += nr) {
       a.cols = static_cast<int>(std::min<int64_t>(nr, panel_cols - c));
       a.weights = u + c;
-      a.out = j.m + (xi * j.block + m0) * co + panel * kPanel + c;
+      a.out = j.m + xi * j.m_stride + m0 * co + panel * kPanel + c;
       uk.fn[mr][uk.vecs_for(a.cols)](a);
       a.prefetch = nullptr;  // the first column block has fetched the share
     }
@@ -543,7 +555,9 @@ class WinogradConv final : public ConvAlgorithm {
   }
   size_t workspace_bytes(const ConvParams& p) const override {
     const int t = tile(p);
-    const int64_t floats = Geometry(p, t).positions * kMaxBlockTiles * (p.in_channels + p.out_channels) + p.in_channels;
+    const int64_t floats = Geometry(p, t).positions * (position_stride(kMaxBlockTiles, p.in_channels) +
+                                                       position_stride(kMaxBlockTiles, p.out_channels)) +
+                           p.in_channels;
     return static_cast<size_t>(floats) * sizeof(float);
   }
   size_t packed_weight_bytes(const ConvParams& p) const override {
@@ -591,11 +605,12 @@ class WinogradConv final : public ConvAlgorithm {
     // Blocks of at most block_tiles() tiles, as many as that takes, of equal size: 100 tiles as
     // 50 + 50, not 56 + 44 (each block reads all of U once either way).
     j.block = ceil_div(geo.tiles, ceil_div(geo.tiles, block_tiles(uk)));
-    const int64_t max_block = kMaxBlockTiles;
+    j.v_stride = position_stride(j.block, p.in_channels);
+    j.m_stride = position_stride(j.block, p.out_channels);
     float* ws = static_cast<float*>(workspace);
     j.v = ws;
-    j.m = ws + geo.positions * max_block * p.in_channels;
-    float* zeros = j.m + geo.positions * max_block * p.out_channels;
+    j.m = ws + geo.positions * j.v_stride;
+    float* zeros = j.m + geo.positions * j.m_stride;
     std::memset(zeros, 0, static_cast<size_t>(p.in_channels) * sizeof(float));
     j.zeros = zeros;
     j.clip = activation_clamp(act);
