@@ -58,10 +58,11 @@ int main(int argc, char** argv) {
   const ConvAlgorithm* algos[kAlgos] = {find_conv_algorithm("im2win"), &cpu::winograd_conv_algorithm_with_tile(2),
                                         &cpu::winograd_conv_algorithm_with_tile(4),
                                         &cpu::winograd_conv_algorithm_with_tile(6)};
-  // Bytes written between calls (WINFER_FLUSH_MIB, default 16): 64 evicts even U's of 17-38 MB
+  // MiB written between calls (WINFER_FLUSH_MIB, default 16): 96 evicts even U's of 17-38 MB
   // from this machine's 32 MiB L3, as the other layers of a network do.
   const char* flush_env = std::getenv("WINFER_FLUSH_MIB");
-  std::vector<char> flush(size_t(flush_env != nullptr ? atoi(flush_env) : 16) << 20);
+  const int flush_mib = std::max(1, flush_env != nullptr ? atoi(flush_env) : 16);
+  std::vector<char> flush(size_t(flush_mib) << 20);
   std::printf(
       "threads %d batch %lld (medians; then minima; then max |error| / max |y| vs float64: F2 F4 F6 im2win)\n%-14s "
       "%9s %9s %9s %9s  %6s %6s %6s  %12s %8s %8s %8s %6s %6s %6s\n",

@@ -3,6 +3,7 @@
 # against im2win per layer, called in turn in one process.
 #
 #   bench/tools/winograd_tiles.sh [THREADS] [BATCH] [ROUNDS] [FILTER]
+#   WINFER_FLUSH_MIB=96 bench/tools/winograd_tiles.sh ...   # weights cold even beyond a 32 MiB L3
 #
 # Needs the kernels built (cmake --build build --target winfer_kernels); writes only into
 # build/winograd_tiles/.
