@@ -244,15 +244,7 @@ struct Geometry {
 // floats for F(4x4) (8.3 MB for 512 -> 512, mostly in L3: a GEMM touches one position's 115 KB
 // of V), 64 x 56 x (C + Co) for F(6x6) (14.7 MB).
 constexpr int64_t kBlockCalls = 4;
-// Where U stays in L2 (in the zoo: 64-channel layers) nothing is saved by long blocks, and a
-// shorter one keeps its V and M in L2 beside U between the transforms and the GEMMs (F(4x4),
-// 64 -> 64: 42 tiles are 774 KB, 56 tiles 1 MB, U 590 KB). Whole networks, winograd, 3 calls
-// against 4 (session 34): ResNet-18 b1 1T 0.91x the time, 2T 0.95x, b8 0.97x; VGG-16 b1 0.96x;
-// 2 calls measured 0.94x, 0.98x, 0.98x, 0.96x.
-constexpr int64_t kCachedBlockCalls = 3;
-int64_t block_tiles(const TileKernels& uk, bool weights_stream) {
-  return (weights_stream ? kBlockCalls : kCachedBlockCalls) * uk.max_rows;
-}
+int64_t block_tiles(const TileKernels& uk) { return kBlockCalls * uk.max_rows; }
 // The most tiles of any ISA's block, which sizes the workspace (it cannot depend on the ISA
 // picked at run time, which tests may lower).
 constexpr int64_t kMaxBlockTiles = kBlockCalls * kMaxTileRows;
@@ -556,7 +548,7 @@ class WinogradConv final : public ConvAlgorithm {
     rows.multiple = t;
     rows.min_rows = t;
     if (weights_stream(whole, t)) {
-      const int64_t block = block_tiles(tile_kernels(cpu_isa()), true);
+      const int64_t block = block_tiles(tile_kernels(cpu_isa()));
       rows.min_rows = std::min(geo.ho, ceil_div(block, geo.tiles_w) * t);
     }
     return rows;
@@ -621,8 +613,7 @@ class WinogradConv final : public ConvAlgorithm {
     j.output = output_nhwc;
     // Blocks of at most block_tiles() tiles, as many as that takes, of equal size: 100 tiles as
     // 50 + 50, not 56 + 44 (each block reads all of U once either way).
-    const bool stream_weights = weights_stream(p, t_edge);
-    j.block = ceil_div(geo.tiles, ceil_div(geo.tiles, block_tiles(uk, stream_weights)));
+    j.block = ceil_div(geo.tiles, ceil_div(geo.tiles, block_tiles(uk)));
     j.v_stride = position_stride(j.block, p.in_channels);
     j.m_stride = position_stride(j.block, p.out_channels);
     float* ws = static_cast<float*>(workspace);
@@ -633,6 +624,7 @@ class WinogradConv final : public ConvAlgorithm {
     j.zeros = zeros;
     j.clip = activation_clamp(act);
     const int64_t pairs = geo.positions * geo.panels;
+    const bool stream_weights = weights_stream(p, t_edge);
     const int nt = threads_for_work(threads, p.flops() / 2);
     // Per block of tiles, three steps, each split into tasks of the thread pool
     // (thread_pool.h), each starting when the one before is done: input transform (writes
