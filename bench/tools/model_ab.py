@@ -22,6 +22,15 @@ or the 2-thread speed-up, interleaved: model_ab.py vgg16,threads=1 vgg16,threads
 
 --idle S sleeps S seconds before each timed call (a caller with other work between
 inferences: worker threads go idle, as a server's do between requests).
+
+--copies N (default 2) gives every configuration N sessions of its own, created in turn A B, B A,
+A B, ... and each timed like a configuration; a configuration's median is that of all its copies'
+calls, and "copies" shows the slowest copy's median over the fastest's. Why: where a session's
+memory lands costs or saves a few percent for good (session 34: four sessions of one library
+and one configuration in one process ran 17.6-18.4 ms, ResNet-18 winograd, the slow one
+anywhere in the creation order; a single copy each read a 4% "speed-up" of a library against
+itself). Interleaving cannot cancel that, more copies do; a difference within the copies'
+spread is not one.
 """
 import argparse
 import ctypes
@@ -74,46 +83,56 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libwinfer.so"))
     ap.add_argument("--idle", type=float, default=0.0, help="seconds of sleep before each timed call")
+    ap.add_argument("--copies", type=int, default=2, help="sessions per configuration, created A B, B A, ...")
     args = ap.parse_args()
-    if args.rounds < 1 or args.threads < 1 or args.batch < 1 or args.warmup < 0 or args.idle < 0:
-        raise SystemExit("model_ab: --rounds, --threads and --batch must be at least 1, --warmup and --idle at least 0")
+    if args.rounds < 1 or args.threads < 1 or args.batch < 1 or args.warmup < 0 or args.idle < 0 or args.copies < 1:
+        raise SystemExit("model_ab: --rounds, --threads, --batch and --copies must be at least 1, --warmup and --idle "
+                         "at least 0")
     if not os.path.exists(args.lib):
         raise SystemExit(f"model_ab: {args.lib} not found (build first: scripts/build.sh)")
     set_openblas_coretype()
     libraries = {}  # path -> Winfer: each library loaded once
 
+    specs = list(dict.fromkeys(args.specs))  # each configuration once, in the order given
     calls, inputs = {}, {}
-    for spec in args.specs:
-        path, conv, fuse, threads, lib, images_per_run = parse_spec(spec)
-        lib = os.path.realpath(lib or args.lib)
-        if lib not in libraries:
-            libraries[lib] = Winfer(lib)
-        winfer = libraries[lib]
-        model = winfer.load(path, conv, fuse)
-        count = winfer.input_count(model, args.batch)
-        if count not in inputs:  # one input per size, the same for every configuration of it
-            x = (ctypes.c_float * count)()
-            state = 12345
-            for i in range(count):  # a small LCG: reproducible, no numpy needed
-                state = (state * 1103515245 + 12345) & 0x7FFFFFFF
-                x[i] = state / 0x7FFFFFFF
-            inputs[count] = x
-        session, out_count = winfer.session(model, conv, threads or args.threads, args.batch, images_per_run)
-        out = (ctypes.c_float * out_count)()
-        x = inputs[count]
-        calls[spec] = (lambda w=winfer, s=session, x=x, n=count, o=out, m=out_count: w.check(
-            w.lib.winfer_session_run(s, ctypes.addressof(x), n, o, m), "run"))
+    for copy in range(args.copies):
+        for spec in (specs if copy % 2 == 0 else reversed(specs)):
+            path, conv, fuse, threads, lib, images_per_run = parse_spec(spec)
+            lib = os.path.realpath(lib or args.lib)
+            if lib not in libraries:
+                libraries[lib] = Winfer(lib)
+            winfer = libraries[lib]
+            model = winfer.load(path, conv, fuse)
+            count = winfer.input_count(model, args.batch)
+            if count not in inputs:  # one input per size, the same for every configuration of it
+                x = (ctypes.c_float * count)()
+                state = 12345
+                for i in range(count):  # a small LCG: reproducible, no numpy needed
+                    state = (state * 1103515245 + 12345) & 0x7FFFFFFF
+                    x[i] = state / 0x7FFFFFFF
+                inputs[count] = x
+            session, out_count = winfer.session(model, conv, threads or args.threads, args.batch, images_per_run)
+            out = (ctypes.c_float * out_count)()
+            x = inputs[count]
+            calls[(spec, copy)] = (lambda w=winfer, s=session, x=x, n=count, o=out, m=out_count: w.check(
+                w.lib.winfer_session_run(s, ctypes.addressof(x), n, o, m), "run"))
 
-    times = interleaved_times(calls, args.warmup, args.rounds, idle=args.idle)
+    copy_times = interleaved_times(calls, args.warmup, args.rounds, idle=args.idle)
+    times = {spec: [t for copy in range(args.copies) for t in copy_times[(spec, copy)]] for spec in specs}
+    spread = {}
+    for spec in specs:
+        medians = [statistics.median(copy_times[(spec, copy)]) for copy in range(args.copies)]
+        spread[spec] = max(medians) / min(medians)
 
-    first = statistics.median(times[args.specs[0]])
-    width = max(len(s) for s in args.specs)
+    first = statistics.median(times[specs[0]])
+    width = max(len(s) for s in specs)
     idle = f", {args.idle} s idle before each call" if args.idle else ""
-    print(f"{'configuration':{width}s}  {'p10 ms':>9s}  {'median ms':>9s}  {'vs first':>8s}"
-          f"   ({args.rounds} rounds, {args.threads} thread(s), batch {args.batch}{idle})")
-    for spec in args.specs:
+    print(f"{'configuration':{width}s}  {'p10 ms':>9s}  {'median ms':>9s}  {'vs first':>8s}  {'copies':>6s}"
+          f"   ({args.rounds} rounds, {args.threads} thread(s), batch {args.batch}, {args.copies} copies{idle})")
+    for spec in specs:
         median = statistics.median(times[spec])
-        print(f"{spec:{width}s}  {percentile(times[spec], 0.1):9.3f}  {median:9.3f}  {median / first:8.3f}")
+        print(f"{spec:{width}s}  {percentile(times[spec], 0.1):9.3f}  {median:9.3f}  {median / first:8.3f}"
+              f"  {spread[spec]:6.3f}")
 
 
 if __name__ == "__main__":
