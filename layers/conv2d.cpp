@@ -135,7 +135,8 @@ const ConvAlgorithm* choose_algorithm(const ConvParams& p, const ConvAlgorithm* 
 
 Tensor pack_for(const ConvAlgorithm& algorithm, const ConvParams& p, const float* weight_oihw) {
   const size_t floats = (algorithm.packed_weight_bytes(p) + sizeof(float) - 1) / sizeof(float);
-  Tensor packed = Tensor::allocate(Shape{static_cast<int64_t>(floats)});
+  Tensor packed = Tensor::allocate(Shape{static_cast<int64_t>(floats)}, Layout::kPlain, DType::kFloat32,
+                                   /*huge_pages=*/algorithm.packed_weights_in_huge_pages());
   algorithm.pack_weights(p, weight_oihw, packed.data());
   return packed;
 }

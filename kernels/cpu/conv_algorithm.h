@@ -50,6 +50,9 @@ class ConvAlgorithm {
   // Packing may depend on the channels, kernel and groups, never on the batch or the spatial
   // size: a model packs once (LoadOptions::pack_for) for sessions of any batch.
   virtual void pack_weights(const ConvParams& p, const float* weight_oihw, float* packed) const = 0;
+  // Whether the packed weights go in 2 MiB pages (Tensor::allocate's huge_pages): for a packed
+  // copy that run() sweeps whole and that is larger than the weights themselves.
+  virtual bool packed_weights_in_huge_pages() const { return false; }
   // pack_weights into the weights' own storage, where the packed layout has exactly as many
   // floats as OIHW (so a model packing at load needs no second copy of its weights); returns
   // false, touching nothing, where it cannot.

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "core/test_files.h"
 #include "winfer/shape.h"
@@ -44,6 +46,25 @@ TEST_CASE("Tensor::allocate is 64-byte aligned and zero-filled") {
     REQUIRE(t.data() != nullptr);
     CHECK(reinterpret_cast<uintptr_t>(t.data()) % Tensor::kAlignment == 0);
     for (int64_t i = 0; i < n; ++i) REQUIRE(t.data()[i] == 0.0f);
+  }
+}
+
+TEST_CASE("Tensor::allocate with huge pages: blocks of 2 MiB and more 2 MiB aligned, zero-filled, the rest as usual") {
+  const char* env = std::getenv("WINFER_HUGE_PAGES");
+  const bool off = env != nullptr && std::string(env) == "0";
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  for (int64_t n : {int64_t{1}, int64_t{1000}, int64_t{(1 << 19) - 1}, int64_t{1} << 19, (int64_t{1} << 20) + 17}) {
+    CAPTURE(n);
+    Tensor t = Tensor::allocate(Shape{n}, Layout::kPlain, DType::kFloat32, /*huge_pages=*/true);
+    REQUIRE(t.data() != nullptr);
+    const uintptr_t address = reinterpret_cast<uintptr_t>(t.data());
+    CHECK(address % Tensor::kAlignment == 0);
+    if (n * int64_t{sizeof(float)} >= int64_t{kHuge} && !off) CHECK(address % kHuge == 0);
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < n; ++i) nonzero += t.data()[i] != 0.0f;
+    CHECK(nonzero == 0);
+    t.data()[n - 1] = 1.0f;  // writable to its last element
+    CHECK(t.data()[n - 1] == 1.0f);
   }
 }
 

@@ -35,13 +35,20 @@ class Tensor {
 
   Tensor() = default;
 
-  // Owning, 64-byte aligned, zero-filled storage.
-  static Tensor allocate(const Shape& shape, Layout layout = Layout::kPlain, DType dtype = DType::kFloat32);
+  // Owning, 64-byte aligned, zero-filled storage. huge_pages: a block of 2 MiB or more is aligned
+  // to 2 MiB and its whole 2 MiB ranges asked for as transparent huge pages (Linux; "madvise" is
+  // Debian's default mode), for data a kernel sweeps whole on every run (winograd's transformed
+  // weights): with 4 KiB pages its place in the physically indexed L2 and its TLB misses change
+  // from one process to the next. Not for everything: on the VMs this project is measured on,
+  // a huge page's first touch costs about a millisecond (VGG-16's load 1.07 -> 1.76 s with all
+  // of its weights in them). WINFER_HUGE_PAGES=0 turns them off.
+  static Tensor allocate(const Shape& shape, Layout layout = Layout::kPlain, DType dtype = DType::kFloat32,
+                         bool huge_pages = false);
   // The same storage without the zero fill: its elements are unspecified until written, for a
   // caller that writes every one before anything reads them (weights copied from a file: the
   // fill was 3-7% of a small model's load).
   static Tensor allocate_for_overwrite(const Shape& shape, Layout layout = Layout::kPlain,
-                                       DType dtype = DType::kFloat32);
+                                       DType dtype = DType::kFloat32, bool huge_pages = false);
   // Owning, zero-filled storage whose pages are committed only when first written (an anonymous
   // mapping on Linux): for weights that may never be needed (a quantized model's INT8 layers keep
   // their s8 copy; the float32 one is filled only if the layer falls back to FP32 kernels).

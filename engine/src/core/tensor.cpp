@@ -28,24 +28,43 @@ const char* dtype_name(DType dtype) { return dtype == DType::kUInt8 ? "u8" : "fl
 
 size_t dtype_size(DType dtype) { return dtype == DType::kUInt8 ? 1 : sizeof(float); }
 
-Tensor Tensor::allocate(const Shape& shape, Layout layout, DType dtype) {
-  Tensor t = allocate_for_overwrite(shape, layout, dtype);
+Tensor Tensor::allocate(const Shape& shape, Layout layout, DType dtype, bool huge_pages) {
+  Tensor t = allocate_for_overwrite(shape, layout, dtype, huge_pages);
   std::memset(t.data_, 0, t.bytes());
   return t;
 }
 
-Tensor Tensor::allocate_for_overwrite(const Shape& shape, Layout layout, DType dtype) {
+namespace {
+
+constexpr size_t kHugePageBytes = size_t(2) << 20;
+
+// WINFER_HUGE_PAGES=0 turns the 2 MiB pages off (read once per process): to measure what they
+// change, or where a system's huge pages cost more than they save.
+bool huge_pages_wanted() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("WINFER_HUGE_PAGES");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return wanted;
+}
+
+}  // namespace
+
+Tensor Tensor::allocate_for_overwrite(const Shape& shape, Layout layout, DType dtype, bool huge_pages) {
   Tensor t;
   t.shape_ = shape;
   t.layout_ = layout;
   t.dtype_ = dtype;
-  // Round up to the alignment so aligned_alloc's size rule holds, and never ask for 0 bytes.
+  // Round up to the alignment (a vector load may read the rounding), and never ask for 0 bytes.
   size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
   bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (bytes == 0) bytes = kAlignment;
-  void* raw = std::aligned_alloc(kAlignment, bytes);
-  if (raw == nullptr) throw std::bad_alloc();
+  const bool huge = huge_pages && bytes >= kHugePageBytes && huge_pages_wanted();
+  void* raw = nullptr;
+  if (::posix_memalign(&raw, huge ? kHugePageBytes : kAlignment, bytes) != 0 || raw == nullptr) throw std::bad_alloc();
 #if defined(__linux__)
+  // Only the block's whole 2 MiB ranges: nothing is committed beyond what 4 KiB pages would.
+  if (huge) ::madvise(raw, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);  // advice: may fail
   // A large block's pages in one call (MADV_POPULATE_WRITE, Linux 5.14) rather than a fault per
   // 4 KiB page as the caller first writes them: a model's weights are most of what loading
   // touches first. Every byte is written (the caller's contract, or allocate's fill), so nothing
