@@ -122,10 +122,10 @@ class Winfer:
 
 
 def interleaved_times(calls, warmup, rounds, idle=0.0):
-    """Each round calls every configuration once, in a fresh random order (seeded: reproducible);
-    per configuration, the milliseconds of its calls after the first `warmup` rounds (each after
-    `idle` seconds of sleep). A fixed order made the first configuration 2-4% slower than the
-    same library listed again (session 34)."""
+    """Each round calls every configuration once, in a fresh random order (seeded: reproducible),
+    so that none always runs right after the same other one; per configuration, the milliseconds
+    of its calls after the first `warmup` rounds (each after `idle` seconds of sleep). What the
+    order cannot fix, a session's own placement in memory, model_ab.py's --copies averages out."""
     times = {name: [] for name in calls}
     order = list(calls.items())
     shuffle = random.Random(1).shuffle

@@ -353,8 +353,11 @@ double run_once(const ConvAlgorithm& algorithm, const ConvParams& p, const ConvC
   return (cpu_clock ? thread_cpu_ms() : wall_ms()) - start;
 }
 
-Tensor allocate_bytes(size_t bytes) {
-  return Tensor::allocate(Shape{static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float))});
+// huge_pages: as the session will hold them (ConvAlgorithm::packed_weights_in_huge_pages), so
+// that the timing sees the same placement.
+Tensor allocate_bytes(size_t bytes, bool huge_pages = false) {
+  return Tensor::allocate(Shape{static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float))}, Layout::kPlain,
+                          DType::kFloat32, huge_pages);
 }
 
 // Times every candidate whose time is not known yet, in rounds: each round runs every candidate
@@ -381,7 +384,7 @@ void measure_layer(const ConvParams& p, const ConvCapability& op, const Tensor& 
   std::vector<Prepared> prepared(candidates->size());
   for (size_t c : todo) {
     const ConvAlgorithm& a = *algorithms[c];
-    prepared[c].packed = allocate_bytes(a.packed_weight_bytes(p));
+    prepared[c].packed = allocate_bytes(a.packed_weight_bytes(p), a.packed_weights_in_huge_pages());
     a.pack_weights(p, weight.data(), prepared[c].packed.data());
     if (a.workspace_bytes(p) > 0) prepared[c].workspace = allocate_bytes(a.workspace_bytes(p));
   }

@@ -595,9 +595,9 @@ class WinogradConv final : public ConvAlgorithm {
   }
 
   // U (7x the weights: 64 positions of 3x3) in 2 MiB pages: with 4 KiB pages each process
-  // placed it in L2 and the TLB by chance, ResNet-18's 28x28 and 14x14 layers ran 0.60-0.73 and
-  // 0.83-1.03 ms from one process to the next, with 2 MiB pages 0.58 and 0.78 in every one, the
-  // 7x7 ones (U streamed from memory) 1.38-1.53 -> 1.28 ms. Whole network, batch 1, 1 thread: 18.9
+  // placed it in L2 and the TLB by chance, ResNet-18's 28x28 and 14x14 layers ran 0.61-0.73 and
+  // 0.82-1.03 ms from one process to the next, with 2 MiB pages 0.58-0.60 and 0.78-0.81 in every
+  // one, the 7x7 ones (U streamed from memory) 1.38-1.46 -> 1.29-1.33 ms. Whole network, batch 1, 1 thread: 18.9
   // -> 17.3 ms; session creation 250 -> 450 ms, huge pages being slow to fault in on this
   // project's VMs (docs/PERFORMANCE.md, session 34).
   bool packed_weights_in_huge_pages() const override { return true; }
