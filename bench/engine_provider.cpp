@@ -4,6 +4,7 @@
 #include "bench/conv_provider.h"
 #include "kernels/cpu/conv_algorithm.h"
 #include "winfer/session.h"
+#include "winfer/tensor.h"
 
 namespace winfer::bench {
 namespace {
@@ -14,31 +15,36 @@ class EngineConv : public PreparedConv {
       : algorithm_(algorithm),
         problem_(problem),
         threads_(threads),
-        packed_(algorithm.packed_weight_bytes(problem.params)),
+        packed_bytes_(algorithm.packed_weight_bytes(problem.params)),
+        // As a session holds them (layers/conv2d.cpp): in 2 MiB pages where the algorithm asks.
+        packed_(Tensor::allocate(Shape{static_cast<int64_t>((packed_bytes_ + sizeof(float) - 1) / sizeof(float))},
+                                 Layout::kPlain, DType::kFloat32, algorithm.packed_weights_in_huge_pages())),
         workspace_(algorithm.workspace_bytes(problem.params)),
         output_(nan_output_buffer(problem.params)) {}
 
   Status init() {
-    if (!packed_.allocated() || !workspace_.allocated() || !output_.allocated()) {
+    if (!workspace_.allocated() || !output_.allocated()) {
       return internal_error(std::string(algorithm_.name()) + ": out of memory");
     }
-    algorithm_.pack_weights(problem_.params, problem_.weight_oihw, packed_.floats());
+    algorithm_.pack_weights(problem_.params, problem_.weight_oihw, packed_.data());
     return Status::Ok();
   }
 
   void run() override {
-    algorithm_.run(problem_.params, problem_.input_nhwc, packed_.floats(), problem_.bias, output_.floats(),
+    algorithm_.run(problem_.params, problem_.input_nhwc, packed_.data(), problem_.bias, output_.floats(),
                    workspace_.data(), problem_.activation, threads_);
   }
   const float* output() const override { return output_.floats(); }
   std::optional<size_t> workspace_bytes() const override { return workspace_.bytes(); }
-  std::optional<size_t> packed_weight_bytes() const override { return packed_.bytes(); }
+  std::optional<size_t> packed_weight_bytes() const override { return packed_bytes_; }
 
  private:
   const ConvAlgorithm& algorithm_;
   ConvProblem problem_;
   int threads_;
-  AlignedBuffer packed_, workspace_, output_;
+  size_t packed_bytes_;
+  Tensor packed_;
+  AlignedBuffer workspace_, output_;
 };
 
 class EngineProvider : public ConvProvider {
