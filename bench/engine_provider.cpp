@@ -1,5 +1,6 @@
 // The engine's convolution algorithms as bench providers: pack once, then time ConvAlgorithm::run.
 #include <memory>
+#include <new>
 
 #include "bench/conv_provider.h"
 #include "kernels/cpu/conv_algorithm.h"
@@ -16,14 +17,17 @@ class EngineConv : public PreparedConv {
         problem_(problem),
         threads_(threads),
         packed_bytes_(algorithm.packed_weight_bytes(problem.params)),
-        // As a session holds them (layers/conv2d.cpp): in 2 MiB pages where the algorithm asks.
-        packed_(Tensor::allocate(Shape{static_cast<int64_t>((packed_bytes_ + sizeof(float) - 1) / sizeof(float))},
-                                 Layout::kPlain, DType::kFloat32, algorithm.packed_weights_in_huge_pages())),
         workspace_(algorithm.workspace_bytes(problem.params)),
         output_(nan_output_buffer(problem.params)) {}
 
   Status init() {
-    if (!workspace_.allocated() || !output_.allocated()) {
+    try {  // as a session holds them (layers/conv2d.cpp): in 2 MiB pages where the algorithm asks
+      packed_ = Tensor::allocate(Shape{static_cast<int64_t>((packed_bytes_ + sizeof(float) - 1) / sizeof(float))},
+                                 Layout::kPlain, DType::kFloat32, algorithm_.packed_weights_in_huge_pages());
+    } catch (const std::bad_alloc&) {
+      packed_ = Tensor();
+    }
+    if (packed_.empty() || !workspace_.allocated() || !output_.allocated()) {
       return internal_error(std::string(algorithm_.name()) + ": out of memory");
     }
     algorithm_.pack_weights(problem_.params, problem_.weight_oihw, packed_.data());

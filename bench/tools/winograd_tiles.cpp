@@ -20,25 +20,22 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <sys/mman.h>
 #include <string>
 #include <vector>
 #include "kernels/cpu/conv_algorithm.h"
 #include "kernels/cpu/conv_winograd.h"
+#include "winfer/tensor.h"
 using namespace winfer;
 struct L {
   const char* name;
   int64_t c, h, w, co, pad;
 };
-// Packed weights as a session holds them (Tensor::allocate): in 2 MiB pages where the algorithm
-// asks for them (winograd's U; with 4 KiB pages a layer's time moved up to 10-20% from one process
-// to the next with where U's pages landed), else 64-byte aligned.
-static float* alloc(size_t bytes, bool huge_pages = false) {
-  const size_t huge = size_t(2) << 20, size = (bytes + 63) / 64 * 64 + 64;
-  void* p = nullptr;
-  if (posix_memalign(&p, huge_pages && size >= huge ? huge : 64, size) != 0) return nullptr;
-  if (huge_pages && size >= huge) madvise(p, size / huge * huge, MADV_HUGEPAGE);
-  return static_cast<float*>(p);
+// Workspace memory, 64-byte aligned (the packed weights are Tensors, as a session holds them:
+// in 2 MiB pages where the algorithm asks, Tensor::allocate).
+static float* alloc(size_t bytes) { return static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64)); }
+static Tensor packed_tensor(const ConvAlgorithm& a, const ConvParams& p) {
+  const int64_t floats = static_cast<int64_t>((a.packed_weight_bytes(p) + sizeof(float) - 1) / sizeof(float)) + 16;
+  return Tensor::allocate(Shape{floats}, Layout::kPlain, DType::kFloat32, a.packed_weights_in_huge_pages());
 }
 int main(int argc, char** argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
@@ -96,12 +93,12 @@ int main(int argc, char** argv) {
     for (auto& x : wt) x = u(gen) * 0.1f;
     for (auto& x : bias) x = u(gen);
     const size_t out_n = p.batch * p.out_h() * p.out_w() * l.co;
-    float* packed[kAlgos];
+    Tensor packed[kAlgos];
     float* ws[kAlgos];
     std::vector<float> out[kAlgos];
     for (int a = 0; a < kAlgos; ++a) {
-      packed[a] = alloc(algos[a]->packed_weight_bytes(p), algos[a]->packed_weights_in_huge_pages());
-      algos[a]->pack_weights(p, wt.data(), packed[a]);
+      packed[a] = packed_tensor(*algos[a], p);
+      algos[a]->pack_weights(p, wt.data(), packed[a].data());
       ws[a] = alloc(algos[a]->workspace_bytes(p));
       out[a].resize(out_n);
     }
@@ -110,7 +107,8 @@ int main(int argc, char** argv) {
       for (int a = 0; a < kAlgos; ++a) {
         std::memset(flush.data(), r, flush.size());
         auto t0 = std::chrono::steady_clock::now();
-        algos[a]->run(p, in.data(), packed[a], bias.data(), nullptr, out[a].data(), ws[a], Activation::kNone, threads);
+        algos[a]->run(p, in.data(), packed[a].data(), bias.data(), nullptr, out[a].data(), ws[a], Activation::kNone,
+                      threads);
         auto t1 = std::chrono::steady_clock::now();
         if (r > 0) t[a].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       }
@@ -145,7 +143,6 @@ int main(int argc, char** argv) {
         mn[3], mn[1] / mn[2], mn[2] / mn[3], mn[0] / mn[2], err[1] / maxy, err[2] / maxy, err[3] / maxy, err[0] / maxy);
     std::fflush(stdout);
     for (int a = 0; a < kAlgos; ++a) {
-      std::free(packed[a]);
       std::free(ws[a]);
     }
   }

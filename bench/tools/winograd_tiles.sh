@@ -12,6 +12,6 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 OUT=$BUILD/winograd_tiles
 mkdir -p "$OUT"
-${CXX:-g++} -O3 -DNDEBUG -fopenmp -std=c++17 -I"$ROOT" "$ROOT/bench/tools/winograd_tiles.cpp" \
-  "$BUILD/libwinfer_kernels.a" -o "$OUT/winograd_tiles"
+${CXX:-g++} -O3 -DNDEBUG -fopenmp -std=c++17 -I"$ROOT" -I"$ROOT/engine/include" "$ROOT/bench/tools/winograd_tiles.cpp" \
+  "$BUILD/libwinfer_core.a" "$BUILD/libwinfer_kernels.a" -o "$OUT/winograd_tiles"
 exec "$OUT/winograd_tiles" "$@"
