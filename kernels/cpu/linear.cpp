@@ -17,7 +17,8 @@ namespace {
 // OpenBLAS 0.3.21's sgemm packs all of B first even for M = 1, i.e. copies the weights (411 MB
 // for VGG's first classifier layer) before reading them again. A block of 4 weight rows is
 // multiplied with up to 4 input rows at a time (16 accumulators: each weight load feeds 4
-// FMAs); more input rows read the same block again from L2. Measured on VGG's 25088 -> 4096
+// FMAs; one input row: 8 weight rows, see small_rows_body); more input rows read the same
+// block again from L2. Measured on VGG's 25088 -> 4096
 // layer, 1 thread (docs/PERFORMANCE.md): 1 row 73 -> 34 ms, 8 rows 73 -> 63 ms, but 16 rows
 // 80 -> 97 ms, where sgemm's packing pays off: hence 8.
 constexpr int64_t kSmallRows = 8;
@@ -29,6 +30,13 @@ WINFER_ALWAYS_INLINE inline float reduce(const cpu::Vec<L>& v) {
   return s;
 }
 
+// Bytes ahead of each weight row's stream that block() asks for (one line per row and 64 bytes
+// of K). The hardware prefetcher alone kept 4 rows' streams at 22-23 GB/s on one core here
+// (AMD EPYC), where 8 streams with this hint read 28 GB/s and two cores 56 (a bare read of
+// 2-8 streams: 26 / 50): VGG-16's 25088 -> 4096 layer 17.9 -> 14.4 ms at 1 thread, 8.8-11.5 ->
+// 7.3 ms at 2 (docs/PERFORMANCE.md, session 35). 256-384 measured alike; 1024 was slower.
+constexpr int64_t kWeightPrefetchBytes = 256;
+
 // out[r][o + j] = in[r] . weight[o + j] for j < kO, r < kR (rows and outputs of one block).
 template <int L, int kO, int kR>
 WINFER_ALWAYS_INLINE inline void block(const float* x, const float* w, float* y, int64_t k_total,
@@ -36,7 +44,13 @@ WINFER_ALWAYS_INLINE inline void block(const float* x, const float* w, float* y,
   using V = cpu::Vec<L>;
   V acc[kO][kR] = {};
   const int64_t k_vec = k_total / L * L;
+  // Addresses as integers: the hint may point past the matrix's end (a prefetch of any address
+  // is only a hint; the pointer arithmetic would not be).
+  const uintptr_t w_ahead = reinterpret_cast<uintptr_t>(w) + kWeightPrefetchBytes;
   for (int64_t k = 0; k < k_vec; k += L) {
+    if (k % 16 == 0)  // once per 64-byte line of each row (every step where L = 16)
+      for (int j = 0; j < kO; ++j)
+        __builtin_prefetch(reinterpret_cast<const void*>(w_ahead + static_cast<uintptr_t>((j * k_total + k) * 4)));
     V xs[kR];
     for (int r = 0; r < kR; ++r) xs[r] = cpu::load<L>(x + r * k_total + k);
     for (int j = 0; j < kO; ++j) {
@@ -68,12 +82,16 @@ WINFER_ALWAYS_INLINE inline void block_rows(const float* x, const float* w, floa
   }
 }
 
-// out[r][o] = in[r] . weight[o] for o in [o_begin, o_end), every r < rows.
+// out[r][o] = in[r] . weight[o] for o in [o_begin, o_end), every r < rows. One input row: blocks
+// of 8 weight rows (8 streams from memory, 8 accumulators); more: blocks of 4 (each weight load
+// feeding up to 4 rows' FMAs, 16 accumulators).
 template <int L>
 WINFER_ALWAYS_INLINE inline void small_rows_body(const float* in, const float* weight, float* out, int64_t rows,
                                                  int64_t k_total, int64_t out_features, int64_t o_begin,
                                                  int64_t o_end) {
   int64_t o = o_begin;
+  if (rows == 1)
+    for (; o + 8 <= o_end; o += 8) block<L, 8, 1>(in, weight + o * k_total, out + o, k_total, out_features);
   for (; o + 4 <= o_end; o += 4) block_rows<L, 4>(in, weight + o * k_total, out + o, rows, k_total, out_features);
   for (; o < o_end; ++o) block_rows<L, 1>(in, weight + o * k_total, out + o, rows, k_total, out_features);
 }
@@ -99,10 +117,11 @@ void linear_small_rows(const float* in, const float* weight, const float* bias, 
     case cpu::Isa::kAvx2: fn = small_rows_avx2; break;
     case cpu::Isa::kGeneric: break;
   }
-  // Threads take contiguous ranges of output features, a multiple of 4 each.
-  const int64_t blocks = cpu::ceil_div(out_features, 4);
-  cpu::parallel_chunks(blocks, 4 * rows * in_features, threads, [&](int64_t begin, int64_t end) {
-    const int64_t o_begin = begin * 4, o_end = std::min(out_features, end * 4);
+  // Threads take contiguous ranges of output features, a multiple of the kernel's block each.
+  const int64_t unit = rows == 1 ? 8 : 4;
+  const int64_t blocks = cpu::ceil_div(out_features, unit);
+  cpu::parallel_chunks(blocks, unit * rows * in_features, threads, [&](int64_t begin, int64_t end) {
+    const int64_t o_begin = begin * unit, o_end = std::min(out_features, end * unit);
     fn(in, weight, out, rows, in_features, out_features, o_begin, o_end);
     for (int64_t r = 0; r < rows; ++r) {
       cpu::bias_activation_rows(out + r * out_features + o_begin, 1, o_end - o_begin, bias ? bias + o_begin : nullptr,

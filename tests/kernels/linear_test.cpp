@@ -57,13 +57,13 @@ TEST_CASE("linear matches the reference (bias, activations, both GEMM paths)") {
 
 TEST_CASE("linear with few rows (matrix-vector path) matches the reference on every ISA") {
   // Up to 8 rows the kernel streams the weights itself (no GEMM; 9 rows use sgemm): output counts that are and
-  // are not multiples of its 4-row blocks, K with and without a vector tail, 1 and 3 threads.
+  // are not multiples of its 8- and 4-row blocks, K with and without a vector tail, 1 and 3 threads.
   uint32_t seed = 900;
   for (cpu::Isa isa : test::runnable_isas()) {
     test::IsaCap cap(isa);
     for (int64_t rows : {1, 2, 4, 5, 8, 9}) {
       for (int64_t k : {3, 64, 1000}) {
-        const int64_t n = 4 * 40 + 3;
+        const int64_t n = 8 * 20 + 4 + 3;  // blocks of 8 (one row), of 4, and single outputs
         INFO("isa ", test::isa_name(isa), " rows ", rows, " in ", k, " out ", n);
         const auto in = test::random_floats(static_cast<size_t>(rows * k), seed++);
         const auto weight = test::random_floats(static_cast<size_t>(n * k), seed++);
