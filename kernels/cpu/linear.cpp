@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/cpu/conv_common.h"  // bias_activation_rows
+#include "kernels/cpu/cpu_caches.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/gemm.h"
 
@@ -15,12 +16,10 @@ namespace {
 
 // A few rows (batch 1 to kSmallRows): the kernel streams the weight matrix once from memory.
 // OpenBLAS 0.3.21's sgemm packs all of B first even for M = 1, i.e. copies the weights (411 MB
-// for VGG's first classifier layer) before reading them again. A block of 4 weight rows is
-// multiplied with up to 4 input rows at a time (16 accumulators: each weight load feeds 4
-// FMAs; one input row: 8 weight rows, see small_rows_body); more input rows read the same
-// block again from L2. Measured on VGG's 25088 -> 4096
-// layer, 1 thread (docs/PERFORMANCE.md): 1 row 73 -> 34 ms, 8 rows 73 -> 63 ms, but 16 rows
-// 80 -> 97 ms, where sgemm's packing pays off: hence 8.
+// for VGG's first classifier layer) before reading them again. A block of 8 or 4 weight rows
+// is multiplied with up to 4 input rows at a time (small_rows_body); more input rows read the
+// same block again from L2. Measured on VGG's 25088 -> 4096 layer, 1 thread (docs/PERFORMANCE.md): 1 row 73 -> 34 ms, 8
+// rows 73 -> 63 ms, but 16 rows 80 -> 97 ms, where sgemm's packing pays off: hence 8.
 constexpr int64_t kSmallRows = 8;
 
 template <int L>
@@ -82,47 +81,64 @@ WINFER_ALWAYS_INLINE inline void block_rows(const float* x, const float* w, floa
   }
 }
 
-// out[r][o] = in[r] . weight[o] for o in [o_begin, o_end), every r < rows. One input row: blocks
-// of 8 weight rows (8 streams from memory, 8 accumulators); more: blocks of 4 (each weight load
-// feeding up to 4 rows' FMAs, 16 accumulators).
+// out[r][o] = in[r] . weight[o] for o in [o_begin, o_end), every r < rows, in blocks of 8
+// weight rows (8 streams from memory) where `wide` (wide_blocks()), else of 4 (each weight load
+// feeding up to 4 rows' FMAs).
 template <int L>
 WINFER_ALWAYS_INLINE inline void small_rows_body(const float* in, const float* weight, float* out, int64_t rows,
-                                                 int64_t k_total, int64_t out_features, int64_t o_begin,
-                                                 int64_t o_end) {
+                                                 int64_t k_total, int64_t out_features, int64_t o_begin, int64_t o_end,
+                                                 bool wide) {
   int64_t o = o_begin;
-  if (rows == 1)
-    for (; o + 8 <= o_end; o += 8) block<L, 8, 1>(in, weight + o * k_total, out + o, k_total, out_features);
+  if (wide)
+    for (; o + 8 <= o_end; o += 8) block_rows<L, 8>(in, weight + o * k_total, out + o, rows, k_total, out_features);
   for (; o + 4 <= o_end; o += 4) block_rows<L, 4>(in, weight + o * k_total, out + o, rows, k_total, out_features);
   for (; o < o_end; ++o) block_rows<L, 1>(in, weight + o * k_total, out + o, rows, k_total, out_features);
 }
 
+// Whether small_rows_body takes blocks of 8 weight rows: 8 rows x 1 input row fit 16 vector
+// registers (AVX2, portable); AVX-512's 32 take 8 x up to 4 input rows (8 x 4 spills a few, and
+// still reads the weights faster). More than 4 input rows pass over each block twice; 4-row
+// blocks do that from L2, faster, unless the 8-row block is too large for L2 to keep it (half of
+// it, our guess between the two shapes measured), and the second pass streams from memory too.
+// Measured (AVX-512, 1 thread, weights evicted; docs/PERFORMANCE.md, session 35), 8-row blocks
+// against 4: 25088 -> 4096 at 2 / 3 / 4 / 8 rows 18.0 / 21.8 / 22.8 / 31.9 -> 15.0 / 15.6 / 15.6 /
+// 24.1 ms; 4096 -> 1000 at 2 and 4 rows 0.73 / 0.90 -> 0.58 / 0.68; 4096 -> 4096 at 8 rows (its
+// 8-row block 128 KiB) 5.2 -> 5.8.
+bool wide_blocks(cpu::Isa isa, int64_t rows, int64_t in_features) {
+  if (rows == 1) return true;
+  if (isa != cpu::Isa::kAvx512) return false;
+  return rows <= 4 || 8 * in_features * int64_t{sizeof(float)} > cpu::l2_bytes() / 2;
+}
+
 WINFER_TARGET_AVX512 void small_rows_avx512(const float* in, const float* weight, float* out, int64_t rows, int64_t k,
-                                            int64_t n, int64_t o_begin, int64_t o_end) {
-  small_rows_body<16>(in, weight, out, rows, k, n, o_begin, o_end);
+                                            int64_t n, int64_t o_begin, int64_t o_end, bool wide) {
+  small_rows_body<16>(in, weight, out, rows, k, n, o_begin, o_end, wide);
 }
 WINFER_TARGET_AVX2 void small_rows_avx2(const float* in, const float* weight, float* out, int64_t rows, int64_t k,
-                                        int64_t n, int64_t o_begin, int64_t o_end) {
-  small_rows_body<8>(in, weight, out, rows, k, n, o_begin, o_end);
+                                        int64_t n, int64_t o_begin, int64_t o_end, bool wide) {
+  small_rows_body<8>(in, weight, out, rows, k, n, o_begin, o_end, wide);
 }
 void small_rows_generic(const float* in, const float* weight, float* out, int64_t rows, int64_t k, int64_t n,
-                        int64_t o_begin, int64_t o_end) {
-  small_rows_body<4>(in, weight, out, rows, k, n, o_begin, o_end);
+                        int64_t o_begin, int64_t o_end, bool wide) {
+  small_rows_body<4>(in, weight, out, rows, k, n, o_begin, o_end, wide);
 }
 
 void linear_small_rows(const float* in, const float* weight, const float* bias, float* out, int64_t rows,
                        int64_t in_features, int64_t out_features, Activation act, int threads) {
   auto* fn = small_rows_generic;
-  switch (cpu::cpu_isa()) {
+  const cpu::Isa isa = cpu::cpu_isa();
+  const bool wide = wide_blocks(isa, rows, in_features);
+  switch (isa) {
     case cpu::Isa::kAvx512: fn = small_rows_avx512; break;
     case cpu::Isa::kAvx2: fn = small_rows_avx2; break;
     case cpu::Isa::kGeneric: break;
   }
   // Threads take contiguous ranges of output features, a multiple of the kernel's block each.
-  const int64_t unit = rows == 1 ? 8 : 4;
+  constexpr int64_t unit = 8;
   const int64_t blocks = cpu::ceil_div(out_features, unit);
   cpu::parallel_chunks(blocks, unit * rows * in_features, threads, [&](int64_t begin, int64_t end) {
     const int64_t o_begin = begin * unit, o_end = std::min(out_features, end * unit);
-    fn(in, weight, out, rows, in_features, out_features, o_begin, o_end);
+    fn(in, weight, out, rows, in_features, out_features, o_begin, o_end, wide);
     for (int64_t r = 0; r < rows; ++r) {
       cpu::bias_activation_rows(out + r * out_features + o_begin, 1, o_end - o_begin, bias ? bias + o_begin : nullptr,
                                 act, 1);

@@ -56,31 +56,35 @@ TEST_CASE("linear matches the reference (bias, activations, both GEMM paths)") {
 }
 
 TEST_CASE("linear with few rows (matrix-vector path) matches the reference on every ISA") {
-  // Up to 8 rows the kernel streams the weights itself (no GEMM; 9 rows use sgemm): output counts that are and
-  // are not multiples of its 8- and 4-row blocks, K with and without a vector tail, 1 and 3 threads.
+  // Up to 8 rows the kernel streams the weights itself (no GEMM; 9 rows use sgemm): blocks of 8 outputs for 1 row,
+  // and on AVX-512 for up to 4 rows or where an 8-row block exceeds half of L2 (here with L2 set to 16 KiB, so that
+  // K = 1000 takes them at 5 and 8 rows too), else blocks of 4; output counts that are and are not multiples of the
+  // blocks, K with and without a vector tail, 1 and 3 threads.
   uint32_t seed = 900;
   for (cpu::Isa isa : test::runnable_isas()) {
     test::IsaCap cap(isa);
-    for (int64_t rows : {1, 2, 4, 5, 8, 9}) {
-      for (int64_t k : {3, 64, 1000}) {
-        const int64_t n = 8 * 20 + 4 + 3;  // blocks of 8 (one row), of 4, and single outputs
-        INFO("isa ", test::isa_name(isa), " rows ", rows, " in ", k, " out ", n);
-        const auto in = test::random_floats(static_cast<size_t>(rows * k), seed++);
-        const auto weight = test::random_floats(static_cast<size_t>(n * k), seed++);
-        const auto bias = test::random_floats(static_cast<size_t>(n), seed++);
-        ConvParams p;
-        p.batch = rows;
-        p.in_channels = k;
-        p.in_h = p.in_w = 1;
-        p.out_channels = n;
-        const ref::Result want = ref::conv2d(p, in, weight, bias.data(), Activation::kRelu);
-        for (int threads : {1, 3}) {
-          std::vector<float> out(static_cast<size_t>(rows * n), NAN);
-          linear(in.data(), weight.data(), bias.data(), out.data(), rows, k, n, Activation::kRelu, threads);
-          test::check_close(out.data(), want.value, want.abs_sum, want.terms, "linear");
+    for (int64_t rows : {1, 2, 3, 4, 5, 8, 9})
+      for (int64_t l2 : {int64_t{0}, int64_t{16} << 10}) {
+        const test::L2Override l2_override(l2);  // 0: the machine's
+        for (int64_t k : {3, 64, 1000}) {
+          const int64_t n = 8 * 20 + 4 + 3;  // blocks of 8, of 4, and single outputs
+          INFO("isa ", test::isa_name(isa), " rows ", rows, " in ", k, " out ", n, " L2 override ", l2);
+          const auto in = test::random_floats(static_cast<size_t>(rows * k), seed++);
+          const auto weight = test::random_floats(static_cast<size_t>(n * k), seed++);
+          const auto bias = test::random_floats(static_cast<size_t>(n), seed++);
+          ConvParams p;
+          p.batch = rows;
+          p.in_channels = k;
+          p.in_h = p.in_w = 1;
+          p.out_channels = n;
+          const ref::Result want = ref::conv2d(p, in, weight, bias.data(), Activation::kRelu);
+          for (int threads : {1, 3}) {
+            std::vector<float> out(static_cast<size_t>(rows * n), NAN);
+            linear(in.data(), weight.data(), bias.data(), out.data(), rows, k, n, Activation::kRelu, threads);
+            test::check_close(out.data(), want.value, want.abs_sum, want.terms, "linear");
+          }
         }
       }
-    }
   }
 }
 
