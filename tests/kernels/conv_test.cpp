@@ -66,6 +66,10 @@ std::vector<ConvCase> conv_cases() {
       {Conv(2, 7, 9, 3, 17).k(3, 3).pad(0, 1, 2, 1).p, false, kRelu},
       {Conv(1, 6, 7, 12, 10).k(2, 3).pad(1).d(1, 3).p, true, kNone},
       {Conv(1, 64, 23, 60, 5).k(3, 3).pad(1).p, true, kNone},
+      // 3x3 windows on 3 channels per group: a stride-2 stem at batch 2 (im2win reads its last pixel exactly), and
+      // groups of 3 with asymmetric padding and dilation along H.
+      {Conv(2, 3, 11, 10, 24).k(3, 3).s(2, 2).pad(1).p, true, kRelu},
+      {Conv(1, 6, 9, 8, 10).k(3, 3).pad(1, 2, 0, 1).d(2, 1).g(2).p, false, kNone},
       // depthwise (groups == C == Co)
       {Conv(1, 16, 9, 9, 16).k(3, 3).pad(1).g(16).p, true, kRelu},
       {Conv(2, 24, 10, 11, 24).k(3, 3).s(2, 2).pad(1).g(24).p, false, kNone},
