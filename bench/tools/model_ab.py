@@ -31,13 +31,22 @@ and one configuration in one process ran 17.6-18.4 ms, ResNet-18 winograd, the s
 anywhere in the creation order; a single copy each read a 4% "speed-up" of a library against
 itself). Interleaving cannot cancel that, more copies do; a difference within the copies'
 spread is not one.
+
+Libraries (lib=) are compared through copies of their files, one per session copy (in a temporary
+folder, removed at the end): where a library file's pages lie in memory costs or saves a few
+percent too, for as long as the file stays in the page cache, whichever is loaded first. Three
+byte-identical copies of one build, side by side in one process: 1.000 / 1.025 / 1.001 (MobileNetV2,
+40 rounds, 2 copies; the slow file slow in both load orders, in separate processes; session 35).
+Each copy a file of its own averages that over --copies placements; a difference within the
+copies' spread is not one.
 """
 import argparse
 import ctypes
 import os
+import shutil
 import statistics
 import sys
-import time
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -91,14 +100,33 @@ def main():
     if not os.path.exists(args.lib):
         raise SystemExit(f"model_ab: {args.lib} not found (build first: scripts/build.sh)")
     set_openblas_coretype()
-    libraries = {}  # path -> Winfer: each library loaded once
+    with tempfile.TemporaryDirectory(prefix="model_ab.") as folder:
+        run(args, folder)
+
+
+def library_file(lib, copy, distinct, folder, made):
+    """The file session copy `copy` loads `lib` from: where two or more libraries are compared, a copy
+    of the file of its own (see the module's note), else the file itself."""
+    if distinct < 2:
+        return lib
+    key = (lib, copy)
+    if key not in made:
+        made[key] = os.path.join(folder, f"{len(made)}.{os.path.basename(lib)}")
+        shutil.copyfile(lib, made[key])
+    return made[key]
+
+
+def run(args, folder):
+    libraries = {}  # file -> Winfer: each file loaded once
+    made = {}
 
     specs = list(dict.fromkeys(args.specs))  # each configuration once, in the order given
+    distinct = len({os.path.realpath(parse_spec(spec)[4] or args.lib) for spec in specs})
     calls, inputs = {}, {}
     for copy in range(args.copies):
         for spec in (specs if copy % 2 == 0 else reversed(specs)):
             path, conv, fuse, threads, lib, images_per_run = parse_spec(spec)
-            lib = os.path.realpath(lib or args.lib)
+            lib = library_file(os.path.realpath(lib or args.lib), copy, distinct, folder, made)
             if lib not in libraries:
                 libraries[lib] = Winfer(lib)
             winfer = libraries[lib]
@@ -127,6 +155,7 @@ def main():
     first = statistics.median(times[specs[0]])
     width = max(len(s) for s in specs)
     idle = f", {args.idle} s idle before each call" if args.idle else ""
+    idle += ", each copy its own library file" if distinct > 1 else ""
     print(f"{'configuration':{width}s}  {'p10 ms':>9s}  {'median ms':>9s}  {'vs first':>8s}  {'copies':>6s}"
           f"   ({args.rounds} rounds, {args.threads} thread(s), batch {args.batch}, {args.copies} copies{idle})")
     for spec in specs:
