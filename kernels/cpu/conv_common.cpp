@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/cpu_common.h"
@@ -78,23 +79,61 @@ void unpack_weights_panels(const ConvParams& p, const float* packed, float* weig
   });
 }
 
+namespace {
+
+// Rows r[0..3] of a 4x4 block, transposed: out[i] = (r[0][i], r[1][i], r[2][i], r[3][i]).
+WINFER_ALWAYS_INLINE inline void transpose4(const Vec<4> (&r)[4], Vec<4> (&out)[4]) {
+  const Vec<4> t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5),
+               t1 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+  const Vec<4> t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5),
+               t3 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+  out[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+  out[1] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+  out[2] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+  out[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+}  // namespace
+
 bool pack_weights_panels_in_place(const ConvParams& p, float* weights) {
   const int64_t k = p.in_channels_per_group() * p.kernel_h * p.kernel_w;
-  std::vector<float> rows_copy(static_cast<size_t>(k * std::min<int64_t>(kPanel, p.out_channels_per_group())));
   const int64_t cg = p.in_channels_per_group(), kh_count = p.kernel_h, kw_count = p.kernel_w;
-  for_each_panel(p, [&](int64_t start, int64_t rows) {
-    std::memcpy(rows_copy.data(), weights + start, static_cast<size_t>(rows * k) * sizeof(float));
-    // for_each_panel_weight's permutation with the output channel innermost: the panel is
-    // written row by row (contiguous) and read from the L2-resident copy with a stride, which
-    // is about twice as fast at load as scattering each OIHW row's K floats (start-up, issue 25).
-    float* panel = weights + start;
-    for (int64_t kw = 0; kw < kw_count; ++kw)
-      for (int64_t kh = 0; kh < kh_count; ++kh)
-        for (int64_t c = 0; c < cg; ++c) {
-          float* row = panel + ((kw * kh_count + kh) * cg + c) * rows;
-          const float* from = rows_copy.data() + (c * kh_count + kh) * kw_count + kw;
-          for (int64_t o = 0; o < rows; ++o) row[o] = from[o * k];
-        }
+  // The OIHW column (c, kh, kw) that panel row ((kw * Kh + kh) * Cg + c) holds.
+  std::vector<int64_t> column_of(static_cast<size_t>(k));
+  for (int64_t kw = 0; kw < kw_count; ++kw)
+    for (int64_t kh = 0; kh < kh_count; ++kh)
+      for (int64_t c = 0; c < cg; ++c)
+        column_of[static_cast<size_t>((kw * kh_count + kh) * cg + c)] = (c * kh_count + kh) * kw_count + kw;
+  // A panel's [K][rows] transpose (not a std::vector: its zero fill was a pass for nothing).
+  const std::unique_ptr<float[]> transposed(
+      new float[static_cast<size_t>(k * std::min<int64_t>(kPanel, p.out_channels_per_group()))]);
+  // for_each_panel_weight's permutation in two passes that each read and write in order: the
+  // panel's [rows][K] OIHW rows transposed into [K][rows] (4x4 blocks in registers: 4 OIHW rows'
+  // next 4 columns, lines that stay in L1 while the columns move on), then the panel's rows
+  // copied back in their (kw, kh, c) order, each one contiguous run of `rows` floats. Gathering
+  // each panel row float by float from a copy (a strided read each) took 3.5 ms of
+  // RegNet-Y-400MF's 17 ms load; with these two passes VGG-16's convolutions pack in 8.9 ms
+  // instead of 18.5, and ResNet-50's whole load takes 63 ms instead of 83 (session 35).
+  for_each_panel(p, [&, k](int64_t start, int64_t rows) {
+    float* const panel = weights + start;
+    float* const t = transposed.get();
+    const int64_t rows4 = rows / 4 * 4, k4 = k / 4 * 4;
+    for (int64_t i = 0; i < k4; i += 4) {
+      for (int64_t o = 0; o < rows4; o += 4) {
+        const float* src = panel + o * k + i;
+        const Vec<4> r[4] = {load<4>(src), load<4>(src + k), load<4>(src + 2 * k), load<4>(src + 3 * k)};
+        Vec<4> cols[4];
+        transpose4(r, cols);
+        for (int j = 0; j < 4; ++j) store<4>(t + (i + j) * rows + o, cols[j]);
+      }
+      for (int64_t o = rows4; o < rows; ++o)
+        for (int j = 0; j < 4; ++j) t[(i + j) * rows + o] = panel[o * k + i + j];
+    }
+    for (int64_t i = k4; i < k; ++i)
+      for (int64_t o = 0; o < rows; ++o) t[i * rows + o] = panel[o * k + i];
+    for (int64_t j = 0; j < k; ++j)
+      std::memcpy(panel + j * rows, t + column_of[static_cast<size_t>(j)] * rows,
+                  static_cast<size_t>(rows) * sizeof(float));
   });
   return true;
 }
