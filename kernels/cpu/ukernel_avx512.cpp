@@ -66,9 +66,13 @@ struct Avx512 {
     if constexpr (kB == 1) {
       return broadcast(p);
     } else if constexpr (kB == 2) {
-      double d;
-      std::memcpy(&d, p, sizeof d);
-      return reinterpret_cast<Vec<16>>(_mm512_castpd_ps(_mm512_set1_pd(d)));
+      // The integer broadcast (vpbroadcastq): on AMD Zen 4 vbroadcastsd from memory takes a slot
+      // of the FMA pipes as well as a load, vpbroadcastq only the load (one broadcast per FMA in
+      // a register loop: 88 against 117 GFLOP/s, the FMA peak; RegNet-Y-400MF's 8-channel
+      // groups, session 35). On Intel both are loads.
+      long long q;
+      std::memcpy(&q, p, sizeof q);
+      return reinterpret_cast<Vec<16>>(_mm512_castsi512_ps(_mm512_set1_epi64(q)));
     } else {
       static_assert(kB == 4);
       // The intrinsic: GCC compiled a __builtin_shufflevector of a loaded Vec<4> into a 64-byte
