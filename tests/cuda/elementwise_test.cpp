@@ -23,7 +23,7 @@ TEST_CASE("cuda activation: copy and in place, every activation, NaN passes thro
   input[5] = std::numeric_limits<float>::quiet_NaN();
   int checked = 0;
   for (Activation act : kActivations) {
-    INFO("act ", activation_name(act));
+    INFO("act ", std::string(activation_name(act)));
     std::vector<double> want(input.size());
     for (size_t i = 0; i < input.size(); ++i) want[i] = ref::activate(input[i], act);
     want[5] = std::numeric_limits<double>::quiet_NaN();
@@ -49,7 +49,7 @@ TEST_CASE("cuda activation: copy and in place, every activation, NaN passes thro
 TEST_CASE("cuda add with fused activation, in place into either operand") {
   const std::vector<float> a = test::random_floats(777, 11, -5.f, 5.f), b = test::random_floats(777, 12, -5.f, 5.f);
   for (Activation act : kActivations) {
-    INFO("act ", activation_name(act));
+    INFO("act ", std::string(activation_name(act)));
     std::vector<double> want(a.size());
     for (size_t i = 0; i < a.size(); ++i) want[i] = ref::activate(double(a[i] + b[i]), act);
     DeviceArray da(a), db(b), out(a.size());
@@ -69,7 +69,7 @@ TEST_CASE("cuda scale_shift_channels_nhwc and bias_activation_rows") {
   const std::vector<float> scale = test::random_floats(static_cast<size_t>(channels), 22, 0.5f, 2.f);
   const std::vector<float> shift = test::random_floats(static_cast<size_t>(channels), 23, -3.f, 3.f);
   for (Activation act : kActivations) {
-    INFO("act ", activation_name(act));
+    INFO("act ", std::string(activation_name(act)));
     std::vector<double> want_affine(x.size()), want_bias(x.size()), want_act_only(x.size());
     for (int64_t p = 0; p < pixels; ++p)
       for (int64_t c = 0; c < channels; ++c) {

@@ -115,8 +115,8 @@ TEST_CASE("cuda im2win GEMM: every tile shape, vector and scalar loads, shapes t
     for (bool scalar : {false, true}) {
       ForcedPlan forced(tile, scalar);
       for (const TileCase& c : tile_cases()) {
-        INFO("tile ", cuda::im2win_tile_name(static_cast<cuda::Im2winTile>(tile)), scalar ? " scalar" : " vector", ": ",
-             c.p.to_string(), " (", c.why, ")");
+        INFO("tile ", std::string(cuda::im2win_tile_name(static_cast<cuda::Im2winTile>(tile))),
+             scalar ? " scalar" : " vector", ": ", c.p.to_string(), " (", c.why, ")");
         const cuda::Im2winPlan plan = cuda::im2win_plan(c.p);
         const bool full_vector = !scalar && c.p.in_channels_per_group() % 4 == 0 &&
                                  c.p.out_channels_per_group() % 4 == 0 && c.p.groups == 1 && c.p.dilation_w == 1;

@@ -63,7 +63,7 @@ TEST_CASE("layer conv2d runs the requested algorithm where it supports the layer
       const std::string expected_algorithm = p.is_depthwise()         ? "depthwise"
                                              : algorithm->supports(p) ? algorithm->name()
                                                                       : "im2win";
-      INFO(k.name, ": requested ", algorithm->name(), ", kernel says '", used, "'");
+      INFO(k.name, ": requested ", std::string(algorithm->name()), ", kernel says '", used, "'");
       CHECK(used.rfind(expected_algorithm, 0) == 0);
     }
   }

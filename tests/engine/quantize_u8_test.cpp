@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/src/quantization.h"
@@ -28,7 +29,8 @@ std::vector<Isa> runnable_isas() {
     if (static_cast<int>(isa) <= static_cast<int>(winfer::cpu::detected_isa())) isas.push_back(isa);
   return isas;
 }
-const char* isa_name(Isa isa) { return isa == Isa::kAvx512 ? "avx512" : isa == Isa::kAvx2 ? "avx2" : "generic"; }
+// A std::string: doctest's INFO prints a const char* as its address.
+std::string isa_name(Isa isa) { return isa == Isa::kAvx512 ? "avx512" : isa == Isa::kAvx2 ? "avx2" : "generic"; }
 struct IsaCap {
   explicit IsaCap(Isa isa) { winfer::cpu::set_isa_cap_for_testing(isa); }
   ~IsaCap() { winfer::cpu::set_isa_cap_for_testing(Isa::kAvx512); }

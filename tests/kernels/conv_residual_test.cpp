@@ -78,7 +78,7 @@ TEST_CASE("conv residual: a zero residual gives the result without one, bit for 
   const std::vector<float> zeros(static_cast<size_t>(p.out_h() * p.out_w() * p.out_channels), 0.f);
   for (const ConvAlgorithm* algorithm : conv_algorithms()) {
     if (!algorithm->supports(p)) continue;
-    INFO("algorithm ", algorithm->name());
+    INFO("algorithm ", std::string(algorithm->name()));
     const std::vector<float> plain = test::run_conv(*algorithm, p, d, true, kRelu, 1);
     const std::vector<float> fused = test::run_conv(*algorithm, p, d, true, kRelu, 1, zeros.data());
     CHECK(test::bitwise_equal(plain.data(), fused.data(), plain.size()));

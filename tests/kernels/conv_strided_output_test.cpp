@@ -55,7 +55,7 @@ TEST_CASE("conv strided output: every algorithm that supports it writes exactly 
     for (const ConvAlgorithm* algorithm : conv_algorithms()) {
       if (!algorithm->supports_output_stride() || !algorithm->supports(c.p)) continue;
       strided.insert(algorithm->name());
-      INFO("algorithm ", algorithm->name());
+      INFO("algorithm ", std::string(algorithm->name()));
       CHECK(algorithm->workspace_bytes(ps) == algorithm->workspace_bytes(c.p));
       CHECK(algorithm->packed_weight_bytes(ps) == algorithm->packed_weight_bytes(c.p));
       for (cpu::Isa isa : test::runnable_isas()) {

@@ -179,7 +179,7 @@ TEST_CASE("conv then conv in bands: equal to the two whole convolutions, and to 
     for (const char* name : {"im2win", "indirect", "im2col", "direct"}) {
       const ConvAlgorithm* first = find_conv_algorithm(name);
       REQUIRE(first != nullptr);
-      INFO(std::string(name), " then ", second->name());
+      INFO(std::string(name), " then ", std::string(second->name()));
       std::vector<float> y_alg = test::run_conv(*first, c.first, d1, true, c.first_act, 1);
       apply_fn(c.first_fn, &y_alg);
       test::ConvData d2_alg = d2;

@@ -23,7 +23,7 @@ TEST_CASE("activation: copy and in place, every activation") {
   for (int64_t count : {1, 7, 100003}) {
     const auto in = wide_random(static_cast<size_t>(count), 3);
     for (Activation act : kActivations) {
-      INFO("count ", count, " act ", activation_name(act));
+      INFO("count ", count, " act ", std::string(activation_name(act)));
       std::vector<double> want(in.size());
       for (size_t i = 0; i < in.size(); ++i) want[i] = ref::activate(in[i], act);
       std::vector<float> out(in.size(), NAN);
@@ -41,7 +41,7 @@ TEST_CASE("add: separate output and in place on either operand") {
     const auto a = wide_random(static_cast<size_t>(count), 5);
     const auto b = wide_random(static_cast<size_t>(count), 6);
     for (Activation act : kActivations) {
-      INFO("count ", count, " act ", activation_name(act));
+      INFO("count ", count, " act ", std::string(activation_name(act)));
       // float + float is correctly rounded; the double sum rounded to float is the same value.
       std::vector<double> want(a.size());
       for (size_t i = 0; i < a.size(); ++i) want[i] = ref::activate(static_cast<float>(double(a[i]) + b[i]), act);
@@ -63,7 +63,7 @@ TEST_CASE("scale_shift_channels_nhwc, in place, every activation") {
   const auto scale = test::random_floats(channels, 9, -2.f, 2.f);
   const auto shift = test::random_floats(channels, 10);
   for (Activation act : kActivations) {
-    INFO("act ", activation_name(act));
+    INFO("act ", std::string(activation_name(act)));
     std::vector<double> want(in.size());
     for (int64_t p = 0; p < pixels; ++p)
       for (int64_t c = 0; c < channels; ++c) {

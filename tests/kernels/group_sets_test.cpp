@@ -112,9 +112,10 @@ struct SetTileCase {
 };
 
 void check_set_tile(const cpu::TileKernels& uk, const SetTileCase& c) {
-  INFO("isa ", uk.isa, " B ", c.b, " rows ", c.rows, " present ", c.present, " K ", c.k, " skip ", c.skip_first, "/",
-       c.skip_last, c.bias ? " bias" : "", c.residual ? (c.residual_in_place ? " residual in place" : " residual") : "",
-       " act ", activation_name(c.act));
+  INFO("isa ", std::string(uk.isa), " B ", c.b, " rows ", c.rows, " present ", c.present, " K ", c.k, " skip ",
+       c.skip_first, "/", c.skip_last, c.bias ? " bias" : "",
+       c.residual ? (c.residual_in_place ? " residual in place" : " residual") : "", " act ",
+       std::string(activation_name(c.act)));
   const int64_t step = 2 * c.b, pixel_step = 3 * step + 1;  // runs overlap, as in a window
   const std::vector<float> input =
       test::random_floats(static_cast<size_t>((c.rows - 1) * pixel_step + c.k * step + 32), c.seed);

@@ -31,7 +31,7 @@ TEST_CASE("linear matches the reference (bias, activations, both GEMM paths)") {
     gemm_force_portable_for_testing(portable);
     for (const Case& c : cases) {
       INFO("rows ", c.rows, " in ", c.in_features, " out ", c.out_features, " bias ", c.bias, " act ",
-           activation_name(c.act), " portable gemm ", portable);
+           std::string(activation_name(c.act)), " portable gemm ", portable);
       const auto in = test::random_floats(static_cast<size_t>(c.rows * c.in_features), seed++);
       const auto weight = test::random_floats(static_cast<size_t>(c.out_features * c.in_features), seed++);
       const auto bias = test::random_floats(static_cast<size_t>(c.out_features), seed++);

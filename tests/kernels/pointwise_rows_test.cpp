@@ -22,7 +22,8 @@ TEST_CASE("pointwise_activation_rows: bitwise = pointwise_activation, every func
       for (int64_t cols : {1, 5, 8, 16, 24, 40, 48, 64, 77, 255, 256, 300}) {
         for (int64_t extra : {0, 3, 16}) {
           const int64_t rows = 37, stride = cols + extra;
-          INFO(test::isa_name(isa) << " " << pointwise_fn_name(fn) << " cols " << cols << " stride " << stride);
+          INFO(test::isa_name(isa) << " " << std::string(pointwise_fn_name(fn)) << " cols " << cols << " stride "
+                                   << stride);
           std::vector<float> data = test::random_floats(static_cast<size_t>(rows * stride), 7, -100.f, 100.f);
           std::vector<float> expected = data;
           for (int64_t r = 0; r < rows; ++r) {

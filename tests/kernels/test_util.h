@@ -27,7 +27,9 @@ inline std::vector<cpu::Isa> runnable_isas() {
     if (static_cast<int>(isa) <= static_cast<int>(cpu::detected_isa())) isas.push_back(isa);
   return isas;
 }
-inline const char* isa_name(cpu::Isa isa) {
+// A std::string, as every name given to INFO: doctest 2.4.9 prints a const char* there as its
+// address (and its DOCTEST_CONFIG_TREAT_CHAR_STAR_AS_STRING does not compile).
+inline std::string isa_name(cpu::Isa isa) {
   return isa == cpu::Isa::kAvx512 ? "avx512" : isa == cpu::Isa::kAvx2 ? "avx2" : "generic";
 }
 // Caps the kernels' ISA for the lifetime of the object.

@@ -48,7 +48,7 @@ std::vector<float> packed_by(const ConvAlgorithm& a, const ConvParams& p, const 
 }
 
 void check_round_trip(const ConvAlgorithm& a, const ConvParams& p, uint32_t seed) {
-  INFO(a.name(), " ", p.to_string());
+  INFO(std::string(a.name()), " ", p.to_string());
   REQUIRE(a.supports(p));
   const std::vector<float> oihw = test::random_floats(weight_floats(p), seed);
   const std::vector<float> packed = packed_by(a, p, oihw);
