@@ -194,14 +194,15 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       // Grouped layers (RegNet, ResNeXt): groups of fewer than 16 output channels run G at a
       // time as block-diagonal merged groups (conv_common.h); G = 2, 3, 4, 6 and 1 (a prime
       // group count), channels per group 1-32, Cg != Cog, stride 2, dilation, batch 2 and 3.
-      {Conv(2, 48, 9, 11, 48).k(3, 3).s(2, 2).pad(1).g(6).p, true, kRelu},          // 8 per group, G = 2
-      {Conv(1, 40, 7, 9, 40).k(3, 3).pad(1).g(5).p, true, kRelu},                   // 8 per group, G = 1
-      {Conv(1, 30, 8, 9, 30).k(3, 3).pad(2).d(2, 2).g(6).p, false, kRelu6},         // 5 per group, G = 3
-      {Conv(1, 12, 7, 6, 24).k(3, 3).pad(1).g(12).p, true, kNone},                  // 1 -> 2, G = 6
-      {Conv(1, 28, 6, 9, 12).k(3, 3).s(2, 1).pad(1, 0, 1, 1).g(4).p, true, kRelu},  // 7 -> 3, G = 4
-      {Conv(3, 32, 7, 8, 32).k(3, 3).s(2, 2).pad(1).g(8).p, true, kRelu},           // 4 per group, G = 4
-      {Conv(1, 24, 5, 6, 24).k(1, 1).g(6).p, true, kRelu},                          // in place, G = 3
-      {Conv(1, 64, 6, 7, 64).k(3, 3).pad(1).g(4).p, true, kRelu},                   // 16 per group
+      {Conv(2, 48, 9, 11, 48).k(3, 3).s(2, 2).pad(1).g(6).p, true, kRelu},           // 8 per group, G = 2
+      {Conv(1, 40, 7, 9, 40).k(3, 3).pad(1).g(5).p, true, kRelu},                    // 8 per group, G = 1
+      {Conv(1, 30, 8, 9, 30).k(3, 3).pad(2).d(2, 2).g(6).p, false, kRelu6},          // 5 per group, G = 3
+      {Conv(1, 12, 7, 6, 24).k(3, 3).pad(1).g(12).p, true, kNone},                   // 1 -> 2, G = 6
+      {Conv(1, 28, 6, 9, 12).k(3, 3).s(2, 1).pad(1, 0, 1, 1).g(4).p, true, kRelu},   // 7 -> 3, G = 4
+      {Conv(3, 32, 7, 8, 32).k(3, 3).s(2, 2).pad(1).g(8).p, true, kRelu},            // 4 per group, G = 4
+      {Conv(1, 24, 5, 6, 24).k(1, 1).g(6).p, true, kRelu},                           // in place, G = 3
+      {Conv(1, 64, 6, 7, 64).k(3, 3).pad(1).g(4).p, true, kRelu},                    // 16 per group
+      {Conv(1, 64, 9, 8, 64).k(3, 3).pad(2, 1, 0, 2).d(2, 1).g(8).p, false, kNone},  // 8 per group, whole panels
       // im2win's K chunks (in place, a 14-pixel tile's runs past 32 KiB, or pixels 4 KiB apart):
       // K = 1000 in chunks of 512 and 488 with a narrow last panel, batch 2; 512 channels at
       // stride 2 (one chunk, packed); 1024 per group; a 1x3 kernel's run of 768 cut across its
