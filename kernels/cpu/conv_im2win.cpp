@@ -351,6 +351,7 @@ WINFER_ALWAYS_INLINE inline Vec<16> rgb3x3_column(const Vec<4>& t0, const Vec<4>
   return __builtin_shufflevector(t01, t22, 0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 11, 11, 11, 11, 11, 11);
 }
 
+// (A template, as the other transforms, so that it is compiled in its caller's ISA: AVX-512 only.)
 template <int kLanes>
 WINFER_ALWAYS_INLINE inline void transform_rgb3x3_row(const ConvParams& p, const Geometry& geo, const float* in_image,
                                                       int64_t g, int64_t oh, float* dst) {

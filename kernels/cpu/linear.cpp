@@ -31,9 +31,9 @@ WINFER_ALWAYS_INLINE inline float reduce(const cpu::Vec<L>& v) {
 
 // Bytes ahead of each weight row's stream that block() asks for (one line per row and 64 bytes
 // of K). The hardware prefetcher alone kept 4 rows' streams at 22-23 GB/s on one core here
-// (AMD EPYC), where 8 streams with this hint read 28 GB/s and two cores 56 (a bare read of
-// 2-8 streams: 26 / 50): VGG-16's 25088 -> 4096 layer 17.9 -> 14.4 ms at 1 thread, 8.8-11.5 ->
-// 7.3 ms at 2 (docs/PERFORMANCE.md, session 35). 256-384 measured alike; 1024 was slower.
+// (AMD EPYC), where 8 streams with this hint read 28 (a bare read of 2-8 streams: 26): with both,
+// VGG-16's 25088 -> 4096 layer at 1 row 15.3 -> 14.1 ms, 2 rows 20.0 -> 14.8 (docs/PERFORMANCE.md,
+// session 35). 256-384 bytes measured alike; 1024 was slower.
 constexpr int64_t kWeightPrefetchBytes = 256;
 
 // out[r][o + j] = in[r] . weight[o + j] for j < kO, r < kR (rows and outputs of one block).
@@ -49,7 +49,8 @@ WINFER_ALWAYS_INLINE inline void block(const float* x, const float* w, float* y,
   for (int64_t k = 0; k < k_vec; k += L) {
     if (k % 16 == 0)  // once per 64-byte line of each row (every step where L = 16)
       for (int j = 0; j < kO; ++j)
-        __builtin_prefetch(reinterpret_cast<const void*>(w_ahead + static_cast<uintptr_t>((j * k_total + k) * 4)));
+        __builtin_prefetch(reinterpret_cast<const void*>(
+            w_ahead + static_cast<uintptr_t>((j * k_total + k) * int64_t{sizeof(float)})));
     V xs[kR];
     for (int r = 0; r < kR; ++r) xs[r] = cpu::load<L>(x + r * k_total + k);
     for (int j = 0; j < kO; ++j) {
@@ -134,10 +135,10 @@ void linear_small_rows(const float* in, const float* weight, const float* bias, 
     case cpu::Isa::kGeneric: break;
   }
   // Threads take contiguous ranges of output features, a multiple of the kernel's block each.
-  constexpr int64_t unit = 8;
-  const int64_t blocks = cpu::ceil_div(out_features, unit);
-  cpu::parallel_chunks(blocks, unit * rows * in_features, threads, [&](int64_t begin, int64_t end) {
-    const int64_t o_begin = begin * unit, o_end = std::min(out_features, end * unit);
+  constexpr int64_t kUnit = 8;
+  const int64_t blocks = cpu::ceil_div(out_features, kUnit);
+  cpu::parallel_chunks(blocks, kUnit * rows * in_features, threads, [&](int64_t begin, int64_t end) {
+    const int64_t o_begin = begin * kUnit, o_end = std::min(out_features, end * kUnit);
     fn(in, weight, out, rows, in_features, out_features, o_begin, o_end, wide);
     for (int64_t r = 0; r < rows; ++r) {
       cpu::bias_activation_rows(out + r * out_features + o_begin, 1, o_end - o_begin, bias ? bias + o_begin : nullptr,
