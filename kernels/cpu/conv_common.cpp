@@ -67,10 +67,11 @@ int64_t panel_weight_floats(const ConvParams& p) {
   return p.out_channels * p.in_channels_per_group() * p.kernel_h * p.kernel_w;
 }
 
+// The packed weights are exactly as large as OIHW: a copy packed in place, whose two in-order
+// passes are several times faster than scattering each weight (pack_weights_panels_in_place).
 void pack_weights_panels(const ConvParams& p, const float* weight_oihw, float* packed) {
-  for_each_panel(p, [&](int64_t start, int64_t rows) {
-    for_each_panel_weight(p, rows, [&](int64_t i, int64_t j) { packed[start + j] = weight_oihw[start + i]; });
-  });
+  std::memcpy(packed, weight_oihw, static_cast<size_t>(panel_weight_floats(p)) * sizeof(float));
+  pack_weights_panels_in_place(p, packed);
 }
 
 void unpack_weights_panels(const ConvParams& p, const float* packed, float* weight_oihw) {
