@@ -56,6 +56,20 @@ struct Avx512 {
       asm("vbroadcastss (%1,%2,4), %0" : "=v"(x) : "r"(base), "r"(d), "m"(*base));
     return x;
   }
+  // A prefetch of the line two lines (128 bytes) past base + k * d bytes (k < 5), addressed as
+  // broadcast_nth: accumulate_affine's pixel prefetches.
+  __attribute__((always_inline)) static inline void prefetch_nth(const float* base, int k, int64_t d, int64_t d3) {
+    if (k == 0)
+      asm volatile("prefetcht0 128(%0)" : : "r"(base));
+    else if (k == 1)
+      asm volatile("prefetcht0 128(%0,%1,1)" : : "r"(base), "r"(d));
+    else if (k == 2)
+      asm volatile("prefetcht0 128(%0,%1,2)" : : "r"(base), "r"(d));
+    else if (k == 3)
+      asm volatile("prefetcht0 128(%0,%1,1)" : : "r"(base), "r"(d3));
+    else
+      asm volatile("prefetcht0 128(%0,%1,4)" : : "r"(base), "r"(d));
+  }
   __attribute__((always_inline)) static inline Vec<16> broadcast(const float* p) {
     return reinterpret_cast<Vec<16>>(_mm512_set1_ps(*p));
   }

@@ -218,6 +218,9 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
 // moving bases (pixels 0, 5, 10) and two index registers (d and 3d, in bytes) address all of
 // them (Isa::broadcast_nth: [base + k*d] for k < 5): 55 per 28 FMAs, none from the stack.
 // ResNet-18 3-5% faster at 1 thread (measured, docs/PERFORMANCE.md). AVX-512's 14-row tile.
+// The pixel prefetches (every 16 steps) are addressed the same way (Isa::prefetch_nth): as
+// pointers they took 14 loads from the stack each time, and the 1x1 tiles ran 2-9% slower
+// (tile_ab, Intel Xeon, warm and from L3, session 36).
 template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLast = kRows>
 __attribute__((always_inline)) inline void accumulate_affine(Vec<Isa::kLanes> (&acc)[kRows][kVecs], const float* p0,
                                                              int64_t d, int64_t len, const float* w, int64_t row_stride,
@@ -237,7 +240,7 @@ __attribute__((always_inline)) inline void accumulate_affine(Vec<Isa::kLanes> (&
     }
     if ((l & 15) == 0) {
 #pragma GCC unroll 16
-      for (int m = kFirst; m < kLast; ++m) __builtin_prefetch(p0 + m * d + l + 32);
+      for (int m = kFirst; m < kLast; ++m) Isa::prefetch_nth(m < 5 ? b0 : m < 10 ? b5 : b10, m % 5, d_bytes, d3_bytes);
       prefetch_side_share(side_prefetch, side_rate, step0 + l);
     }
     Vec<kLanes> wv[kVecs];
