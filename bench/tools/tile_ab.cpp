@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/stats.h"
@@ -44,7 +45,8 @@ double now_ns() {
 // A 1x1 layer: P pixels of C floats (NHWC) -> Co outputs, weights packed in panels.
 struct Layer {
   int pixels, c, co;
-  std::vector<float> weights, bias;
+  std::vector<std::vector<float>> weights;  // one per copy with TILE_AB_COLD_WEIGHTS=1, else one
+  std::vector<float> bias;
   std::vector<std::vector<float>> in, out;  // copies
   int next = 0;
 };
@@ -52,8 +54,9 @@ struct Layer {
 // The layer's tiles in im2win's own-rows order: tile by tile, every panel and column block.
 double run_layer(const TileKernels& t, Layer& layer, int copy) {
   const int rows = t.max_rows, block = t.max_vecs * t.lanes;
-  const float* in = layer.in[copy].data();
-  float* out = layer.out[copy].data();
+  const int act = std::getenv("TILE_AB_WARM_ACTS") != nullptr ? 0 : copy;  // TILE_AB_WARM_ACTS: copy 0 always
+  const float* in = layer.in[act].data();
+  float* out = layer.out[act].data();
   TileArgs a;
   a.segments = 1;
   a.seg_len = layer.c;
@@ -70,7 +73,8 @@ double run_layer(const TileKernels& t, Layer& layer, int copy) {
     for (int panel = 0; panel < layer.co / kPanel; ++panel)
       for (int c = 0; c < kPanel; c += block) {
         a.cols = block;
-        a.weights = layer.weights.data() + static_cast<size_t>(panel) * kPanel * layer.c + c;
+        a.weights =
+            layer.weights[copy % layer.weights.size()].data() + static_cast<size_t>(panel) * kPanel * layer.c + c;
         a.bias = layer.bias.data() + panel * kPanel + c;
         a.out = out + static_cast<size_t>(p0) * layer.co + panel * kPanel + c;
         t.fn[r][t.max_vecs](a);
@@ -105,12 +109,18 @@ int main(int argc, char** argv) {
     }
     shapes.push_back(sh);
   }
+  // TILE_AB_COLD_WEIGHTS=1: each of the COPIES has its own weights too (from L3 or memory, as in a
+  // network, where a layer's weights were last read an inference ago).
+  const char* cold_env = std::getenv("TILE_AB_COLD_WEIGHTS");
+  const bool cold_weights = cold_env != nullptr && std::string(cold_env) == "1";
   std::vector<Layer> layers;
   for (const auto& s : shapes) {
     Layer l{s[0], s[1], s[2], {}, {}, {}, {}};
-    l.weights.resize(static_cast<size_t>(l.c) * l.co);
+    l.weights.emplace_back(static_cast<size_t>(l.c) * l.co);
     l.bias.resize(l.co);
-    for (float& x : l.weights) x = u(rng);
+    for (float& x : l.weights[0]) x = u(rng);
+    if (cold_weights)
+      for (int i = 1; i < copies; ++i) l.weights.push_back(l.weights[0]);
     for (float& x : l.bias) x = u(rng);
     std::vector<float> in(static_cast<size_t>(l.pixels) * l.c);
     for (float& x : in) x = u(rng);
