@@ -1,7 +1,7 @@
-// The AVX2 convolution micro-kernels as built from the repository against a variant of their
+// One ISA's convolution micro-kernels as built from the repository against a variant of their
 // body, on 1x1 layers' tiles (what im2win runs for a 1x1 convolution: measured equal to the
 // whole layer within 5%), called in turn in one process. Built and run by
-// bench/tools/tile_ab.sh, which compiles kernels/cpu/ukernel_avx2.cpp twice and renames each
+// bench/tools/tile_ab.sh, which compiles kernels/cpu/ukernel_<isa>.cpp twice and renames each
 // build's table function (winfer_tile_ab_base, winfer_tile_ab_variant).
 //
 //   tile_ab [ROUNDS [COPIES ["P C Co" ...]]]   (P pixels, C inputs, Co outputs, a multiple of 32;
@@ -11,7 +11,9 @@
 // of 3 calls with COPIES = 1, one call on the next of COPIES input/output buffers otherwise,
 // so that they come from L3 as inside a network). Thread CPU time. Prints GFLOP/s (medians)
 // and the per-round ratio base time / variant time (> 1: the variant is faster), median, p10
-// and p90. Outputs are checked equal (within 1e-3) first.
+// and p90. Outputs are checked equal (within 1e-3) first. Environment: TILE_AB_COLD_WEIGHTS=1
+// gives each copy its own weights (from L3 or memory, as in a network); TILE_AB_WARM_ACTS=1
+// keeps the activations of copy 0 for every call (with the former: cold weights only).
 #include <time.h>
 
 #include <algorithm>
@@ -54,7 +56,9 @@ struct Layer {
 // The layer's tiles in im2win's own-rows order: tile by tile, every panel and column block.
 double run_layer(const TileKernels& t, Layer& layer, int copy) {
   const int rows = t.max_rows, block = t.max_vecs * t.lanes;
-  const int act = std::getenv("TILE_AB_WARM_ACTS") != nullptr ? 0 : copy;  // TILE_AB_WARM_ACTS: copy 0 always
+  static const bool warm_acts =
+      std::getenv("TILE_AB_WARM_ACTS") != nullptr && std::string(std::getenv("TILE_AB_WARM_ACTS")) == "1";
+  const int act = warm_acts ? 0 : copy;
   const float* in = layer.in[act].data();
   float* out = layer.out[act].data();
   TileArgs a;

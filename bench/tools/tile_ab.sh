@@ -1,17 +1,20 @@
 #!/bin/sh
-# Builds and runs bench/tools/tile_ab.cpp: the AVX2 convolution micro-kernels as they are
+# Builds and runs bench/tools/tile_ab.cpp: one ISA's convolution micro-kernels as they are
 # (kernels/cpu/ukernel_conv_body.h) against a modified copy of that header, in one process,
 # called in turn on 1x1 layers' tiles (warm, or COPIES buffers used in turn).
 #
-#   bench/tools/tile_ab.sh VARIANT_DIR [ROUNDS [COPIES ["P C Co" ...]]]
+#   [ISA=avx2|avx512] [BASE=DIR] bench/tools/tile_ab.sh VARIANT_DIR [ROUNDS [COPIES ["P C Co" ...]]]
 #   e.g. mkdir -p build/variant/kernels/cpu && cp kernels/cpu/ukernel_conv_body.h build/variant/kernels/cpu/
-#        (edit the copy), then bench/tools/tile_ab.sh build/variant 41 8
+#        (edit the copy), then ISA=avx512 bench/tools/tile_ab.sh build/variant 41 8
 #
 # VARIANT_DIR holds kernels/cpu/ukernel_conv_body.h and, optionally, kernels/cpu/ukernel_$ISA.cpp
-# (ISA=avx2, the default, or avx512; BASE=DIR compares against another such directory)
-# (only the kernel body and the AVX2 file may differ: TileArgs is shared). Needs the kernels built (cmake --build build --target winfer_kernels); writes only
+# (ISA: avx2, the default, or avx512); only the kernel body and the ISA file may differ (TileArgs
+# is shared). BASE=DIR: the base build from such a directory too (two variants against each
+# other) instead of the repository's files. TILE_AB_COLD_WEIGHTS=1 and TILE_AB_WARM_ACTS=1: see
+# tile_ab.cpp. Needs the kernels built (cmake --build build --target winfer_kernels); writes only
 # into build/tile_ab/. The two builds differ in code placement too: identical bodies measured
-# 0.95-1.0 here, so read ratios within ~5% of 1 as ties.
+# 0.95-1.0 on AMD (session 20) and 0.98-1.0 on Intel (session 36), so read ratios within ~5% of
+# 1 as ties.
 set -e
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
