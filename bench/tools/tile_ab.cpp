@@ -44,6 +44,12 @@ double now_ns() {
   return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
+// Whether the environment variable `name` is set to 1.
+bool env_flag(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::string(value) == "1";
+}
+
 // A 1x1 layer: P pixels of C floats (NHWC) -> Co outputs, weights packed in panels.
 struct Layer {
   int pixels, c, co;
@@ -56,8 +62,7 @@ struct Layer {
 // The layer's tiles in im2win's own-rows order: tile by tile, every panel and column block.
 double run_layer(const TileKernels& t, Layer& layer, int copy) {
   const int rows = t.max_rows, block = t.max_vecs * t.lanes;
-  static const bool warm_acts =
-      std::getenv("TILE_AB_WARM_ACTS") != nullptr && std::string(std::getenv("TILE_AB_WARM_ACTS")) == "1";
+  static const bool warm_acts = env_flag("TILE_AB_WARM_ACTS");
   const int act = warm_acts ? 0 : copy;
   const float* in = layer.in[act].data();
   float* out = layer.out[act].data();
@@ -115,8 +120,7 @@ int main(int argc, char** argv) {
   }
   // TILE_AB_COLD_WEIGHTS=1: each of the COPIES has its own weights too (from L3 or memory, as in a
   // network, where a layer's weights were last read an inference ago).
-  const char* cold_env = std::getenv("TILE_AB_COLD_WEIGHTS");
-  const bool cold_weights = cold_env != nullptr && std::string(cold_env) == "1";
+  const bool cold_weights = env_flag("TILE_AB_COLD_WEIGHTS");
   std::vector<Layer> layers;
   for (const auto& s : shapes) {
     Layer l{s[0], s[1], s[2], {}, {}, {}, {}};
