@@ -504,7 +504,8 @@ def peer_engines_section(recs, meta):
         w(f"- Versions: winfer {vers.get('winfer', '?')} (commit {vers.get('winfer_commit') or '?'}), "
           f"ONNX Runtime {vers.get('onnxruntime', '–')}, OpenVINO {vers.get('openvino', '–')}, ncnn {vers.get('ncnn', '–')} (converted by pnnx {vers.get('pnnx', '–')}), "
           f"PyTorch {vers.get('torch', '–')}, numpy {vers.get('numpy', '?')}, Python {vers.get('python', '?')}; "
-          f"OPENBLAS_CORETYPE={vers.get('openblas_coretype') or '(unset)'}; {vers.get('cpus', '?')} CPUs")
+          f"OPENBLAS_CORETYPE={vers.get('openblas_coretype') or '(unset)'}; {vers.get('cpus', '?')} CPUs"
+          + (f" ({vers['cpu']})" if vers.get("cpu") else ""))
     loads = [v for r in lat for v in (r["load_average"]["min"], r["load_average"]["max"])]
     if loads:
         w(f"- 1-minute load average during the interleaved rounds: {min(loads):.2f} to {max(loads):.2f}")

@@ -176,6 +176,23 @@ def ensure_venv(build):
     return python
 
 
+def cpu_description():
+    """The CPU's model name and its per-core L2 (the machine changes between sessions: numbers of
+    two CPUs are not comparable), from /proc/cpuinfo and sysfs; "" where Linux does not say."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
+            model += f", L2 {f.read().strip()} per core"
+    except OSError:
+        pass
+    return model
+
+
 def versions(engines):
     out = {}
     import numpy
@@ -1053,6 +1070,7 @@ def main():
     vers["winfer_commit"] = git.stdout.strip() if git.returncode == 0 else ""
     vers["openblas_coretype"] = os.environ.get("OPENBLAS_CORETYPE", "")
     vers["cpus"] = len(os.sched_getaffinity(0))
+    vers["cpu"] = cpu_description()
     print("versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
     emit({"kind": "versions", **vers, "command": " ".join(sys.argv[1:])})
     names = engine_names(args)
