@@ -4,7 +4,10 @@
 // bench/tools/tile_ab.sh, which compiles kernels/cpu/ukernel_<isa>.cpp twice and renames each
 // build's table function (winfer_tile_ab_base, winfer_tile_ab_variant).
 //
-//   tile_ab [ROUNDS [COPIES ["P C Co" ...]]]   (P pixels, C inputs, Co outputs, a multiple of 32;
+//   tile_ab [ROUNDS [COPIES ["P C Co [D]" ...]]]   (P pixels, C inputs, Co outputs, a multiple of 32,
+//                                             D floats from a pixel's run to the next: C by default,
+//                                             less for im2win's overlapping window runs, e.g. the
+//                                             7x7/2 stem's "12544 147 64 42";
 //                                             default: five ResNet-50 1x1 layers' shapes)
 //
 // Per round each layer runs once with each build (order alternating between rounds; the best
@@ -13,7 +16,9 @@
 // and the per-round ratio base time / variant time (> 1: the variant is faster), median, p10
 // and p90. Outputs are checked equal (within 1e-3) first. Environment: TILE_AB_COLD_WEIGHTS=1
 // gives each copy its own weights (from L3 or memory, as in a network); TILE_AB_WARM_ACTS=1
-// keeps the activations of copy 0 for every call (with the former: cold weights only).
+// keeps the activations of copy 0 for every call (with the former: cold weights only);
+// TILE_AB_WEIGHTS_IN_L2=1 sets TileArgs::weights_in_l2 as im2win does for weights that fit L2 (no
+// software prefetch of the weight rows; without it the kernels prefetch them, as for streamed weights).
 #include <time.h>
 
 #include <algorithm>
@@ -53,6 +58,7 @@ bool env_flag(const char* name) {
 // A 1x1 layer: P pixels of C floats (NHWC) -> Co outputs, weights packed in panels.
 struct Layer {
   int pixels, c, co;
+  int d;  // floats from one pixel's run to the next (C: a 1x1 layer; less: overlapping window runs)
   std::vector<std::vector<float>> weights;  // one per copy with TILE_AB_COLD_WEIGHTS=1, else one
   std::vector<float> bias;
   std::vector<std::vector<float>> in, out;  // copies
@@ -63,6 +69,7 @@ struct Layer {
 double run_layer(const TileKernels& t, Layer& layer, int copy) {
   const int rows = t.max_rows, block = t.max_vecs * t.lanes;
   static const bool warm_acts = env_flag("TILE_AB_WARM_ACTS");
+  static const bool weights_in_l2 = env_flag("TILE_AB_WEIGHTS_IN_L2");
   const int act = warm_acts ? 0 : copy;
   const float* in = layer.in[act].data();
   float* out = layer.out[act].data();
@@ -73,11 +80,12 @@ double run_layer(const TileKernels& t, Layer& layer, int copy) {
   a.w_seg_stride = 0;
   a.out_stride = layer.co;
   a.clip = Clamp{0.f, 1e30f};
+  a.weights_in_l2 = weights_in_l2;
   const float* pixel[kMaxTileRows];
   const double t0 = now_ns();
   for (int p0 = 0; p0 < layer.pixels; p0 += rows) {
     const int r = std::min(rows, layer.pixels - p0);
-    for (int m = 0; m < r; ++m) pixel[m] = in + static_cast<size_t>(p0 + m) * layer.c;
+    for (int m = 0; m < r; ++m) pixel[m] = in + static_cast<size_t>(p0 + m) * layer.d;
     a.pixels = pixel;
     for (int panel = 0; panel < layer.co / kPanel; ++panel)
       for (int c = 0; c < kPanel; c += block) {
@@ -97,7 +105,7 @@ double run_layer(const TileKernels& t, Layer& layer, int copy) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 41, copies = argc > 2 ? std::atoi(argv[2]) : 1;
   if (rounds < 1 || copies < 1) {
-    std::fprintf(stderr, "usage: tile_ab [ROUNDS [COPIES [\"P C Co\" ...]]] (both >= 1)\n");
+    std::fprintf(stderr, "usage: tile_ab [ROUNDS [COPIES [\"P C Co [D]\" ...]]] (both >= 1)\n");
     return 2;
   }
   if (hardware_isa() < Isa::kAvx2) {
@@ -106,14 +114,16 @@ int main(int argc, char** argv) {
   }
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<std::array<int, 3>> shapes = {
-      {784, 64, 64}, {784, 64, 256}, {784, 256, 64}, {196, 576, 64}, {196, 2304, 64}};
+  std::vector<std::array<int, 4>> shapes = {
+      {784, 64, 64, 64}, {784, 64, 256, 64}, {784, 256, 64, 256}, {196, 576, 64, 576}, {196, 2304, 64, 2304}};
   if (argc > 3) shapes.clear();
   for (int i = 3; i < argc; ++i) {
-    std::array<int, 3> sh{};
-    if (std::sscanf(argv[i], "%d %d %d", &sh[0], &sh[1], &sh[2]) != 3 || sh[0] < 1 || sh[1] < 1 || sh[2] < 1 ||
-        sh[2] % kPanel != 0) {
-      std::fprintf(stderr, "tile_ab: '%s': expected \"P C Co\" (Co a multiple of %d)\n", argv[i], int(kPanel));
+    std::array<int, 4> sh{};
+    const int fields = std::sscanf(argv[i], "%d %d %d %d", &sh[0], &sh[1], &sh[2], &sh[3]);
+    if (fields == 3) sh[3] = sh[1];
+    if (fields < 3 || sh[0] < 1 || sh[1] < 1 || sh[2] < 1 || sh[3] < 1 || sh[2] % kPanel != 0) {
+      std::fprintf(stderr, "tile_ab: '%s': expected \"P C Co [D]\" (Co a multiple of %d, D >= 1)\n", argv[i],
+                   int(kPanel));
       return 2;
     }
     shapes.push_back(sh);
@@ -123,14 +133,14 @@ int main(int argc, char** argv) {
   const bool cold_weights = env_flag("TILE_AB_COLD_WEIGHTS");
   std::vector<Layer> layers;
   for (const auto& s : shapes) {
-    Layer l{s[0], s[1], s[2], {}, {}, {}, {}};
+    Layer l{s[0], s[1], s[2], s[3], {}, {}, {}, {}};
     l.weights.emplace_back(static_cast<size_t>(l.c) * l.co);
     l.bias.resize(l.co);
     for (float& x : l.weights[0]) x = u(rng);
     if (cold_weights)
       for (int i = 1; i < copies; ++i) l.weights.push_back(l.weights[0]);
     for (float& x : l.bias) x = u(rng);
-    std::vector<float> in(static_cast<size_t>(l.pixels) * l.c);
+    std::vector<float> in(static_cast<size_t>(l.pixels - 1) * l.d + l.c);
     for (float& x : in) x = u(rng);
     for (int i = 0; i < copies; ++i) {
       l.in.push_back(in);
@@ -163,8 +173,9 @@ int main(int argc, char** argv) {
       ratio.push_back(ns[0].back() / ns[1].back());
     }
     const double flop = 2.0 * l.pixels * l.c * l.co;
-    std::printf("P %4d C %4d Co %4d | base %5.1f GF | variant %5.1f GF | base/variant median %.3f p10 %.3f p90 %.3f\n",
-                l.pixels, l.c, l.co, flop / median(ns[0]), flop / median(ns[1]), median(ratio), percentile(ratio, 10),
-                percentile(ratio, 90));
+    std::printf(
+        "P %4d C %4d Co %4d D %4d | base %5.1f GF | variant %5.1f GF | base/variant median %.3f p10 %.3f p90 %.3f\n",
+        l.pixels, l.c, l.co, l.d, flop / median(ns[0]), flop / median(ns[1]), median(ratio), percentile(ratio, 10),
+        percentile(ratio, 90));
   }
 }

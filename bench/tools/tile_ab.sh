@@ -3,7 +3,7 @@
 # (kernels/cpu/ukernel_conv_body.h) against a modified copy of that header, in one process,
 # called in turn on 1x1 layers' tiles (warm, or COPIES buffers used in turn).
 #
-#   [ISA=avx2|avx512] [BASE=DIR] bench/tools/tile_ab.sh VARIANT_DIR [ROUNDS [COPIES ["P C Co" ...]]]
+#   [ISA=avx2|avx512] [BASE=DIR] bench/tools/tile_ab.sh VARIANT_DIR [ROUNDS [COPIES ["P C Co [D]" ...]]]
 #   e.g. mkdir -p build/variant/kernels/cpu && cp kernels/cpu/ukernel_conv_body.h build/variant/kernels/cpu/
 #        (edit the copy), then ISA=avx512 bench/tools/tile_ab.sh build/variant 41 8
 #
