@@ -340,24 +340,49 @@ WINFER_ALWAYS_INLINE inline void fill_tap(const ConvParams& p, const Geometry& g
   }
 }
 
-// A 3x3 stem on 3 channels (Cg = 3, Kh = 3, AVX-512): the window row column by column, each
-// column's 9 floats ([kh][c]) gathered from three 4-float loads (one per tap's input row; the
-// float past the pixel's 3 is dropped) into one register and written by one 16-float store,
-// whose 7 extra floats land on the next column, written after it (the row's last column, and a
+// A stem on 3 channels (Cg = 3, AVX-512) with Kh = 3 or 7: the window row column by column, each
+// column's 3*Kh floats ([kh][c]) gathered from Kh 4-float loads (one per tap's input row; the
+// float past the pixel's 3 is dropped) into registers and written by one or two 16-float stores,
+// whose extra floats land on the next column, written after it (the row's last column, and a
 // pixel whose 4-float read would pass the image's end, go exactly). Tap by tap (below), the
 // column's last tap went float by float: 21% of ShuffleNetV2's 3x3/2 stem's time, 6% of VGG-16's
-// 3 -> 64 (perf, session 35).
-WINFER_ALWAYS_INLINE inline Vec<16> rgb3x3_column(const Vec<4>& t0, const Vec<4>& t1, const Vec<4>& t2) {
-  const Vec<8> t01 = __builtin_shufflevector(t0, t1, 0, 1, 2, 4, 5, 6, 7, 7);
-  const Vec<8> t22 = __builtin_shufflevector(t2, t2, 0, 1, 2, 3, 3, 3, 3, 3);
-  return __builtin_shufflevector(t01, t22, 0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 11, 11, 11, 11, 11, 11);
-}
+// 3 -> 64 (perf, session 35); the 7x7/2 stem of the ResNets spent 9% of its time in 7 tap-by-tap
+// passes of 4-float stores, a quarter of them split across cache lines (perf, session 37).
+template <int kTaps>
+struct RgbColumn;
+
+template <>
+struct RgbColumn<3> {
+  static constexpr int kStores = 1;
+  WINFER_ALWAYS_INLINE static void gather(const Vec<4> (&t)[3], Vec<16> (&out)[kStores]) {
+    const Vec<8> t01 = __builtin_shufflevector(t[0], t[1], 0, 1, 2, 4, 5, 6, 7, 7);
+    const Vec<8> t22 = __builtin_shufflevector(t[2], t[2], 0, 1, 2, 3, 3, 3, 3, 3);
+    out[0] = __builtin_shufflevector(t01, t22, 0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 11, 11, 11, 11, 11, 11);
+  }
+};
+
+template <>
+struct RgbColumn<7> {
+  static constexpr int kStores = 2;  // floats 0-15 and 16-20 (+ 11 that land on the next column)
+  WINFER_ALWAYS_INLINE static void gather(const Vec<4> (&t)[7], Vec<16> (&out)[kStores]) {
+    const Vec<8> t01 = __builtin_shufflevector(t[0], t[1], 0, 1, 2, 4, 5, 6, 7, 7);
+    const Vec<8> t23 = __builtin_shufflevector(t[2], t[3], 0, 1, 2, 4, 5, 6, 7, 7);
+    const Vec<8> t45 = __builtin_shufflevector(t[4], t[5], 0, 1, 2, 4, 5, 6, 7, 7);
+    const Vec<8> t66 = __builtin_shufflevector(t[6], t[6], 0, 1, 2, 3, 3, 3, 3, 3);
+    // Taps 0-3 in floats 0-11 of a, taps 4-6 in floats 0-8 of b.
+    const Vec<16> a = __builtin_shufflevector(t01, t23, 0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 6, 7, 14, 15);
+    const Vec<16> b = __builtin_shufflevector(t45, t66, 0, 1, 2, 3, 4, 5, 8, 9, 10, 6, 7, 11, 12, 13, 14, 15);
+    out[0] = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19);
+    out[1] = __builtin_shufflevector(b, b, 4, 5, 6, 7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8);
+  }
+};
 
 // (A template, as the other transforms, so that it is compiled in its caller's ISA: AVX-512 only.)
-template <int kLanes>
-WINFER_ALWAYS_INLINE inline void transform_rgb3x3_row(const ConvParams& p, const Geometry& geo, const float* in_image,
-                                                      int64_t g, int64_t oh, float* dst) {
-  constexpr int64_t kTaps = 3, kC = 3, kColumn = kTaps * kC;
+template <int kLanes, int kTaps>
+WINFER_ALWAYS_INLINE inline void transform_rgb_row(const ConvParams& p, const Geometry& geo, const float* in_image,
+                                                   int64_t g, int64_t oh, float* dst) {
+  constexpr int64_t kC = 3, kColumn = kTaps * kC;
+  constexpr int kStores = RgbColumn<kTaps>::kStores;
   alignas(16) static const float kZeros[4] = {};
   const int64_t c_stride = p.in_channels;
   // Each tap's input pixel at column x0 (+ g * 3) and the step to the next column; a tap in the
@@ -371,32 +396,37 @@ WINFER_ALWAYS_INLINE inline void transform_rgb3x3_row(const ConvParams& p, const
     src[kh] = in ? in_image + (ih * p.in_w + x0 - p.pad_left) * c_stride + g * kC : kZeros;
     step[kh] = in ? c_stride : 0;
   }
+  Vec<16> column[kStores];
   float* d = dst;
-  for (int64_t x = 0; x < x0; ++x, d += kColumn) store<16>(d, Vec<16>{});
+  for (int64_t x = 0; x < x0; ++x, d += kColumn)
+    for (int k = 0; k < kStores; ++k) store<16>(d + 16 * k, Vec<16>{});
   // Columns [x0, fast_end): every read in the image (a pixel's 4th float is the next pixel's or
-  // channel's: the last input column goes below) and the store's spill on a later column.
+  // channel's: the last input column goes below) and the stores' spill on a later column.
   const int64_t fast_end = std::max(x0, std::min(x1 - 1, geo.wp - 1));
+  Vec<4> t[kTaps];
   for (int64_t x = x0; x < fast_end; ++x, d += kColumn) {
-    store<16>(d, rgb3x3_column(load<4>(src[0]), load<4>(src[1]), load<4>(src[2])));
-    src[0] += step[0];
-    src[1] += step[1];
-    src[2] += step[2];
+    for (int64_t kh = 0; kh < kTaps; ++kh) {
+      t[kh] = load<4>(src[kh]);
+      src[kh] += step[kh];
+    }
+    RgbColumn<kTaps>::gather(t, column);
+    for (int k = 0; k < kStores; ++k) store<16>(d + 16 * k, column[k]);
   }
   // The rest, reading 3 floats a tap and the last column written exactly.
   for (int64_t x = fast_end; x < geo.wp; ++x, d += kColumn) {
-    Vec<16> column{};
+    for (int k = 0; k < kStores; ++k) column[k] = Vec<16>{};
     if (x < x1) {
-      column = rgb3x3_column(Vec<4>{src[0][0], src[0][1], src[0][2], 0.f}, Vec<4>{src[1][0], src[1][1], src[1][2], 0.f},
-                             Vec<4>{src[2][0], src[2][1], src[2][2], 0.f});
-      src[0] += step[0];
-      src[1] += step[1];
-      src[2] += step[2];
+      for (int64_t kh = 0; kh < kTaps; ++kh) {
+        t[kh] = Vec<4>{src[kh][0], src[kh][1], src[kh][2], 0.f};
+        src[kh] += step[kh];
+      }
+      RgbColumn<kTaps>::gather(t, column);
     }
     if (x + 1 < geo.wp) {
-      store<16>(d, column);
+      for (int k = 0; k < kStores; ++k) store<16>(d + 16 * k, column[k]);
     } else {
-      alignas(64) float last[16];
-      store<16>(last, column);
+      alignas(64) float last[16 * kStores];
+      for (int k = 0; k < kStores; ++k) store<16>(last + 16 * k, column[k]);
       std::memcpy(d, last, kColumn * sizeof(float));
     }
   }
@@ -411,8 +441,10 @@ template <int kLanes>
 WINFER_ALWAYS_INLINE inline void transform_row_body(const ConvParams& p, const Geometry& geo, const float* in_image,
                                                     int64_t g, int64_t oh, float* dst) {
   const int64_t cg = geo.cg, rounded = (cg + 3) / 4 * 4;
-  if constexpr (kLanes == 16)
-    if (cg == 3 && p.kernel_h == 3) return transform_rgb3x3_row<kLanes>(p, geo, in_image, g, oh, dst);
+  if constexpr (kLanes == 16) {
+    if (cg == 3 && p.kernel_h == 3) return transform_rgb_row<kLanes, 3>(p, geo, in_image, g, oh, dst);
+    if (cg == 3 && p.kernel_h == 7) return transform_rgb_row<kLanes, 7>(p, geo, in_image, g, oh, dst);
+  }
   const float* const image_end = in_image + p.in_h * p.in_w * p.in_channels;
   for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
     const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;

@@ -70,6 +70,10 @@ std::vector<ConvCase> conv_cases() {
       // groups of 3 with asymmetric padding and dilation along H.
       {Conv(2, 3, 11, 10, 24).k(3, 3).s(2, 2).pad(1).p, true, kRelu},
       {Conv(1, 6, 9, 8, 10).k(3, 3).pad(1, 2, 0, 1).d(2, 1).g(2).p, false, kNone},
+      // The same for 7x7 windows (ResNet's stem, gathered column by column): stride 2 at batch 2,
+      // and groups of 3 with asymmetric padding.
+      {Conv(2, 3, 19, 17, 24).k(7, 7).s(2, 2).pad(3).p, true, kRelu},
+      {Conv(1, 6, 12, 13, 10).k(7, 7).pad(3, 2, 1, 3).g(2).p, false, kNone},
       // depthwise (groups == C == Co)
       {Conv(1, 16, 9, 9, 16).k(3, 3).pad(1).g(16).p, true, kRelu},
       {Conv(2, 24, 10, 11, 24).k(3, 3).s(2, 2).pad(1).g(24).p, false, kNone},
