@@ -39,6 +39,16 @@ byte-identical copies of one build, side by side in one process: 1.000 / 1.025 /
 40 rounds, 2 copies; the slow file slow in both load orders, in separate processes; session 35).
 Each copy a file of its own averages that over --copies placements; a difference within the
 copies' spread is not one.
+
+--per-layer adds a table of the layers: after each timed call (outside its time) the session's
+layer times (winfer_session_layer_timing); per layer the first configuration's median ms and,
+for every other configuration, the median of its per-round ratios to the first (both read in the
+same round, copy for copy) with their p10 and p90. The configurations must share the model (the
+layers are matched by name). This is how to compare two builds layer by layer: the winfer CLI
+links the library statically, so `winfer bench --per-layer` under another LD_LIBRARY_PATH runs
+the same code (session 37 found per-layer "A/B" results of that kind that compared a build with
+itself); two CLI binaries timed one after the other see the machine's drift (ResNet-50's
+per-layer sums moved 5-8% between runs minutes apart).
 """
 import argparse
 import ctypes
@@ -93,6 +103,8 @@ def main():
     ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libwinfer.so"))
     ap.add_argument("--idle", type=float, default=0.0, help="seconds of sleep before each timed call")
     ap.add_argument("--copies", type=int, default=2, help="sessions per configuration, created A B, B A, ...")
+    ap.add_argument("--per-layer", action="store_true", help="also the layers' times (see the module's note)")
+    ap.add_argument("--top", type=int, default=0, help="--per-layer: only the N layers that differ most (0: all)")
     args = ap.parse_args()
     if args.rounds < 1 or args.threads < 1 or args.batch < 1 or args.warmup < 0 or args.idle < 0 or args.copies < 1:
         raise SystemExit("model_ab: --rounds, --threads, --batch and --copies must be at least 1, --warmup and --idle "
@@ -122,7 +134,7 @@ def run(args, folder):
 
     specs = list(dict.fromkeys(args.specs))  # each configuration once, in the order given
     distinct = len({os.path.realpath(parse_spec(spec)[4] or args.lib) for spec in specs})
-    calls, inputs = {}, {}
+    calls, inputs, sessions = {}, {}, {}
     for copy in range(args.copies):
         for spec in (specs if copy % 2 == 0 else reversed(specs)):
             path, conv, fuse, threads, lib, images_per_run = parse_spec(spec)
@@ -144,8 +156,16 @@ def run(args, folder):
             x = inputs[count]
             calls[(spec, copy)] = (lambda w=winfer, s=session, x=x, n=count, o=out, m=out_count: w.check(
                 w.lib.winfer_session_run(s, ctypes.addressof(x), n, o, m), "run"))
+            sessions[(spec, copy)] = (winfer, session)
 
-    copy_times = interleaved_times(calls, args.warmup, args.rounds, idle=args.idle)
+    layer_times = {key: [] for key in calls}  # per call: {layer name: ms}
+
+    def read_layers(key):
+        winfer, session = sessions[key]
+        layer_times[key].append(session_layer_times(winfer, session))
+
+    copy_times = interleaved_times(calls, args.warmup, args.rounds, idle=args.idle,
+                                   after=read_layers if args.per_layer else None)
     times = {spec: [t for copy in range(args.copies) for t in copy_times[(spec, copy)]] for spec in specs}
     spread = {}
     for spec in specs:
@@ -162,6 +182,56 @@ def run(args, folder):
         median = statistics.median(times[spec])
         print(f"{spec:{width}s}  {percentile(times[spec], 0.1):9.3f}  {median:9.3f}  {median / first:8.3f}"
               f"  {spread[spec]:6.3f}")
+    if args.per_layer:
+        print_layers(specs, args.copies, args.rounds, layer_times, args.top)
+
+
+def session_layer_times(winfer, session):
+    """{layer name: ms} of the session's last run (winfer_session_layer_timing)."""
+    lib = winfer.lib
+    if not getattr(lib, "_model_ab_layer_types", False):
+        lib.winfer_session_layer_count.restype = ctypes.c_size_t
+        lib.winfer_session_layer_count.argtypes = [ctypes.c_void_p]
+        lib.winfer_session_layer_timing.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
+                                                    ctypes.POINTER(ctypes.c_char_p), ctypes.c_void_p,
+                                                    ctypes.c_void_p, ctypes.POINTER(ctypes.c_double)]
+        lib._model_ab_layer_types = True
+    out = {}
+    name, ms = ctypes.c_char_p(), ctypes.c_double()
+    for i in range(lib.winfer_session_layer_count(session)):
+        winfer.check(lib.winfer_session_layer_timing(session, i, ctypes.byref(name), None, None, ctypes.byref(ms)),
+                     "layer timing")
+        key = name.value.decode()
+        out[key] = out.get(key, 0.0) + ms.value
+    return out
+
+
+def print_layers(specs, copies, rounds, layer_times, top):
+    """Per layer: the first configuration's median ms; for each other one the median, p10 and p90
+    of its per-round ratios to the first (the same round and session copy)."""
+    names = list(layer_times[(specs[0], 0)][0]) if layer_times[(specs[0], 0)] else []
+    rows = []
+    for name in names:
+        base = [calls[name] for c in range(copies) for calls in layer_times[(specs[0], c)] if name in calls]
+        cells = []
+        for spec in specs[1:]:
+            ratios = [other[name] / first[name]
+                      for c in range(copies)
+                      for first, other in zip(layer_times[(specs[0], c)], layer_times[(spec, c)])
+                      if name in other and first.get(name, 0) > 0]
+            cells.append((statistics.median(ratios), percentile(ratios, 0.1), percentile(ratios, 0.9))
+                         if ratios else None)
+        rows.append((name, statistics.median(base), cells))
+    if top > 0:
+        rows = sorted(rows, key=lambda r: -max((abs(c[0] - 1) for c in r[2] if c), default=0))[:top]
+    width = max([len(r[0]) for r in rows] + [5])
+    print(f"\nper layer ({rounds} rounds x {copies} copies; ratio = configuration / first, median "
+          f"[p10, p90] of the per-round ratios)")
+    print(f"  {'layer':{width}s}  {'first ms':>8s}  " + "  ".join(f"{'config ' + str(i + 2):>22s}"
+                                                           for i in range(len(specs) - 1)))
+    for name, base, cells in rows:
+        text = "  ".join(f"{c[0]:6.3f} [{c[1]:5.3f}, {c[2]:5.3f}]" if c else f"{'-':>22s}" for c in cells)
+        print(f"  {name:{width}s}  {base:8.3f}  {text}")
 
 
 if __name__ == "__main__":

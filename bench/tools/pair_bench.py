@@ -121,11 +121,13 @@ class Winfer:
         return session, count
 
 
-def interleaved_times(calls, warmup, rounds, idle=0.0):
+def interleaved_times(calls, warmup, rounds, idle=0.0, after=None):
     """Each round calls every configuration once, in a fresh random order (seeded: reproducible),
     so that none always runs right after the same other one; per configuration, the milliseconds
     of its calls after the first `warmup` rounds (each after `idle` seconds of sleep). What the
-    order cannot fix, a session's own placement in memory, model_ab.py's --copies averages out."""
+    order cannot fix, a session's own placement in memory, model_ab.py's --copies averages out.
+    after(name), if given, runs after each timed call, outside its time (model_ab.py --per-layer
+    reads the session's layer times there)."""
     times = {name: [] for name in calls}
     order = list(calls.items())
     shuffle = random.Random(1).shuffle
@@ -138,6 +140,8 @@ def interleaved_times(calls, warmup, rounds, idle=0.0):
             call()
             if r >= warmup:
                 times[name].append((time.perf_counter() - t0) * 1e3)
+                if after is not None:
+                    after(name)
     return times
 
 
