@@ -212,6 +212,9 @@ inline std::vector<ConvCase> tile_algorithm_cases() {
       {Conv(1, 2048, 3, 4, 64).k(1, 1).g(2).p, true, kNone},
       {Conv(1, 256, 3, 9, 20).k(1, 3).p, true, kRelu},
       {Conv(1, 1024, 4, 4, 600).k(1, 1).p, true, kRelu},
+      // im2win's 1x1 layers run panel by panel where the weights dwarf the pixels (Geometry::
+      // panel_major: 573 KB of weights, 35 pixels of 256 channels; a narrow last panel), batch 2.
+      {Conv(2, 256, 5, 7, 560).k(1, 1).p, true, kRelu},
       {Conv(1, 48, 7, 7, 48).k(3, 3).s(2, 2).pad(1).g(2).p, true, kRelu},  // 24 per group
       {Conv(2, 64, 5, 6, 64).k(3, 3).pad(1).g(2).p, false, kRelu},         // 32 per group
       // im2win's group sets (group_sets.h: groups of 4, 8, 16 outputs interleaved in panels of
