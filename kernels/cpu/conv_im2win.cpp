@@ -134,16 +134,6 @@ bool pixels_share_l1_sets(int64_t stride, int64_t rows) {
   const int64_t positions = kL1SetSpanBytes / std::gcd(stride * int64_t{sizeof(float)}, kL1SetSpanBytes);
   return ceil_div(rows, positions) > kL1Ways;
 }
-// In-place (1x1) layers whose weights are at least this large and this many times an image's
-// pixels run panel by panel (shared blocks: each panel's tiles prefetch the next panel into L2),
-// not tile by tile, even where the weights fit L2. Tile by tile, the first tile meets every panel
-// and, in a network, streams all the weights from L3 or memory at the FMAs' pace; panel by panel
-// that stream overlaps the arithmetic, and the pixels, the smaller side, are what is read again.
-// ResNet-50's 256 -> 1024 1x1 layers on 14x14 (1 MiB of weights, 200 KiB of pixels): 0.87-0.91x
-// the time in the network (model_ab --per-layer, session 37, Intel Xeon); its 1x1 layers of
-// 56x56 and 28x28 (64-256 KiB of weights, more pixels than weights) ran 8-35% slower that way.
-constexpr int64_t kPanelMajorMinWeightBytes = 512 << 10;
-constexpr int64_t kPanelMajorWeightRatio = 4;
 constexpr int64_t kBlockBytes = 512 << 10;
 constexpr int64_t kDeepBlockBytes = 2 << 20;
 constexpr int64_t kBlockMarginBytes = 128 << 10;
@@ -194,8 +184,8 @@ struct Geometry {
   // included (in place, rows as long as the input's: a stride-1 1x1 convolution): a run's tiles
   // may be cut every MR pixels and computed several per kernel call (TileArgs::tiles).
   bool affine_runs;
-  // In place, with weights that dwarf the pixels they meet (kPanelMajorMinWeightBytes,
-  // kPanelMajorWeightRatio): computed panel by panel (shared blocks) even where the weights fit L2.
+  // In place, with weights that dwarf the pixels they meet (weights_dwarf_pixels(), conv_common.h):
+  // computed panel by panel (shared blocks) even where the weights fit L2.
   bool panel_major;
 
   int64_t workspace_floats() const { return in_place ? 0 : block_rows * row_floats; }
@@ -243,7 +233,7 @@ Geometry::Geometry(const ConvParams& p, bool group_sets) {
     seg_stride = p.dilation_w * p.in_channels;
     affine_runs = left_pad_taps == 0 && right_pad_taps == 0 && p.stride_h * p.in_w == wo * p.stride_w;
     const int64_t pixel_bytes = ho * wo * k * int64_t{sizeof(float)};  // what one image's tiles read
-    panel_major = weight_bytes >= kPanelMajorMinWeightBytes && weight_bytes >= kPanelMajorWeightRatio * pixel_bytes;
+    panel_major = weights_dwarf_pixels(weight_bytes, pixel_bytes);
   } else {
     affine_runs = false;
     panel_major = false;

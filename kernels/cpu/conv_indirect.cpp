@@ -33,7 +33,8 @@
 // order.
 //
 // Threads. When one group's packed weights fit l2_weight_bytes() (they stay in L2 while tiles
-// stream through them) and there are at least 4 tiles per thread, each thread takes a
+// stream through them) without dwarfing the pixels (weights_dwarf_pixels(), conv_common.h: then
+// the first tile would stream them all from memory) and there are at least 4 tiles per thread, each thread takes a
 // contiguous share of the tiles and, tile by tile, builds its slots and computes all its
 // channels. Otherwise the threads build the whole buffer, meet at a barrier, and split the
 // work items (image, group, tile, panel) into contiguous chunks, ordered tile by tile, or
@@ -139,7 +140,16 @@ class IndirectRun {
         cg_(p.in_channels_per_group()),
         cog_(p.out_channels_per_group()),
         panels_(ceil_div(cog_, kPanel)),
-        tile_major_(cog_ * layout_.taps * cg_ * int64_t{sizeof(float)} <= l2_weight_bytes()) {}
+        tile_major_(tile_major(p, layout_)) {}
+
+  // Tile by tile where one group's weights stay in L2 while the tiles pass, unless they dwarf the
+  // pixels (weights_dwarf_pixels(), conv_common.h); panel by panel otherwise.
+  static bool tile_major(const ConvParams& p, const IndirectionLayout& layout) {
+    const int64_t k = layout.taps * p.in_channels_per_group();
+    const int64_t weight_bytes = p.out_channels_per_group() * k * int64_t{sizeof(float)};
+    const int64_t pixel_bytes = layout.pixels * k * int64_t{sizeof(float)};
+    return weight_bytes <= l2_weight_bytes() && !weights_dwarf_pixels(weight_bytes, pixel_bytes);
+  }
 
   // The whole convolution on up to `team` threads.
   void run(int team) const {
