@@ -23,7 +23,9 @@ Attribution. ONNX Runtime renames and fuses: its NCHWc convolutions are named af
 tensor (a Conv's own output, or the Relu's it absorbed; an Add it absorbed keeps the Conv's name),
 so each ORT node is traced back through the Relu/Clip nodes that produced that tensor to the ONNX
 Conv (or Gemm, pooling) node; winfer's layers carry the ONNX node names already (a fused
-activation, residual add or pooling is part of the layer it follows). Where the two fuse an add
+activation, residual add or pooling is part of the layer it follows; a max pooling winfer runs
+inside the convolution before it, "(fused maxpool)", has ORT's pooling node's time added to that
+convolution's row). Where the two fuse an add
 into different convolutions (winfer into a ResNet block's shortcut, ORT into its conv3), the
 per-convolution rows differ by the add, so the tool also sums per block (the name's first two
 path components, /layer1/layer1.0/) and per kind of layer (1x1, 3x3, 7x7 convolution and its
@@ -58,10 +60,11 @@ def fail(message):
 
 
 def onnx_graph(path):
-    """ONNX node name -> (op_type, kernel, stride, group) and tensor -> producing node."""
+    """ONNX node name -> (op_type, kernel, stride, group, inputs), tensor -> producing node, and
+    node -> the nodes that read its outputs."""
     import onnx
     model = onnx.load(path, load_external_data=False)
-    nodes, producer = {}, {}
+    nodes, producer, consumers = {}, {}, collections.defaultdict(list)
     for i, node in enumerate(model.graph.node):
         name = node.name or f"{node.op_type}_{i}"
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
@@ -69,7 +72,32 @@ def onnx_graph(path):
                        int(attrs.get("group", 1)), list(node.input))
         for out in node.output:
             producer[out] = name
-    return nodes, producer
+    for name, (_, _, _, _, inputs) in nodes.items():
+        for tensor in inputs:
+            if tensor in producer:
+                consumers[producer[tensor]].append(name)
+    return nodes, producer, consumers
+
+
+def fold_fused_pooling(per_layer, kernels, nodes, consumers):
+    """winfer runs a max pooling that follows a convolution inside it ("... (fused maxpool)"), ORT
+    as a node of its own: that node's ORT time moves into the convolution's row, so that both
+    sides of the row cover the same work."""
+    for name, kernel in kernels.items():
+        if "fused maxpool" not in kernel or name not in per_layer:
+            continue
+        follower = name
+        while True:  # past the activations the convolution absorbed, to the pooling
+            after = consumers.get(follower, [])
+            if len(after) != 1:
+                break
+            follower = after[0]
+            if nodes[follower][0] not in PASS_THROUGH:
+                break
+        if follower != name and nodes[follower][0] == "MaxPool" and follower in per_layer:
+            ort_ms, winfer_ms = per_layer.pop(follower)
+            per_layer[name][0] += ort_ms
+            per_layer[name][1] += winfer_ms
 
 
 def ort_layer(ort_name, nodes, producer):
@@ -141,6 +169,10 @@ def winfer_round(cli, path, conv, threads, runs):
     return {layer["name"]: layer["median_ms"] for layer in report["layers"]}, report
 
 
+def winfer_kernels(report):
+    return {layer["name"]: layer.get("kernel", "") for layer in report["layers"]}
+
+
 def keep_min(best, new):
     for k, v in new.items():
         best[k] = min(best.get(k, v), v)
@@ -189,7 +221,7 @@ def main():
             os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
 
     import onnxruntime
-    nodes, producer = onnx_graph(path)
+    nodes, producer, consumers = onnx_graph(path)
     ort_best, wf_best, report = {}, {}, None
     with tempfile.TemporaryDirectory(prefix="layer_peers.") as prof_dir:
         for r in range(args.rounds):
@@ -206,6 +238,7 @@ def main():
         if n == "output" and n not in nodes:  # winfer's name for the classifier of a Gemm-less export
             n = next((k for k, v in nodes.items() if v[0] in ("Gemm", "MatMul")), n)
         per_layer.setdefault(n, [0.0, 0.0])[1] += ms
+    fold_fused_pooling(per_layer, winfer_kernels(report), nodes, consumers)
     blocks, kinds = collections.OrderedDict(), collections.OrderedDict()
     for name, (a, b) in per_layer.items():
         for group, key in ((blocks, block(name)), (kinds, kind(name, nodes))):
