@@ -34,12 +34,12 @@
 //
 // Threads. When one group's packed weights fit l2_weight_bytes() (they stay in L2 while tiles
 // stream through them) without dwarfing the pixels (weights_dwarf_pixels(), conv_common.h: then
-// the first tile would stream them all from memory) and there are at least 4 tiles per thread, each thread takes a
-// contiguous share of the tiles and, tile by tile, builds its slots and computes all its
-// channels. Otherwise the threads build the whole buffer, meet at a barrier, and split the
-// work items (image, group, tile, panel) into contiguous chunks, ordered tile by tile, or
-// panel by panel when the weights exceed L2 (one panel stays in L2 while every tile of the
-// image streams through it). Each output element is computed by the same kernel call
+// the first tile would stream them all from memory) and there are at least 4 tiles per thread,
+// each thread takes a contiguous share of the tiles and, tile by tile, builds its slots and
+// computes all its channels. Otherwise the threads build the whole buffer, meet at a barrier, and
+// split the work items (image, group, tile, panel) into contiguous chunks, ordered tile by tile,
+// or panel by panel when the weights exceed L2 or dwarf the pixels (one panel stays in L2 while
+// every tile of the image streams through it). Each output element is computed by the same kernel call
 // whatever the thread count: results do not depend on it.
 //
 // Groups: per group the pointers are offset by the group's first channel and the weights are
