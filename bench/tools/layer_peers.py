@@ -217,6 +217,9 @@ def main():
                             "onnxruntime", "--no-memory", "--seed", str(args.seed), "--build", args.build],
                            check=True, stdout=subprocess.DEVNULL)
         python = os.path.join(venv, "bin", "python")
+        if not os.path.exists(python):  # the ONNX file was there, the venv not (yet)
+            subprocess.run(["/usr/bin/python3", os.path.join(HERE, "peer_bench.py"), args.model, "--setup-only",
+                            "--build", args.build], check=True)
         if os.path.realpath(sys.prefix) != os.path.realpath(venv):
             os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
 
