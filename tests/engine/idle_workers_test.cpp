@@ -18,6 +18,27 @@
 
 namespace {
 
+// The bound on the pool workers' CPU after a run (below). A worker woken for the run's last
+// parallel layer may only get its core after the caller finished that layer and returned: it
+// then wakes, finds the job closed and sleeps again, inside the window. Natively that costs
+// microseconds; under ThreadSanitizer (scripts/sanitize.sh tsan, which runs this test for its
+// thread hand-offs) the instrumented wake-up took 0.15-0.16 ms, failing 1-3 runs in 30 of this
+// test before and after session 37's changes alike. The native run in the main suite keeps the
+// bound that tells a spinning worker (up to 0.2 ms) from a sleeping one.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WINFER_IDLE_TEST_UNDER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define WINFER_IDLE_TEST_UNDER_TSAN 1
+#endif
+#ifdef WINFER_IDLE_TEST_UNDER_TSAN
+constexpr double kWorkerCpuBoundMs = 1.0;
+#else
+constexpr double kWorkerCpuBoundMs = 0.05;
+#endif
+
 double cpu_ms(int who) {
   rusage u{};
   getrusage(who, &u);
@@ -65,7 +86,7 @@ TEST_CASE("idle workers: after a 2-thread run the session's pool workers sleep a
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const double spent = winfer::cpu::pool_worker_cpu_ms() - before;
     INFO("run " << run << ": the pool's workers used " << spent << " ms of CPU in the 20 ms after it returned");
-    CHECK(spent < 0.05);
+    CHECK(spent < kWorkerCpuBoundMs);
   }
   // WINFER_PAUSE_WORKERS=0 leaves the worker spinning for the next run (200 us of wall time)
   // before it sleeps on its own: by its flag, asleep within a second of each run.
