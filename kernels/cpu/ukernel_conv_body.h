@@ -212,36 +212,19 @@ __attribute__((always_inline)) inline void accumulate(Vec<Isa::kLanes> (&acc)[kR
   }
 }
 
-// accumulate() for pixels evenly spaced, d floats apart (an im2win tile within one output row;
-// TileArgs::pixels says so). With 14 pointers, GCC kept 14 registers' worth of pixel pointers
-// and reloaded 8 of them from the stack every K step (61 instructions per 28 FMAs); here three
-// moving bases (pixels 0, 5, 10) and two index registers (d and 3d, in bytes) address all of
-// them (Isa::broadcast_nth: [base + k*d] for k < 5): 55 per 28 FMAs, none from the stack.
-// ResNet-18 3-5% faster at 1 thread (measured, docs/PERFORMANCE.md). AVX-512's 14-row tile.
-// The pixel prefetches (every 16 steps) are addressed the same way (Isa::prefetch_nth): as
-// pointers they took 14 loads from the stack each time, and the 1x1 tiles ran 2-9% slower
-// (tile_ab, Intel Xeon, warm and from L3, session 36).
-template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLast = kRows>
-__attribute__((always_inline)) inline void accumulate_affine(Vec<Isa::kLanes> (&acc)[kRows][kVecs], const float* p0,
-                                                             int64_t d, int64_t len, const float* w, int64_t row_stride,
-                                                             int last_lanes, const char* side_prefetch,
-                                                             int64_t side_rate, int64_t step0, bool prefetch_weights) {
-  static_assert(kRows <= 15, "three bases of five pixels");
+// `steps` K steps of accumulate_affine() from bases b0, b5, b10 and weight row w; kPrefetch:
+// the weight rows 16 steps ahead too (TileArgs::weights_in_l2 false).
+template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst, int kLast, bool kPrefetch>
+__attribute__((always_inline)) inline void affine_steps(Vec<Isa::kLanes> (&acc)[kRows][kVecs], const float* b0,
+                                                        const float* b5, const float* b10, int64_t d_bytes,
+                                                        int64_t d3_bytes, const float* w, int64_t stride,
+                                                        int last_lanes, int64_t steps) {
   constexpr int kLanes = Isa::kLanes;
-  const int64_t stride = kNarrow ? row_stride : kPanel;
-  const float* b0 = p0;
-  const float* b5 = p0 + 5 * d;
-  const float* b10 = p0 + 10 * d;
-  const int64_t d_bytes = d * int64_t{sizeof(float)}, d3_bytes = 3 * d_bytes;
-  for (int64_t l = 0; l < len; ++l, w += stride, ++b0, ++b5, ++b10) {
-    if (prefetch_weights) {  // as in accumulate_steps(), where the weights stream (TileArgs::weights_in_l2)
+  const float* const w_end = w + steps * stride;
+  for (; w != w_end; w += stride, ++b0, ++b5, ++b10) {
+    if constexpr (kPrefetch) {
       __builtin_prefetch(w + kPrefetchSteps * stride);
       __builtin_prefetch(w + kPrefetchSteps * stride + 16);
-    }
-    if ((l & 15) == 0) {
-#pragma GCC unroll 16
-      for (int m = kFirst; m < kLast; ++m) Isa::prefetch_nth(m < 5 ? b0 : m < 10 ? b5 : b10, m % 5, d_bytes, d3_bytes);
-      prefetch_side_share(side_prefetch, side_rate, step0 + l);
     }
     Vec<kLanes> wv[kVecs];
     load_weight_row<Isa, kVecs, kNarrow>(w, last_lanes, wv);
@@ -251,6 +234,56 @@ __attribute__((always_inline)) inline void accumulate_affine(Vec<Isa::kLanes> (&
 #pragma GCC unroll 16
       for (int v = 0; v < kVecs; ++v) acc[m][v] += x * wv[v];
     }
+  }
+}
+
+// accumulate() for pixels evenly spaced, d floats apart (an im2win tile within one output row;
+// TileArgs::pixels says so). With 14 pointers, GCC kept 14 registers' worth of pixel pointers
+// and reloaded 8 of them from the stack every K step (61 instructions per 28 FMAs); here three
+// moving bases (pixels 0, 5, 10) and two index registers (d and 3d, in bytes) address all of
+// them (Isa::broadcast_nth: [base + k*d] for k < 5), none from the stack. ResNet-18 3-5%
+// faster at 1 thread (measured, docs/PERFORMANCE.md). AVX-512's 14-row tile. The pixel
+// prefetches (every 16 steps) are addressed the same way (Isa::prefetch_nth): as pointers they
+// took 14 loads from the stack each time, and the 1x1 tiles ran 2-9% slower (tile_ab, Intel
+// Xeon, warm and from L3, session 36).
+// The K loop runs in runs of 16 steps (affine_steps), the prefetches between runs and the
+// weight-prefetch choice compiled into two loops: per step only the bases' and the weight
+// row's increments and one compare, 50 instructions per 28 FMAs (58 with a test of the step
+// count and of prefetch_weights in every step). Session 38, Intel Xeon, 1 thread (model_ab, 3
+// copies): ResNet-18 0.984, VGG-16 0.987, ResNet-50 0.985 of the time (each within its copies'
+// spread, all three the same way); tile_ab warm 1.01-1.04x. Unrolled by 4 with displaced
+// addresses instead (53 per 28 FMAs): 1x1 tiles 1.05-1.08x in tile_ab, but GCC renamed
+// the accumulators between the unrolled steps and spilled 4-12 vectors per group: VGG-16's
+// 256- and 512-channel layers 1.07-1.15x the time in the network, ResNet-18 1.05x.
+template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst = 0, int kLast = kRows>
+__attribute__((always_inline)) inline void accumulate_affine(Vec<Isa::kLanes> (&acc)[kRows][kVecs], const float* p0,
+                                                             int64_t d, int64_t len, const float* w, int64_t row_stride,
+                                                             int last_lanes, const char* side_prefetch,
+                                                             int64_t side_rate, int64_t step0, bool prefetch_weights) {
+  static_assert(kRows <= 15, "three bases of five pixels");
+  const int64_t stride = kNarrow ? row_stride : kPanel;
+  const float* b0 = p0;
+  const float* b5 = p0 + 5 * d;
+  const float* b10 = p0 + 10 * d;
+  const int64_t d_bytes = d * int64_t{sizeof(float)}, d3_bytes = 3 * d_bytes;
+  for (int64_t l = 0; l < len;) {
+    // Every 16 steps: the pixel prefetches and the side share; then up to 16 steps with no test
+    // but the loop's.
+#pragma GCC unroll 16
+    for (int m = kFirst; m < kLast; ++m) Isa::prefetch_nth(m < 5 ? b0 : m < 10 ? b5 : b10, m % 5, d_bytes, d3_bytes);
+    prefetch_side_share(side_prefetch, side_rate, step0 + l);
+    const int64_t steps = std::min<int64_t>(16, len - l);
+    if (prefetch_weights)
+      affine_steps<Isa, kRows, kVecs, kNarrow, kFirst, kLast, true>(acc, b0, b5, b10, d_bytes, d3_bytes, w, stride,
+                                                                    last_lanes, steps);
+    else
+      affine_steps<Isa, kRows, kVecs, kNarrow, kFirst, kLast, false>(acc, b0, b5, b10, d_bytes, d3_bytes, w, stride,
+                                                                     last_lanes, steps);
+    l += steps;
+    w += steps * stride;
+    b0 += steps;
+    b5 += steps;
+    b10 += steps;
   }
 }
 
