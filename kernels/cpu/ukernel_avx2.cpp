@@ -109,6 +109,7 @@ struct Avx2 {
   // The full Nx16 tiles' K loop (N = 3..6 pixels, pointer-addressed, rows kPanel floats apart)
   // has an assembly version, loop_x16, which accumulate() calls.
   static constexpr int kAsmLoopMinRows = 3;
+  static constexpr bool kAffineAsmLoop = false;  // none (see Avx512)
   // acc += 16 * n16 + 4 * n4 K steps of the kRows x 16 tile from step l: pixel[m] + l onwards,
   // weight rows from w; every 16 steps the pixels' lines 32 floats ahead are asked for (as
   // accumulate_steps() does), and the weight rows 16 steps ahead too, or not

@@ -13,7 +13,8 @@ namespace {
 
 struct Generic {
   static constexpr int kLanes = 4;
-  static constexpr int kAsmLoopMinRows = 0;  // none (see Avx2)
+  static constexpr int kAsmLoopMinRows = 0;      // none (see Avx2)
+  static constexpr bool kAffineAsmLoop = false;  // none (see Avx512)
   __attribute__((always_inline)) static inline Vec<4> broadcast(const float* p) { return cpu::broadcast<4>(*p); }
   // p[0..kB) repeated over the vector (a group-set K step, group_sets.h).
   template <int kB>

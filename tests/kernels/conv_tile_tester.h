@@ -139,6 +139,12 @@ class ConvTileTester {
     prefetch_ = v;
     return *this;
   }
+  // TileArgs::weights_in_l2: the kernels then do not prefetch the weight rows (AVX-512's
+  // assembly loop of a 14-pixel row tile has a loop of its own for each): a hint.
+  ConvTileTester& weights_in_l2(bool v) {
+    weights_in_l2_ = v;
+    return *this;
+  }
   // Several tiles in one call (TileArgs::tiles): tile t's pixels rows * pixel_step floats after
   // tile t-1's (as in an in-place 1x1 run), its outputs rows output rows after; im2win only.
   ConvTileTester& tiles(int64_t v) {
@@ -157,8 +163,8 @@ class ConvTileTester {
       << " weight rows apart " << w_seg_rows() << " stride " << (indirect_ ? pixels_stride() : seg_stride())
       << (indirect_ ? " offset " + std::to_string(pixel_offset_) : std::string()) << (bias_ ? " bias" : " nobias")
       << (residual_ ? (residual_in_place_ ? " residual in place" : " residual") : "") << (prefetch_ ? " prefetch" : "")
-      << " skip first " << skip_first_ << " last " << skip_last_ << " tiles " << tiles_ << " act "
-      << activation_name(activation_);
+      << (weights_in_l2_ ? " weights in L2" : "") << " skip first " << skip_first_ << " last " << skip_last_
+      << " tiles " << tiles_ << " act " << activation_name(activation_);
     return s.str();
   }
 
@@ -215,6 +221,7 @@ class ConvTileTester {
     a.tiles = tiles_;
     a.tile_pixel_step = rows_ * pixel_step_;
     a.tile_out_step = rows_ * out_stride;
+    a.weights_in_l2 = weights_in_l2_;
     if (prefetch_)
       cpu::set_prefetch_share(a, weights.data(), static_cast<int64_t>(weights.size() * sizeof(float)), 0, 1,
                               segments_ * seg_len_);
@@ -312,7 +319,7 @@ class ConvTileTester {
   int64_t pixels_stride_ = 0, pixel_offset_ = 0;
   bool bias_ = true, residual_ = false, residual_in_place_ = false;
   Activation activation_ = Activation::kNone;
-  bool prefetch_ = false;
+  bool prefetch_ = false, weights_in_l2_ = false;
   int64_t skip_first_ = 0, skip_last_ = 0;
   int64_t tiles_ = 1;
   uint32_t seed_ = 1;
@@ -364,7 +371,22 @@ inline void check_every_tile_shape(bool indirect, uint32_t seed) {
               .segments(1)
               .seg_len(37)
               .bias(odd)
+              .weights_in_l2(odd)
               .activation(odd ? Activation::kRelu6 : Activation::kNone)
+              .seed(seed += 3)
+              .test(uk);
+          // Long segments (several 16-step groups and a rest: AVX-512's assembly row loop) with
+          // a prefetch share, the weight rows prefetched or not.
+          ConvTileTester(t)
+              .segments(2)
+              .seg_len(40)
+              .seg_stride(45)
+              .w_seg_rows(41)
+              .prefetch(true)
+              .weights_in_l2(!odd)
+              .bias(!odd)
+              .residual(odd)
+              .activation(act)
               .seed(seed += 3)
               .test(uk);
           ConvTileTester(t)
