@@ -70,72 +70,65 @@ struct Avx512 {
   // steps ahead (TileArgs::weights_in_l2 false).
   // tile_ab (session 38, Intel Xeon, warm, weights in L2): 1x1 tiles of K >= 256 1.07-1.08x,
   // K = 64 1.00-1.07x, the 3x3 64-channel window tile 1.10x (176 -> 194 GFLOP/s).
+  // clang-format off
 #define WINFER_BC(OFF, ADDR) "vbroadcastss " #OFF ADDR ", %%zmm30\n\t"
-#define WINFER_FMA(A0, A1) \
-  "vfmadd231ps %%zmm30, %%zmm28, %%zmm" #A0 "\n\tvfmadd231ps %%zmm30, %%zmm29, %%zmm" #A1 "\n\t"
-#define WINFER_PIXELS(OFF)                                                                                             \
-  WINFER_BC(OFF, "(%[b0])")                                                                                            \
-  WINFER_FMA(0, 1)                                                                                                     \
-  WINFER_BC(OFF, "(%[b0],%[d],1)") WINFER_FMA(2, 3) WINFER_BC(OFF, "(%[b0],%[d],2)") WINFER_FMA(4, 5)                  \
-      WINFER_BC(OFF, "(%[b0],%[d3],1)") WINFER_FMA(6, 7) WINFER_BC(OFF, "(%[b0],%[d],4)") WINFER_FMA(8, 9)             \
-          WINFER_BC(OFF, "(%[b5])") WINFER_FMA(10, 11) WINFER_BC(OFF, "(%[b5],%[d],1)") WINFER_FMA(12, 13)             \
-              WINFER_BC(OFF, "(%[b5],%[d],2)") WINFER_FMA(14, 15) WINFER_BC(OFF, "(%[b5],%[d3],1)") WINFER_FMA(16, 17) \
-                  WINFER_BC(OFF, "(%[b5],%[d],4)") WINFER_FMA(18, 19) WINFER_BC(OFF, "(%[b10])") WINFER_FMA(20, 21)    \
-                      WINFER_BC(OFF, "(%[b10],%[d],1)") WINFER_FMA(22, 23) WINFER_BC(OFF, "(%[b10],%[d],2)")           \
-                          WINFER_FMA(24, 25) WINFER_BC(OFF, "(%[b10],%[d3],1)") WINFER_FMA(26, 27)
+#define WINFER_FMA(A0, A1) "vfmadd231ps %%zmm30, %%zmm28, %%zmm" #A0 "\n\tvfmadd231ps %%zmm30, %%zmm29, %%zmm" #A1 "\n\t"
+// The 14 pixels of a step (byte offset OFF): pixel m's float into zmm30, times the weight row
+// into zmm(2m) and zmm(2m + 1).
+#define WINFER_PIXELS(OFF)                                                                             \
+  WINFER_BC(OFF, "(%[b0])") WINFER_FMA(0, 1)                                                          \
+  WINFER_BC(OFF, "(%[b0],%[d],1)") WINFER_FMA(2, 3) WINFER_BC(OFF, "(%[b0],%[d],2)") WINFER_FMA(4, 5)   \
+  WINFER_BC(OFF, "(%[b0],%[d3],1)") WINFER_FMA(6, 7) WINFER_BC(OFF, "(%[b0],%[d],4)") WINFER_FMA(8, 9)  \
+  WINFER_BC(OFF, "(%[b5])") WINFER_FMA(10, 11) WINFER_BC(OFF, "(%[b5],%[d],1)") WINFER_FMA(12, 13)      \
+  WINFER_BC(OFF, "(%[b5],%[d],2)") WINFER_FMA(14, 15) WINFER_BC(OFF, "(%[b5],%[d3],1)") WINFER_FMA(16, 17) \
+  WINFER_BC(OFF, "(%[b5],%[d],4)") WINFER_FMA(18, 19) WINFER_BC(OFF, "(%[b10])") WINFER_FMA(20, 21)     \
+  WINFER_BC(OFF, "(%[b10],%[d],1)") WINFER_FMA(22, 23) WINFER_BC(OFF, "(%[b10],%[d],2)") WINFER_FMA(24, 25) \
+  WINFER_BC(OFF, "(%[b10],%[d3],1)") WINFER_FMA(26, 27)
 // One step: the weight row (W0, W1: its two vectors' offsets), the row 16 steps ahead asked
 // for when PF, the 14 pixels' float at byte offset OFF.
-#define WINFER_STEP(PF, OFF, W0, W1)                                       \
-  PF("prefetcht0 2048+" #W0 "(%[w])\n\tprefetcht0 2048+" #W1 "(%[w])\n\t") \
+#define WINFER_STEP(PF, OFF, W0, W1)                                                                   \
+  PF("prefetcht0 2048+" #W0 "(%[w])\n\tprefetcht0 2048+" #W1 "(%[w])\n\t")                            \
   "vmovups " #W0 "(%[w]), %%zmm28\n\tvmovups " #W1 "(%[w]), %%zmm29\n\t" WINFER_PIXELS(OFF)
-#define WINFER_16_STEPS(PF)                                                                                   \
-  WINFER_STEP(PF, 0, 0, 64)                                                                                   \
-  WINFER_STEP(PF, 4, 128, 192)                                                                                \
-  WINFER_STEP(PF, 8, 256, 320) WINFER_STEP(PF, 12, 384, 448) WINFER_STEP(PF, 16, 512, 576)                    \
-      WINFER_STEP(PF, 20, 640, 704) WINFER_STEP(PF, 24, 768, 832) WINFER_STEP(PF, 28, 896, 960)               \
-          WINFER_STEP(PF, 32, 1024, 1088) WINFER_STEP(PF, 36, 1152, 1216) WINFER_STEP(PF, 40, 1280, 1344)     \
-              WINFER_STEP(PF, 44, 1408, 1472) WINFER_STEP(PF, 48, 1536, 1600) WINFER_STEP(PF, 52, 1664, 1728) \
-                  WINFER_STEP(PF, 56, 1792, 1856) WINFER_STEP(PF, 60, 1920, 1984)
+#define WINFER_16_STEPS(PF)                                                                            \
+  WINFER_STEP(PF, 0, 0, 64) WINFER_STEP(PF, 4, 128, 192) WINFER_STEP(PF, 8, 256, 320)                 \
+  WINFER_STEP(PF, 12, 384, 448) WINFER_STEP(PF, 16, 512, 576) WINFER_STEP(PF, 20, 640, 704)           \
+  WINFER_STEP(PF, 24, 768, 832) WINFER_STEP(PF, 28, 896, 960) WINFER_STEP(PF, 32, 1024, 1088)        \
+  WINFER_STEP(PF, 36, 1152, 1216) WINFER_STEP(PF, 40, 1280, 1344) WINFER_STEP(PF, 44, 1408, 1472)    \
+  WINFER_STEP(PF, 48, 1536, 1600) WINFER_STEP(PF, 52, 1664, 1728) WINFER_STEP(PF, 56, 1792, 1856)    \
+  WINFER_STEP(PF, 60, 1920, 1984)
 #define WINFER_KEEP(TEXT) TEXT
 #define WINFER_DROP(TEXT)
-#define WINFER_ACC(OP, I) OP " " #I "*64(%[acc]), %%zmm" #I "\n\t"
-#define WINFER_ACC_LOADS                                                                                              \
-  WINFER_ACC("vmovups", 0)                                                                                            \
-  WINFER_ACC("vmovups", 1)                                                                                            \
-  WINFER_ACC("vmovups", 2) WINFER_ACC("vmovups", 3) WINFER_ACC("vmovups", 4) WINFER_ACC("vmovups", 5)                 \
-      WINFER_ACC("vmovups", 6) WINFER_ACC("vmovups", 7) WINFER_ACC("vmovups", 8) WINFER_ACC("vmovups", 9)             \
-          WINFER_ACC("vmovups", 10) WINFER_ACC("vmovups", 11) WINFER_ACC("vmovups", 12) WINFER_ACC("vmovups", 13)     \
-              WINFER_ACC("vmovups", 14) WINFER_ACC("vmovups", 15) WINFER_ACC("vmovups", 16) WINFER_ACC("vmovups", 17) \
-                  WINFER_ACC("vmovups", 18) WINFER_ACC("vmovups", 19) WINFER_ACC("vmovups", 20)                       \
-                      WINFER_ACC("vmovups", 21) WINFER_ACC("vmovups", 22) WINFER_ACC("vmovups", 23)                   \
-                          WINFER_ACC("vmovups", 24) WINFER_ACC("vmovups", 25) WINFER_ACC("vmovups", 26)               \
-                              WINFER_ACC("vmovups", 27)
+#define WINFER_LD(I) "vmovups " #I "*64(%[acc]), %%zmm" #I "\n\t"
 #define WINFER_ST(I) "vmovups %%zmm" #I ", " #I "*64(%[acc])\n\t"
-#define WINFER_ACC_STORES                                                                                             \
-  WINFER_ST(0)                                                                                                        \
-  WINFER_ST(1)                                                                                                        \
-  WINFER_ST(2) WINFER_ST(3) WINFER_ST(4) WINFER_ST(5) WINFER_ST(6) WINFER_ST(7) WINFER_ST(8) WINFER_ST(9)             \
-      WINFER_ST(10) WINFER_ST(11) WINFER_ST(12) WINFER_ST(13) WINFER_ST(14) WINFER_ST(15) WINFER_ST(16) WINFER_ST(17) \
-          WINFER_ST(18) WINFER_ST(19) WINFER_ST(20) WINFER_ST(21) WINFER_ST(22) WINFER_ST(23) WINFER_ST(24)           \
-              WINFER_ST(25) WINFER_ST(26) WINFER_ST(27)
+#define WINFER_28(OP)                                                                                  \
+  OP(0) OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7) OP(8) OP(9) OP(10) OP(11) OP(12) OP(13) OP(14)       \
+  OP(15) OP(16) OP(17) OP(18) OP(19) OP(20) OP(21) OP(22) OP(23) OP(24) OP(25) OP(26) OP(27)
 // Per iteration: the pixels' lines two ahead, then the side share's lines (rax from pos >> 16 up
 // to rcx = (pos + rate16) >> 16, none when rate16 is 0), then 16 steps.
-#define WINFER_AFFINE_LOOP(PF) \
-  WINFER_ACC_LOADS             \
-  "1:\n\t"                                                                                              \
-  "prefetcht0 128(%[b0])\n\tprefetcht0 128(%[b0],%[d],1)\n\tprefetcht0 128(%[b0],%[d],2)\n\t"           \
-  "prefetcht0 128(%[b0],%[d3],1)\n\tprefetcht0 128(%[b0],%[d],4)\n\t"                                   \
-  "prefetcht0 128(%[b5])\n\tprefetcht0 128(%[b5],%[d],1)\n\tprefetcht0 128(%[b5],%[d],2)\n\t"           \
-  "prefetcht0 128(%[b5],%[d3],1)\n\tprefetcht0 128(%[b5],%[d],4)\n\t"                                   \
-  "prefetcht0 128(%[b10])\n\tprefetcht0 128(%[b10],%[d],1)\n\tprefetcht0 128(%[b10],%[d],2)\n\t"        \
-  "prefetcht0 128(%[b10],%[d3],1)\n\t"                                                                  \
-  "mov %[pos], %%rax\n\tsar $16, %%rax\n\tadd %[rate16], %[pos]\n\tmov %[pos], %%rcx\n\tsar $16, %%rcx\n\t" \
-  "cmp %%rcx, %%rax\n\tjge 3f\n\t"                                                                      \
-  "2:\n\tmov %%rax, %%rdx\n\tshl $6, %%rdx\n\tprefetcht1 (%[side],%%rdx)\n\t"                            \
-  "inc %%rax\n\tcmp %%rcx, %%rax\n\tjl 2b\n\t"                                                          \
-  "3:\n\t" WINFER_16_STEPS(PF)                                                                          \
-  "add $64, %[b0]\n\tadd $64, %[b5]\n\tadd $64, %[b10]\n\tadd $2048, %[w]\n\t"                          \
-  "dec %[n]\n\tjnz 1b\n\t" WINFER_ACC_STORES
+#define WINFER_AFFINE_ASM(PF)                                                                          \
+  asm volatile(                                                                                        \
+      WINFER_28(WINFER_LD)                                                                             \
+      "1:\n\t"                                                                                         \
+      "prefetcht0 128(%[b0])\n\tprefetcht0 128(%[b0],%[d],1)\n\tprefetcht0 128(%[b0],%[d],2)\n\t"      \
+      "prefetcht0 128(%[b0],%[d3],1)\n\tprefetcht0 128(%[b0],%[d],4)\n\t"                              \
+      "prefetcht0 128(%[b5])\n\tprefetcht0 128(%[b5],%[d],1)\n\tprefetcht0 128(%[b5],%[d],2)\n\t"      \
+      "prefetcht0 128(%[b5],%[d3],1)\n\tprefetcht0 128(%[b5],%[d],4)\n\t"                              \
+      "prefetcht0 128(%[b10])\n\tprefetcht0 128(%[b10],%[d],1)\n\tprefetcht0 128(%[b10],%[d],2)\n\t"   \
+      "prefetcht0 128(%[b10],%[d3],1)\n\t"                                                             \
+      "mov %[pos], %%rax\n\tsar $16, %%rax\n\tadd %[rate16], %[pos]\n\t"                               \
+      "mov %[pos], %%rcx\n\tsar $16, %%rcx\n\tcmp %%rcx, %%rax\n\tjge 3f\n\t"                          \
+      "2:\n\tmov %%rax, %%rdx\n\tshl $6, %%rdx\n\tprefetcht1 (%[side],%%rdx)\n\t"                      \
+      "inc %%rax\n\tcmp %%rcx, %%rax\n\tjl 2b\n\t"                                                     \
+      "3:\n\t" WINFER_16_STEPS(PF)                                                                     \
+      "add $64, %[b0]\n\tadd $64, %[b5]\n\tadd $64, %[b10]\n\tadd $2048, %[w]\n\t"                     \
+      "dec %[n]\n\tjnz 1b\n\t" WINFER_28(WINFER_ST)                                                    \
+      : [b0] "+r"(b0), [b5] "+r"(b5), [b10] "+r"(b10), [w] "+r"(w), [n] "+r"(n16), [pos] "+r"(pos)      \
+      : [d] "r"(d), [d3] "r"(d3), [acc] "r"(&acc[0][0]), [side] "r"(side), [rate16] "r"(rate16)        \
+      : "memory", "cc", "rax", "rcx", "rdx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",     \
+        "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17",  \
+        "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",        \
+        "xmm28", "xmm29", "xmm30", "xmm31")
+  // clang-format on
   template <bool kPrefetchWeights>
   __attribute__((always_inline)) static inline void affine_loop_14x2(Vec<16> (&acc)[14][2], const float* b0, int64_t d,
                                                                      const float* w, int64_t n16, const char* side,
@@ -145,23 +138,10 @@ struct Avx512 {
     const int64_t d3 = 3 * d;
     int64_t pos = step0 * rate;
     const int64_t rate16 = side != nullptr ? 16 * rate : 0;
-    if constexpr (kPrefetchWeights) {
-      asm volatile(WINFER_AFFINE_LOOP(WINFER_KEEP)
-                   : [b0] "+r"(b0), [b5] "+r"(b5), [b10] "+r"(b10), [w] "+r"(w), [n] "+r"(n16), [pos] "+r"(pos)
-                   : [d] "r"(d), [d3] "r"(d3), [acc] "r"(&acc[0][0]), [side] "r"(side), [rate16] "r"(rate16)
-                   : "memory", "cc", "rax", "rcx", "rdx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
-                     "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17",
-                     "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",
-                     "xmm29", "xmm30", "xmm31");
-    } else {
-      asm volatile(WINFER_AFFINE_LOOP(WINFER_DROP)
-                   : [b0] "+r"(b0), [b5] "+r"(b5), [b10] "+r"(b10), [w] "+r"(w), [n] "+r"(n16), [pos] "+r"(pos)
-                   : [d] "r"(d), [d3] "r"(d3), [acc] "r"(&acc[0][0]), [side] "r"(side), [rate16] "r"(rate16)
-                   : "memory", "cc", "rax", "rcx", "rdx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
-                     "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17",
-                     "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",
-                     "xmm29", "xmm30", "xmm31");
-    }
+    if constexpr (kPrefetchWeights)
+      WINFER_AFFINE_ASM(WINFER_KEEP);
+    else
+      WINFER_AFFINE_ASM(WINFER_DROP);
   }
 #undef WINFER_BC
 #undef WINFER_FMA
@@ -170,11 +150,10 @@ struct Avx512 {
 #undef WINFER_16_STEPS
 #undef WINFER_KEEP
 #undef WINFER_DROP
-#undef WINFER_ACC
-#undef WINFER_ACC_LOADS
+#undef WINFER_LD
 #undef WINFER_ST
-#undef WINFER_ACC_STORES
-#undef WINFER_AFFINE_LOOP
+#undef WINFER_28
+#undef WINFER_AFFINE_ASM
   // A prefetch of the line two lines (128 bytes) past base + k * d bytes (k < 5), addressed as
   // broadcast_nth: accumulate_affine's pixel prefetches.
   __attribute__((always_inline)) static inline void prefetch_nth(const float* base, int k, int64_t d, int64_t d3) {

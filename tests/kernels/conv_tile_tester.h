@@ -469,6 +469,27 @@ inline void check_every_tile_shape(bool indirect, uint32_t seed) {
                 .seed(seed += 3)
                 .test(uk);
             ConvTileTester(t).segments(1).seg_len(10).skip_first(7).skip_last(6).seed(seed += 3).test(uk);
+            // Padding pieces of 16 steps and more (AVX-512's assembly row loop without its first
+            // pixel, its last, or both where the two skips overlap), weight rows prefetched or not.
+            ConvTileTester(t)
+                .segments(1)
+                .seg_len(60)
+                .skip_first(20)
+                .skip_last(21)
+                .weights_in_l2(odd)
+                .residual(!odd)
+                .activation(act)
+                .seed(seed += 3)
+                .test(uk);
+            ConvTileTester(t)
+                .segments(1)
+                .seg_len(45)
+                .skip_first(35)
+                .skip_last(33)
+                .weights_in_l2(!odd)
+                .bias(odd)
+                .seed(seed += 3)
+                .test(uk);
             // Several tiles per call (an in-place 1x1 run): a residual (separate or in place),
             // the narrow entry, and skips, which apply to every tile alike.
             ConvTileTester(t)
