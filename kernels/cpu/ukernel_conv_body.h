@@ -128,6 +128,18 @@ __attribute__((always_inline)) inline void accumulate_steps(Vec<Isa::kLanes> (&a
   }
 }
 
+// load_weight_row(), and with kPrefetch the row 16 steps ahead asked for (its two lines): the
+// step loops' weights where they stream (TileArgs::weights_in_l2 false).
+template <class Isa, int kVecs, bool kNarrow, bool kPrefetch>
+__attribute__((always_inline)) inline void next_weight_row(const float* row, int64_t stride, int last_lanes,
+                                                           Vec<Isa::kLanes> (&wv)[kVecs]) {
+  if constexpr (kPrefetch) {
+    __builtin_prefetch(row + kPrefetchSteps * stride);
+    __builtin_prefetch(row + kPrefetchSteps * stride + 16);
+  }
+  load_weight_row<Isa, kVecs, kNarrow>(row, last_lanes, wv);
+}
+
 // One K step of accumulate() (one input float per pixel): step kU of an unrolled group, its
 // pixels kU floats past pixel[m] + l and its weight row kU rows past w.
 template <class Isa, int kRows, int kVecs, bool kNarrow, int kFirst, int kLast, int kU, bool kPrefetch>
@@ -135,13 +147,8 @@ __attribute__((always_inline)) inline void pointer_step(Vec<Isa::kLanes> (&acc)[
                                                         const float* const (&pixel)[kRows], int64_t l, const float* w,
                                                         int64_t stride, int last_lanes) {
   constexpr int kLanes = Isa::kLanes;
-  const float* row = w + kU * stride;
-  if constexpr (kPrefetch) {  // as in accumulate_steps()
-    __builtin_prefetch(row + kPrefetchSteps * stride);
-    __builtin_prefetch(row + kPrefetchSteps * stride + 16);
-  }
   Vec<kLanes> wv[kVecs];
-  load_weight_row<Isa, kVecs, kNarrow>(row, last_lanes, wv);
+  next_weight_row<Isa, kVecs, kNarrow, kPrefetch>(w + kU * stride, stride, last_lanes, wv);
 #pragma GCC unroll 16
   for (int m = kFirst; m < kLast; ++m) {
     const Vec<kLanes> x = Isa::broadcast(pixel[m] + l + kU);
@@ -235,12 +242,8 @@ __attribute__((always_inline)) inline void affine_steps(Vec<Isa::kLanes> (&acc)[
   constexpr int kLanes = Isa::kLanes;
   const float* const w_end = w + steps * stride;
   for (; w != w_end; w += stride, ++b0, ++b5, ++b10) {
-    if constexpr (kPrefetch) {
-      __builtin_prefetch(w + kPrefetchSteps * stride);
-      __builtin_prefetch(w + kPrefetchSteps * stride + 16);
-    }
     Vec<kLanes> wv[kVecs];
-    load_weight_row<Isa, kVecs, kNarrow>(w, last_lanes, wv);
+    next_weight_row<Isa, kVecs, kNarrow, kPrefetch>(w, stride, last_lanes, wv);
 #pragma GCC unroll 16
     for (int m = kFirst; m < kLast; ++m) {
       const Vec<kLanes> x = Isa::broadcast_nth(m < 5 ? b0 : m < 10 ? b5 : b10, m % 5, d_bytes, d3_bytes);
