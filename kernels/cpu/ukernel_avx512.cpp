@@ -138,6 +138,8 @@ struct Avx512 {
     const int64_t d3 = 3 * d;
     int64_t pos = step0 * rate;
     const int64_t rate16 = side != nullptr ? 16 * rate : 0;
+    // The displacements assume weight rows of 32 floats (128 bytes) and a 16-step iteration.
+    static_assert(kPanel == 32, "affine_loop_14x2's weight offsets are 128 bytes a row");
     if constexpr (kPrefetchWeights)
       WINFER_AFFINE_ASM(WINFER_KEEP);
     else
