@@ -106,6 +106,35 @@ void pointwise_generic(const float* in, float* out, int64_t begin, int64_t end, 
   pointwise_any(in, out, begin, end, fn);
 }
 
+// Rows [begin, end) of a [N][pixels][channels] tensor times their image's channel scales
+// (squeeze-and-excitation's product), one copy per ISA: in the baseline ISA (SSE2, 4 floats per
+// instruction) EfficientNet-B0's products took 3.5% of its time at batch 8.
+template <int kLanes>
+WINFER_ALWAYS_INLINE inline void scale_rows_body(const float* in, const float* scale, float* out, int64_t begin,
+                                                 int64_t end, int64_t pixels, int64_t channels) {
+  for (int64_t row = begin; row < end; ++row) {
+    const float* s = scale + (row / pixels) * channels;
+    const float* x = in + row * channels;
+    float* y = out + row * channels;
+    int64_t c = 0;
+    for (; c + kLanes <= channels; c += kLanes)
+      cpu::store<kLanes>(y + c, cpu::load<kLanes>(x + c) * cpu::load<kLanes>(s + c));
+    for (; c < channels; ++c) y[c] = x[c] * s[c];
+  }
+}
+WINFER_TARGET_AVX512 void scale_rows_avx512(const float* in, const float* scale, float* out, int64_t begin, int64_t end,
+                                            int64_t pixels, int64_t channels) {
+  scale_rows_body<16>(in, scale, out, begin, end, pixels, channels);
+}
+WINFER_TARGET_AVX2 void scale_rows_avx2(const float* in, const float* scale, float* out, int64_t begin, int64_t end,
+                                        int64_t pixels, int64_t channels) {
+  scale_rows_body<8>(in, scale, out, begin, end, pixels, channels);
+}
+void scale_rows_generic(const float* in, const float* scale, float* out, int64_t begin, int64_t end, int64_t pixels,
+                        int64_t channels) {
+  scale_rows_body<4>(in, scale, out, begin, end, pixels, channels);
+}
+
 }  // namespace
 
 void pointwise_activation(const float* in, float* out, int64_t count, PointwiseFn fn, int threads) {
@@ -155,14 +184,11 @@ void mul(const float* a, const float* b, float* out, int64_t count, int threads)
 
 void scale_channels_nhwc(const float* in, const float* scale, float* out, int64_t batch, int64_t pixels,
                          int64_t channels, int threads) {
-  cpu::parallel_chunks(batch * pixels, channels, threads, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const float* s = scale + (row / pixels) * channels;
-      const float* x = in + row * channels;
-      float* y = out + row * channels;
-      for (int64_t c = 0; c < channels; ++c) y[c] = x[c] * s[c];
-    }
-  });
+  auto* rows_fn = scale_rows_generic;
+  if (cpu::cpu_isa() == cpu::Isa::kAvx512) rows_fn = scale_rows_avx512;
+  if (cpu::cpu_isa() == cpu::Isa::kAvx2) rows_fn = scale_rows_avx2;
+  cpu::parallel_chunks(batch * pixels, channels, threads,
+                       [&](int64_t begin, int64_t end) { rows_fn(in, scale, out, begin, end, pixels, channels); });
 }
 
 }  // namespace winfer

@@ -87,27 +87,34 @@ TEST_CASE("pointwise activations: sigmoid and silu within 4 ulp over float's ran
   }
 }
 
-TEST_CASE("mul: same shapes and the channels-last channel scale, separate and in place") {
-  const int64_t n = 3, pixels = 35, channels = 19;
-  const std::vector<float> a = test::random_floats(size_t(n * pixels * channels), 11, -4.f, 4.f);
-  const std::vector<float> b = test::random_floats(a.size(), 12, -4.f, 4.f);
-  const std::vector<float> scale = test::random_floats(size_t(n * channels), 13, -2.f, 2.f);
-  std::vector<float> product(a.size()), scaled(a.size());
-  mul(a.data(), b.data(), product.data(), static_cast<int64_t>(a.size()), 1);
-  scale_channels_nhwc(a.data(), scale.data(), scaled.data(), n, pixels, channels, 2);
-  bool all_equal = true;
-  for (int64_t i = 0; i < int64_t(a.size()); ++i) {
-    all_equal &= product[size_t(i)] == a[size_t(i)] * b[size_t(i)];
-    const int64_t image = i / (pixels * channels), c = i % channels;
-    all_equal &= scaled[size_t(i)] == a[size_t(i)] * scale[size_t(image * channels + c)];
+TEST_CASE("mul: same shapes and the channels-last channel scale, separate and in place, on every ISA") {
+  // 19 channels: whole vectors and a tail on every ISA; 48: whole vectors only; 3: the tail only.
+  for (const cpu::Isa isa : test::runnable_isas()) {
+    test::IsaCap cap(isa);
+    for (const int64_t channels : {19, 48, 3}) {
+      INFO(test::isa_name(isa), ", ", channels, " channels");
+      const int64_t n = 3, pixels = 35;
+      const std::vector<float> a = test::random_floats(size_t(n * pixels * channels), 11, -4.f, 4.f);
+      const std::vector<float> b = test::random_floats(a.size(), 12, -4.f, 4.f);
+      const std::vector<float> scale = test::random_floats(size_t(n * channels), 13, -2.f, 2.f);
+      std::vector<float> product(a.size()), scaled(a.size());
+      mul(a.data(), b.data(), product.data(), static_cast<int64_t>(a.size()), 1);
+      scale_channels_nhwc(a.data(), scale.data(), scaled.data(), n, pixels, channels, 2);
+      bool all_equal = true;
+      for (int64_t i = 0; i < int64_t(a.size()); ++i) {
+        all_equal &= product[size_t(i)] == a[size_t(i)] * b[size_t(i)];
+        const int64_t image = i / (pixels * channels), c = i % channels;
+        all_equal &= scaled[size_t(i)] == a[size_t(i)] * scale[size_t(image * channels + c)];
+      }
+      CHECK(all_equal);
+      std::vector<float> inplace = a;
+      mul(inplace.data(), b.data(), inplace.data(), static_cast<int64_t>(a.size()), 2);
+      CHECK(inplace == product);
+      inplace = a;
+      scale_channels_nhwc(inplace.data(), scale.data(), inplace.data(), n, pixels, channels, 1);
+      CHECK(inplace == scaled);
+    }
   }
-  CHECK(all_equal);
-  std::vector<float> inplace = a;
-  mul(inplace.data(), b.data(), inplace.data(), static_cast<int64_t>(a.size()), 2);
-  CHECK(inplace == product);
-  inplace = a;
-  scale_channels_nhwc(inplace.data(), scale.data(), inplace.data(), n, pixels, channels, 1);
-  CHECK(inplace == scaled);
 }
 
 }  // namespace

@@ -155,6 +155,34 @@ TEST_CASE("adaptive_avgpool2d matches the reference, including non-divisible and
   }
 }
 
+// The 1x1 output's own kernel (global_avgpool_nhwc): whole vectors of every ISA, the channels
+// past them, blocks of 4 vectors and fewer, an odd pixel count (the even/odd chains' last
+// pixel), a block split for threads, bitwise the same on 1-3 threads.
+TEST_CASE("adaptive_avgpool2d to 1x1 on every ISA: vector blocks, channel tails, odd pixels, threads") {
+  struct Case {
+    int64_t n, c, h, w;
+  };
+  const std::vector<Case> cases = {{2, 32, 15, 15}, {1, 24, 9, 7}, {3, 200, 7, 7}, {1, 1152, 7, 7},
+                                   {2, 68, 1, 1},   {1, 16, 2, 1}, {1, 3, 5, 5},   {4, 130, 3, 6}};
+  uint32_t seed = 170;
+  for (const cpu::Isa isa : test::runnable_isas()) {
+    test::IsaCap cap(isa);
+    for (const Case& c : cases) {
+      INFO(test::isa_name(isa), ", N", c.n, " C", c.c, " ", c.h, "x", c.w);
+      const auto in = test::random_floats(static_cast<size_t>(c.n * c.h * c.w * c.c), seed++);
+      const auto want = ref::adaptive_avgpool2d(c.n, c.c, c.h, c.w, 1, 1, in);
+      std::vector<float> got(want.size(), NAN);
+      adaptive_avgpool2d_nhwc(c.n, c.c, c.h, c.w, 1, 1, in.data(), got.data(), 1);
+      test::check_close_simple(got.data(), want, 1e-6, 1e-6, "global avgpool");
+      for (int threads : {2, 3}) {
+        std::vector<float> again(want.size(), NAN);
+        adaptive_avgpool2d_nhwc(c.n, c.c, c.h, c.w, 1, 1, in.data(), again.data(), threads);
+        CHECK(test::bitwise_equal(got.data(), again.data(), got.size()));
+      }
+    }
+  }
+}
+
 TEST_CASE("pooling threads > 1 on a large tensor") {
   PoolParams p = make_params({2, 64, 56, 56, 3, 2, 1, 1, false});
   const auto in = test::random_floats(static_cast<size_t>(2 * 56 * 56 * 64), 99);
