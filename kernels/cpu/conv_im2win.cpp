@@ -577,14 +577,17 @@ WINFER_ALWAYS_INLINE inline void fill_set_cell(const float* src, int64_t cg_in, 
 
 // The window row of output row oh of panel q (group sets), [wp][Kh][Cg][2B]: as
 // transform_row_body, cell by cell.
-// transform_set_row_body() for a panel of whole 32-float cells, all its groups present (every set
-// layer of the zoo but a last, partial panel): per tap row, the padding columns zeroed and the
-// others shuffled with pointers that step a pixel at a time. Cell by cell through fill_set_cell,
-// each cell's bounds checks, index arithmetic and branches cost more than its shuffles: 35% of
-// RegNet-Y-400MF's 3x3/2 grouped layer (block1-0.f.b.0) in the transform (perf, session 35).
+// transform_set_row_body() for a panel of whole 32-float cells (every set layer of the zoo): per
+// tap row, the padding columns zeroed and the others shuffled with pointers that step a pixel
+// at a time. Cell by cell through fill_set_cell, each cell's bounds checks, index arithmetic
+// and branches cost more than its shuffles: 35% of RegNet-Y-400MF's 3x3/2 grouped layer
+// (block1-0.f.b.0) in the transform (perf, session 35). A last panel with absent groups
+// (`present` of kPerPanel: every RegNetY-400MF layer has one, and half of the panels of its
+// 48-channel layer are) goes the same way, its cells from `present` groups' floats and zeros;
+// until session 39 it went cell by cell, and the transform was still 36% of that layer (perf).
 template <int kLanes, int kPerPanel>
 WINFER_ALWAYS_INLINE inline void transform_full_set_row(const ConvParams& p, const Geometry& geo, const float* in_image,
-                                                        int64_t q, int64_t oh, float* dst) {
+                                                        int64_t q, int64_t present, int64_t oh, float* dst) {
   constexpr int64_t kCell = 32;
   const int64_t x_stride = p.kernel_h * kCell, c_stride = p.in_channels;
   const int64_t x0 = std::min(p.pad_left, geo.wp), x1 = std::max(x0, std::min(p.pad_left + p.in_w, geo.wp));
@@ -600,6 +603,10 @@ WINFER_ALWAYS_INLINE inline void transform_full_set_row(const ConvParams& p, con
     }
     if (row_in) {
       const float* src = in_image + (ih * p.in_w + (x0 - p.pad_left)) * c_stride + q * kCell;
+      if (present < kPerPanel) {
+        const int64_t n = present * (kCell / kPerPanel);
+        for (; x < x1; ++x, d += x_stride, src += c_stride) fill_partial_set_cell<kLanes, kPerPanel>(src, n, d);
+      }
       for (; x < x1; ++x, d += x_stride, src += c_stride) {
         if constexpr (kLanes == 8)
           SetCellShuffle8<kPerPanel>::run(src, d);
@@ -619,10 +626,10 @@ WINFER_ALWAYS_INLINE inline void transform_set_row_body(const ConvParams& p, con
                                                         int64_t q, int64_t oh, float* dst) {
   const int64_t per_panel = geo.step, cg_in = geo.c_steps;
   const int64_t present = std::min(per_panel, p.groups - q * per_panel);
-  if (cg_in * per_panel == 32 && present == per_panel && geo.cg == 32) {
-    if (per_panel == 2) return transform_full_set_row<kLanes, 2>(p, geo, in_image, q, oh, dst);
-    if (per_panel == 4) return transform_full_set_row<kLanes, 4>(p, geo, in_image, q, oh, dst);
-    if (per_panel == 8) return transform_full_set_row<kLanes, 8>(p, geo, in_image, q, oh, dst);
+  if (cg_in * per_panel == 32 && geo.cg == 32) {
+    if (per_panel == 2) return transform_full_set_row<kLanes, 2>(p, geo, in_image, q, present, oh, dst);
+    if (per_panel == 4) return transform_full_set_row<kLanes, 4>(p, geo, in_image, q, present, oh, dst);
+    if (per_panel == 8) return transform_full_set_row<kLanes, 8>(p, geo, in_image, q, present, oh, dst);
   }
   for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
     const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
