@@ -110,7 +110,16 @@ TEST_CASE("int8 engine: zoo networks on the INT8 kernels against the simulated p
     const float diff = winfer_test::max_abs_diff(a, b);
     MESSAGE(name << ": max |real - simulated| = " << diff << " of logits up to " << range);
     CHECK(diff <= 0.05f * range);
-    for (int64_t i = 0; i < 3; ++i) CHECK(argmax_row(a, i) == argmax_row(b, i));
+    // The same class, unless the simulated logits of the two classes lie within the paths'
+    // difference of each other (random weights give near ties: EfficientNet-B0's logits span
+    // 0.46 here, the paths differ by 0.003-0.004, and a new summation order of its global pools,
+    // session 39, swapped one image's top two classes on the real path).
+    for (int64_t i = 0; i < 3; ++i) {
+      const int64_t real_top = argmax_row(a, i), simulated_top = argmax_row(b, i);
+      const float* row = b.data() + i * b.shape()[1];
+      CAPTURE(i);
+      CHECK((real_top == simulated_top || row[simulated_top] - row[real_top] <= 2 * diff));
+    }
 
     // Integer arithmetic: the same bits whatever the algorithm and the thread count.
     const Tensor c = run(real, input, "indirect", 1), d = run(real, input, "im2win", 2);
