@@ -19,6 +19,43 @@ std::string with_variant(const ConvAlgorithm& algorithm, const ConvParams& p, co
   return note.empty() ? variant : variant + "; " + note;
 }
 
+constexpr size_t kWorkspaceAlignment = 64;
+size_t aligned(size_t bytes) { return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment; }
+
+// How a kernel applies an absorbed channel scale (Conv2dOp::absorb_input_scale) to the input of
+// convolution p: folded into a copy of the packed weights, image by image (the weights of p's
+// batch-1 convolution `one`), where the algorithm's layout allows it and the weights are no larger
+// than an eighth of an image's input (EfficientNet's 1x1 projections after its large
+// squeeze-and-excitation products: 16 x 32 weights against 112 x 112 x 32 inputs); otherwise
+// into a copy of the input, the product's own pass (a session whose input size differs from the
+// declared one the rule judged by). `copy_bytes` of workspace (aligned) hold the copy, the algorithm's own
+// workspace follows.
+// The fold's bar, which the rule applies at the model's declared shape (kChannelScaleFoldRatio):
+// the weights scaled and read twice per image against the product's read and write of the input.
+constexpr size_t kFoldInputToWeights = kChannelScaleFoldRatio;
+struct InputScalePlan {
+  bool fold = false;
+  ConvParams one;
+  size_t copy_bytes = 0;
+  size_t workspace_bytes = 0;  // in all
+};
+InputScalePlan plan_input_scale(const ConvAlgorithm& algorithm, const ConvParams& p) {
+  InputScalePlan plan;
+  plan.one = p;
+  plan.one.batch = 1;
+  const size_t weight_bytes = algorithm.packed_weight_bytes(p);
+  const size_t image_bytes = static_cast<size_t>(p.in_h * p.in_w * p.in_channels) * sizeof(float);
+  plan.fold = algorithm.scales_packed_input_channels(p) && weight_bytes * kFoldInputToWeights <= image_bytes;
+  if (plan.fold) {
+    plan.copy_bytes = aligned(weight_bytes);
+    plan.workspace_bytes = plan.copy_bytes + algorithm.workspace_bytes(plan.one);
+  } else {
+    plan.copy_bytes = aligned(image_bytes * static_cast<size_t>(p.batch));
+    plan.workspace_bytes = plan.copy_bytes + algorithm.workspace_bytes(p);
+  }
+  return plan;
+}
+
 // The fused second (grouped: depthwise or not) convolution of a ConvKernel: its algorithm
 // ("depthwise" for a depthwise one), weights (the
 // model's, packed at load, or packed for this kernel: `owned`), bias and activation, and the
@@ -40,7 +77,8 @@ class ConvKernel : public Kernel {
   // With `pool`, the output is the max-pooled convolution, computed band by band; with `then`,
   // the output is the fused grouped convolution's, computed band by band too.
   ConvKernel(const ConvAlgorithm* algorithm, const ConvParams& params, const Conv2dOp& op, Tensor packed, bool owned,
-             std::optional<ConvPool> pool, std::optional<ThenStage> then, std::string note)
+             std::optional<ConvPool> pool, std::optional<ThenStage> then, std::optional<InputScalePlan> scale,
+             std::string note)
       : algorithm_(algorithm),
         params_(params),
         packed_(std::move(packed)),
@@ -48,11 +86,14 @@ class ConvKernel : public Kernel {
         bias_(op.bias()),
         activation_(op.activation()),
         residual_(op.has_residual()),
+        residual_input_(op.residual_input()),
+        scale_(scale),
         pool_(std::move(pool)),
         then_(std::move(then)),
         pointwise_(op.pointwise()),
         description_(op.kernel_description(algorithm->name(), with_variant(*algorithm, params, note))) {}
   size_t workspace_bytes() const override {
+    if (scale_) return scale_->workspace_bytes;
     if (then_) return then_->pair.workspace_bytes();
     return pool_ ? pool_->workspace_bytes() : algorithm_->workspace_bytes(params_);
   }
@@ -67,18 +108,25 @@ class ConvKernel : public Kernel {
   std::string describe() const override { return description_; }
   // The output may take over the residual's storage where the algorithm adds it element by
   // element in its store (im2win, indirect); never in a band-by-band pooling (no residual).
-  int in_place_input() const override { return residual_ && algorithm_->residual_may_alias_output() ? 1 : -1; }
+  int in_place_input() const override {
+    return residual_ && algorithm_->residual_may_alias_output() ? residual_input_ : -1;
+  }
   // A plain convolution (no residual, pooling or absorbed grouped one) whose algorithm writes
   // with a pixel stride (im2win, indirect, im2col, direct, winograd; not depthwise).
   bool supports_output_pixel_stride(int output) const override {
-    return output == 0 && !residual_ && !pool_ && !then_ && algorithm_->supports_output_stride();
+    return output == 0 && !residual_ && !scale_ && !pool_ && !then_ && algorithm_->supports_output_stride();
   }
   void set_output_pixel_stride(int, int64_t floats) override { params_.out_pixel_stride = floats; }
-  // in[1], when there is one, is the residual (a fused add).
+  // in[1], when there is one, is the residual (a fused add); with an input scale, in[1] is the
+  // scale and in[2] the residual.
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, void* workspace,
            int threads) const override {
     const float* bias = bias_.empty() ? nullptr : bias_.data();
-    if (then_) {
+    if (scale_) {
+      run_scaled(in[0]->data(), in[1]->data(), bias, residual_ ? in[2]->data() : nullptr, out[0]->data(),
+                 static_cast<char*>(workspace), threads);
+      if (pointwise_) apply_pointwise(*pointwise_, out[0]->data(), threads);
+    } else if (then_) {
       const ConvStage first{algorithm_, packed_.data(), bias, activation_, pointwise_};
       const ConvStage second{then_->algorithm, then_->packed.data(), then_->bias.empty() ? nullptr : then_->bias.data(),
                              then_->activation, then_->pointwise};
@@ -93,6 +141,28 @@ class ConvKernel : public Kernel {
   }
 
  private:
+  // conv(x * scale) (InputScalePlan): image by image with the scale folded into a copy of the
+  // weights, or once over a scaled copy of the input. Outputs are contiguous (no pixel stride).
+  void run_scaled(const float* x, const float* scale, const float* bias, const float* residual, float* y,
+                  char* workspace, int threads) const {
+    float* copy = reinterpret_cast<float*>(workspace);
+    void* conv_workspace = workspace + scale_->copy_bytes;
+    if (!scale_->fold) {
+      const ConvParams& p = params_;
+      scale_channels_nhwc(x, scale, copy, p.batch, p.in_h * p.in_w, p.in_channels, threads);
+      algorithm_->run(p, copy, packed_.data(), bias, residual, y, conv_workspace, activation_, threads);
+      return;
+    }
+    const ConvParams& one = scale_->one;
+    const int64_t in_floats = one.in_h * one.in_w * one.in_channels;
+    const int64_t out_floats = one.out_h() * one.out_w() * one.out_channels;
+    for (int64_t n = 0; n < params_.batch; ++n) {
+      algorithm_->scale_packed_input_channels(one, packed_.data(), scale + n * one.in_channels, copy);
+      algorithm_->run(one, x + n * in_floats, copy, bias, residual != nullptr ? residual + n * out_floats : nullptr,
+                      y + n * out_floats, conv_workspace, activation_, threads);
+    }
+  }
+
   // The absorbed pointwise activation (rule conv_pointwise) over the output, in place, after
   // the convolution: the separate layer's pass (the same function, so the same bits), pixel by
   // pixel when the output is a channel slice (out_pixel_stride). Not per tile inside im2win and
@@ -114,6 +184,8 @@ class ConvKernel : public Kernel {
   Tensor bias_;  // shares the op's storage
   Activation activation_;
   bool residual_;
+  int residual_input_;
+  std::optional<InputScalePlan> scale_;
   std::optional<ConvPool> pool_;
   std::optional<ThenStage> then_;
   std::optional<PointwiseFn> pointwise_;
@@ -149,6 +221,7 @@ std::string Conv2dOp::kernel_description(const char* algorithm, const std::strin
     extra = activation_ == Activation::kNone ? "fused add" : std::string("fused add+") + activation_name(activation_);
   }
   if (pointwise_) extra = std::string("fused ") + pointwise_fn_name(*pointwise_);
+  if (has_input_scale_) extra = "fused mul" + (extra.empty() ? "" : ", " + extra);
   if (pool_) extra = "fused maxpool";
   if (then_) {
     // e.g. "silu, then depthwise+silu, fused": each stage's own function, where it has one.
@@ -185,15 +258,22 @@ ConvParams Conv2dOp::params_for(const Shape& input) const {
 }
 
 Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shape>* outputs) const {
-  if (inputs.size() != (has_residual_ ? 2u : 1u)) {
+  const size_t expected = 1 + (has_input_scale_ ? 1 : 0) + (has_residual_ ? 1 : 0);
+  if (inputs.size() != expected) {
     return internal_error("conv2d given " + std::to_string(inputs.size()) + " inputs, expected " +
-                          (has_residual_ ? "2 (input, residual of a fused add)" : "1"));
+                          std::to_string(expected) + " (input" +
+                          (has_input_scale_ ? ", channel scale of a fused mul" : "") +
+                          (has_residual_ ? ", residual of a fused add" : "") + ")");
   }
   const Shape& in = inputs[0];
   WINFER_RETURN_IF_ERROR(expect_rank(in, 4, "input"));
   if (in.c() != attrs_.in_channels) {
     return shape_mismatch("input " + in.to_string() + " has " + std::to_string(in.c()) +
                           " channels, expected in_channels = " + std::to_string(attrs_.in_channels));
+  }
+  if (has_input_scale_ && inputs[1] != Shape{in.n(), in.c(), 1, 1}) {
+    return shape_mismatch("channel scale " + inputs[1].to_string() + " (fused mul) must be [N, C, 1, 1] = " +
+                          Shape{in.n(), in.c(), 1, 1}.to_string() + " for input " + in.to_string());
   }
   const ConvParams p = params_for(in);
   // Compared on the padded extent, not via out_h() < 1: out_h() divides a negative span
@@ -206,9 +286,9 @@ Status Conv2dOp::infer_shapes(const std::vector<Shape>& inputs, std::vector<Shap
                           std::to_string(attrs_.dilation_w * (attrs_.kernel_w - 1) + 1) + " plus padding");
   }
   const Shape conv = conv_output_shape(in);
-  if (has_residual_ && inputs[1] != conv) {
-    return shape_mismatch("residual " + inputs[1].to_string() + " (fused add) must have the output's shape " +
-                          conv.to_string());
+  if (has_residual_ && inputs[residual_input()] != conv) {
+    return shape_mismatch("residual " + inputs[residual_input()].to_string() +
+                          " (fused add) must have the output's shape " + conv.to_string());
   }
   if (then_) return then_->infer_shapes({conv}, outputs);
   if (!pool_) {
@@ -257,17 +337,24 @@ bool Conv2dOp::add_residual(Activation act) {
   return true;
 }
 
+bool Conv2dOp::absorb_input_scale() {
+  if (has_input_scale_ || has_residual_ || pool_ || then_ || pointwise_ || activation_ != Activation::kNone)
+    return false;
+  has_input_scale_ = true;
+  return true;
+}
+
 bool Conv2dOp::absorb_pool(const Pool2dAttrs& pool) {
-  if (pool_ || has_residual_ || then_ || pointwise_) return false;
+  if (pool_ || has_residual_ || has_input_scale_ || then_ || pointwise_) return false;
   pool_ = pool;
   return true;
 }
 
 bool Conv2dOp::absorb_grouped(const Conv2dOp& grouped) {
-  const bool bare = !grouped.has_residual_ && !grouped.pool_ && !grouped.then_ && grouped.packed_for_ == nullptr &&
-                    grouped.activation_ == Activation::kNone && !grouped.pointwise_;
+  const bool bare = !grouped.has_residual_ && !grouped.has_input_scale_ && !grouped.pool_ && !grouped.then_ &&
+                    grouped.packed_for_ == nullptr && grouped.activation_ == Activation::kNone && !grouped.pointwise_;
   // A pointwise function of this op stays: the bands apply it to their rows (ConvStage).
-  if (then_ || has_residual_ || pool_ || !bare) return false;
+  if (then_ || has_residual_ || has_input_scale_ || pool_ || !bare) return false;
   then_ = std::make_shared<Conv2dOp>(grouped);
   return true;
 }
@@ -311,8 +398,14 @@ Result<std::unique_ptr<Kernel>> Conv2dOp::compile(const std::vector<Shape>& inpu
     then.emplace(ThenStage{second, std::move(then_packed.value()), !then_shared, then_->bias(), then_->activation(),
                            then_->pointwise(), ConvThenConv(*algorithm, p, *second, q, bands)});
   }
+  std::optional<InputScalePlan> scale;
+  if (has_input_scale_) {
+    scale = plan_input_scale(*algorithm, p);
+    const char* how = scale->fold ? "channel scale in the weights" : "channel scale on a copy of the input";
+    note = note.empty() ? how : std::string(how) + "; " + note;
+  }
   return std::unique_ptr<Kernel>(new ConvKernel(algorithm, p, *this, std::move(packed.value()), /*owned=*/!shared,
-                                                std::move(pool), std::move(then), std::move(note)));
+                                                std::move(pool), std::move(then), scale, std::move(note)));
 }
 
 Result<Tensor> Conv2dOp::weights_for(const ConvAlgorithm& algorithm, const ConvParams& p, bool* shared) const {
@@ -326,6 +419,7 @@ Result<Tensor> Conv2dOp::weights_for(const ConvAlgorithm& algorithm, const ConvP
 size_t Conv2dOp::kernel_workspace_bytes(const ConvAlgorithm& algorithm, const std::vector<Shape>& inputs,
                                         const std::vector<Shape>& outputs, int threads) const {
   const ConvParams p = params_for(inputs[0]);
+  if (has_input_scale_) return plan_input_scale(algorithm, p).workspace_bytes;
   if (then_) {
     const ConvParams q = then_->params_for(conv_output_shape(inputs[0]));
     std::string note;

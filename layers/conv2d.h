@@ -3,7 +3,8 @@
 // may fold into it a following batchnorm2d (into weight and bias), relu/relu6 (fused epilogue),
 // an add of its output and a residual (a ResNet shortcut: the residual becomes a second input,
 // added in the epilogue before the activation, out = act(conv(x) + bias + residual)), a
-// sigmoid/hardsigmoid/hardswish/silu (applied over the output after the convolution), a maxpool2d after the activation
+// sigmoid/hardsigmoid/hardswish/silu (applied over the output after the convolution), a channel scale of its input
+// (a mul before it: squeeze-and-excitation, folded into the weights), a maxpool2d after the activation
 // (computed band by band, kernels/cpu/conv_pool.h: the convolution's full output is never stored), or a depthwise
 // conv2d reading its output, with that one's own batch norm and activation or pointwise function (ShuffleNet's,
 // MobileNet's and EfficientNet's pointwise -> depthwise pair, band by band too, kernels/cpu/conv_then_conv.h). The op
@@ -22,6 +23,10 @@
 #include "layers/pool2d_common.h"
 
 namespace winfer {
+
+// Conv2dOp::absorb_input_scale: the channel scale goes into the weights where an image's input
+// is at least this many times as large as the packed weights.
+constexpr int64_t kChannelScaleFoldRatio = 8;
 
 struct Conv2dAttrs {
   int64_t in_channels = 0, out_channels = 0;
@@ -80,6 +85,14 @@ class Conv2dOp : public Op, public ConvCapability {
   // which becomes this op's): act(conv(x) + bias + residual). False with an activation or a
   // residual already, or a pooling or depthwise convolution (their band schedules add none).
   bool add_residual(Activation act);
+  // A per-input-channel scale of the input, conv(x * scale) with scale [N, C, 1, 1] a second
+  // input (rule channel_scale_conv: squeeze-and-excitation's product): the kernel folds it into
+  // a copy of the packed weights per image where those are smaller than an image's input, else
+  // scales a copy of the input. Only on the bare op (nothing absorbed yet); afterwards the op
+  // takes an activation, a pointwise function and a residual (inputs then x, scale, residual),
+  // but no pooling and no grouped convolution (their band schedules scale nothing).
+  bool absorb_input_scale();
+  bool has_input_scale() const override { return has_input_scale_; }
   // Max pooling of this op's output; false with a pooling, a residual or a depthwise
   // convolution already.
   bool absorb_pool(const Pool2dAttrs& pool);
@@ -101,8 +114,10 @@ class Conv2dOp : public Op, public ConvCapability {
   Activation activation() const override { return activation_; }
   // The CPU algorithm whose layout the weights were packed into at load (null: none).
   const ConvAlgorithm* packed_for() const override { return packed_for_; }
-  // True once an add was absorbed: inputs are then (x, residual).
+  // True once an add was absorbed: inputs are then (x, residual), or (x, scale, residual).
   bool has_residual() const override { return has_residual_; }
+  // The index of the residual among the inputs, when there is one.
+  int residual_input() const { return has_input_scale_ ? 2 : 1; }
   // The absorbed depthwise convolution reading this one's output, if any (its own weights,
   // batch norm and activation): the op's output is then that convolution's.
   const Conv2dOp* then() const { return then_.get(); }
@@ -135,6 +150,7 @@ class Conv2dOp : public Op, public ConvCapability {
   std::optional<PointwiseFn> pointwise_;
   std::optional<Pool2dAttrs> pool_;
   bool has_residual_ = false;
+  bool has_input_scale_ = false;
   std::shared_ptr<Conv2dOp> then_;  // a copy of the absorbed op, which the graph drops
 };
 

@@ -6,6 +6,7 @@ Result<std::unique_ptr<Op>> Conv2dInt8Op::from(const Conv2dOp& fp32, const Shape
                                                const Int8LayerWeights& weights, const Int8LayerQuant& quant) {
   if (fp32.then() != nullptr) return unsupported("no INT8 kernel runs a fused convolution pair");
   if (fp32.pointwise()) return unsupported("no INT8 kernel applies a fused pointwise function");
+  if (fp32.has_input_scale()) return unsupported("no INT8 kernel scales its input's channels (a fused mul)");
   const bool depthwise = fp32.attrs().depthwise();
   if (fp32.has_residual() && (depthwise || !quant.residual)) {
     return unsupported("the INT8 depthwise kernel adds no residual");

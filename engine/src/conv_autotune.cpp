@@ -485,7 +485,8 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
       // What the kernel compiled with this choice will say (layers/conv2d.cpp): the model's
       // packed weights are shared, not the session's; a fused residual may be overwritten.
       const bool shared = a == ops[i]->packed_for();
-      const int in_place = ops[i]->has_residual() && a->residual_may_alias_output() ? 1 : -1;
+      const int residual = ops[i]->has_input_scale() ? 2 : 1;
+      const int in_place = ops[i]->has_residual() && a->residual_may_alias_output() ? residual : -1;
       memory[nodes[i]] = {c.workspace_bytes, shared ? 0 : c.packed_weight_bytes,
                           bias_bytes[i] + (shared ? c.packed_weight_bytes : 0), in_place};
     }

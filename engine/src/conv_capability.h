@@ -31,8 +31,12 @@ class ConvCapability {
   // The CPU algorithm whose layout the weights were packed into at load (null: none): a kernel
   // compiled with it shares the model's packed weights.
   virtual const ConvAlgorithm* packed_for() const = 0;
-  // True once an add was absorbed: inputs are then (x, residual).
+  // True once an add was absorbed: inputs are then (x, residual), or (x, scale, residual) with
+  // an input scale.
   virtual bool has_residual() const = 0;
+  // True once a channel scale of the input was absorbed (rule channel_scale_conv): inputs (x,
+  // scale[, residual]).
+  virtual bool has_input_scale() const = 0;
   // The bytes of workspace the op's CPU kernel needs when its convolution runs `algorithm`
   // (with a fused pooling's or depthwise convolution's bands) in a session of `threads` threads.
   virtual size_t kernel_workspace_bytes(const ConvAlgorithm& algorithm, const std::vector<Shape>& inputs,

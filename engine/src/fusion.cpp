@@ -7,9 +7,10 @@ namespace {
 
 // The order in which the pass tries the rules at a node; the first that applies wins. No two
 // patterns match the same nodes (each is told apart by its ops' types: conv2d <- batchnorm2d,
-// layer <- relu/relu6, conv2d <- sigmoid/silu/..., conv2d <- maxpool2d, conv2d <- conv2d, and conv2d <- add, the only
-// one whose consumer has two inputs), so the order changes no result; it is the order in which the layers come in a
-// block (conv, bn, relu, then pooling, a depthwise convolution or an add).
+// layer <- relu/relu6, conv2d <- sigmoid/silu/..., conv2d <- maxpool2d, conv2d <- conv2d, conv2d <- add, the only
+// one whose consumer has two inputs, and mul -> conv2d, the only one rooted at a mul), so the order changes no result;
+// it is the order in which the layers come in a block (conv, bn, relu, then pooling, a depthwise convolution or an
+// add).
 const std::vector<const AbsorbConsumerRule*>& consumer_rules() {
   static const std::vector<const AbsorbConsumerRule*> rules = {&conv_batchnorm_rule(), &activation_epilogue_rule(),
                                                                &conv_pointwise_rule(), &conv_maxpool_rule(),
@@ -21,6 +22,7 @@ const std::vector<const RewriteRule*>& rules() {
   static const std::vector<const RewriteRule*> all = [] {
     std::vector<const RewriteRule*> list(consumer_rules().begin(), consumer_rules().end());
     list.push_back(&conv_add_rule());
+    list.push_back(&channel_scale_conv_rule());
     return list;
   }();
   return all;
@@ -29,6 +31,7 @@ const std::vector<const RewriteRule*>& rules() {
 bool apply_one(Graph& graph, int n, const FusionOptions& options) {
   for (const RewriteRule* rule : rules()) {
     if (!options.conv_pairs && rule == &pointwise_depthwise_rule()) continue;
+    if (!options.channel_scale && rule == &channel_scale_conv_rule()) continue;
     if (options.no_pointwise && rule == &conv_pointwise_rule() && options.no_pointwise(graph.nodes[n])) continue;
     if (rule->apply(graph, n)) return true;
   }

@@ -15,6 +15,9 @@ struct FusionOptions {
   // false: no pointwise -> depthwise fusion (quantized models, whose tensor between the two is
   // rounded to u8).
   bool conv_pairs = true;
+  // false: no channel scale (a mul) fused into the convolution after it (rule
+  // channel_scale_conv): quantized models, whose INT8 convolutions scale no input.
+  bool channel_scale = true;
   // Layers that absorb no element-wise function (sigmoid, hardswish, ...; rule conv_pointwise):
   // a quantized model's INT8 layers, whose kernels apply none. The function then stays a float32
   // layer after the layer's dequantized output. Null: none.

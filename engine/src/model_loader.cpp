@@ -247,6 +247,7 @@ class ModelLoader {
     const bool as_fp32 = options_.int8_mode == LoadOptions::Int8Mode::kFloat32;
     FusionOptions fusion;
     fusion.conv_pairs = !quant_ || as_fp32;
+    fusion.channel_scale = !quant_ || as_fp32;
     if (quant_ && !as_fp32) {
       const quant::ModelQuantization* q = &*quant_;
       fusion.no_pointwise = [q](const GraphNode& node) { return q->int8(node.name); };

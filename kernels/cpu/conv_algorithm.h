@@ -63,6 +63,16 @@ class ConvAlgorithm {
   virtual bool can_unpack_weights() const { return false; }
   // The inverse of pack_weights; only called where can_unpack_weights().
   virtual void unpack_weights(const ConvParams& /*p*/, const float* /*packed*/, float* /*weight_oihw*/) const {}
+  // A per-input-channel scale folded into packed weights (rule channel_scale_conv: a
+  // squeeze-and-excitation product run as the next convolution's weights instead of a pass
+  // over its input): whether this layout for p has one row per input channel that
+  // scale_packed_input_channels can scale. False by default.
+  virtual bool scales_packed_input_channels(const ConvParams& /*p*/) const { return false; }
+  // `scaled` (packed_weight_bytes(p) bytes) = the weights of conv(x * scale), scale[0,
+  // in_channels), from `packed` (this algorithm's layout for p). Only where
+  // scales_packed_input_channels(p).
+  virtual void scale_packed_input_channels(const ConvParams& /*p*/, const float* /*packed*/, const float* /*scale*/,
+                                           float* /*scaled*/) const {}
   // output = act(conv(input, weights) + bias + residual). bias may be null. residual (a
   // ResNet shortcut fused into the convolution) is null or has the output's shape and layout,
   // and must not overlap the output unless residual_may_alias_output() (then it may be it). workspace has

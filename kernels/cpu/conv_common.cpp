@@ -179,6 +179,24 @@ void PanelWeightsAlgorithm::pack_weights(const ConvParams& p, const float* weigh
   pack_weights_panels(m, merged.data(), packed);
 }
 
+void PanelWeightsAlgorithm::scale_packed_input_channels(const ConvParams& p, const float* packed, const float* scale,
+                                                        float* scaled) const {
+  const int64_t cg = p.in_channels_per_group(), cog = p.out_channels_per_group();
+  const int64_t k = cg * p.kernel_h * p.kernel_w, panels = ceil_div(cog, kPanel);
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const float* s = scale + g * cg;
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const int64_t start = panel_start(g, cog, panel, k), width = panel_width(cog, panel);
+      for (int64_t row = 0; row < k; ++row) {
+        const float f = s[row % cg];
+        const float* in = packed + start + row * width;
+        float* out = scaled + start + row * width;
+        for (int64_t o = 0; o < width; ++o) out[o] = in[o] * f;
+      }
+    }
+  }
+}
+
 void PanelWeightsAlgorithm::unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const {
   if (merged_group_factor(p) == 1) return unpack_weights_panels(p, packed, weight_oihw);
   const ConvParams m = merge_small_groups(p);

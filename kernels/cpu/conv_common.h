@@ -93,6 +93,12 @@ class PanelWeightsAlgorithm : public ConvAlgorithm {
   void unpack_weights(const ConvParams& p, const float* packed, float* weight_oihw) const override;
   bool residual_may_alias_output() const override { return true; }
   bool supports_output_stride() const override { return true; }  // im2win and indirect
+  // Every panel row is one input channel's (k = (kw * Kh + kh) * Cg + c): row k of group g
+  // times scale[g * Cg + c]. Not for merged small groups (their block-diagonal panels); im2win
+  // declines its group sets.
+  bool scales_packed_input_channels(const ConvParams& p) const override { return merged_group_factor(p) == 1; }
+  void scale_packed_input_channels(const ConvParams& p, const float* packed, const float* scale,
+                                   float* scaled) const override;
 };
 
 // out[p][c] = act(out[p][c] + bias[c] + residual[p][c]) over `pixels` rows of `channels`

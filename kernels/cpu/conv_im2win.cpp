@@ -1173,6 +1173,9 @@ class Im2winConv final : public PanelWeightsAlgorithm {
     if (group_set_width(p) == 0) return PanelWeightsAlgorithm::unpack_weights(p, packed, weight_oihw);
     unpack_weights_group_sets(p, packed, weight_oihw);
   }
+  bool scales_packed_input_channels(const ConvParams& p) const override {
+    return group_set_width(p) == 0 && PanelWeightsAlgorithm::scales_packed_input_channels(p);
+  }
   void run(const ConvParams& p, const float* input_nhwc, const float* packed, const float* bias,
            const float* residual_nhwc, float* output_nhwc, void* workspace, Activation act,
            int threads) const override {

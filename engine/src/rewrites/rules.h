@@ -18,5 +18,7 @@ const AbsorbConsumerRule& conv_maxpool_rule();
 const AbsorbConsumerRule& pointwise_depthwise_rule();
 // conv2d <- add of its output and a tensor ready before it: the residual (ResNet shortcut).
 const RewriteRule& conv_add_rule();
+// mul (a pooled channel scale) -> conv2d: the convolution scales its input (squeeze-and-excitation).
+const RewriteRule& channel_scale_conv_rule();
 
 }  // namespace winfer

@@ -7,7 +7,10 @@
 // depthwise convolution reading the convolution's output from the workspace; a pointwise
 // activation (sigmoid, hardswish, ...: rule conv_pointwise) as cuda::pointwise_activation over
 // the output in place, after the convolution (the op has then no activation, residual or pooling;
-// with a fused depthwise convolution, over the first convolution's output in the workspace).
+// with a fused depthwise convolution, over the first convolution's output in the workspace); a
+// channel scale of the input (rule channel_scale_conv) as cuda::scale_channels_nhwc into a copy
+// of the input at the workspace's end, which the convolution then reads (inputs x, scale,
+// residual; never with a pooling or a fused depthwise convolution, Conv2dOp::absorb_input_scale).
 #include <algorithm>
 #include <optional>
 
@@ -27,14 +30,16 @@ class ConvCudaKernel : public CudaKernel {
   // the output (the CPU computes it band by band; here the whole output is one band); with
   // `then` (the fused depthwise convolution's kernel), that kernel reads it from there.
   ConvCudaKernel(const cuda::ConvAlgorithm* algorithm, const ConvParams& params, const float* packed, const float* bias,
-                 Activation activation, bool residual, size_t weight_bytes, std::optional<PoolParams> pool,
-                 std::unique_ptr<CudaKernel> then, std::optional<PointwiseFn> pointwise, std::string description)
+                 Activation activation, bool residual, bool input_scale, size_t weight_bytes,
+                 std::optional<PoolParams> pool, std::unique_ptr<CudaKernel> then, std::optional<PointwiseFn> pointwise,
+                 std::string description)
       : algorithm_(algorithm),
         params_(params),
         packed_(packed),
         bias_(bias),
         activation_(activation),
         residual_(residual),
+        input_scale_(input_scale),
         weight_bytes_(weight_bytes),
         pool_(pool),
         then_(std::move(then)),
@@ -42,12 +47,34 @@ class ConvCudaKernel : public CudaKernel {
         description_(std::move(description)) {}
   size_t workspace_bytes() const override {
     const size_t scratch = algorithm_->workspace_bytes(params_);
-    return conv_output_bytes() + (then_ ? std::max(scratch, then_->workspace_bytes()) : scratch);
+    return conv_output_bytes() +
+           (then_          ? std::max(scratch, then_->workspace_bytes())
+            : input_scale_ ? aligned(scratch)
+                           : scratch) +
+           scaled_input_bytes();
   }
   size_t weight_bytes() const override { return weight_bytes_ + (then_ ? then_->weight_bytes() : 0); }
   std::string describe() const override { return description_; }
   cuda::Status run(const cuda::Context& ctx, const std::vector<const float*>& in, const std::vector<float*>& out,
                    void* workspace) const override {
+    if (input_scale_) {
+      float* scaled =
+          reinterpret_cast<float*>(static_cast<char*>(workspace) + workspace_bytes() - scaled_input_bytes());
+      const ConvParams& p = params_;
+      const cuda::Status s =
+          cuda::scale_channels_nhwc(in[0], in[1], scaled, p.batch, p.in_h * p.in_w, p.in_channels, ctx.stream);
+      if (!s.ok()) return s;
+      std::vector<const float*> rest = {scaled};
+      if (residual_) rest.push_back(in[2]);
+      return run_unscaled(ctx, rest, out, workspace);
+    }
+    return run_unscaled(ctx, in, out, workspace);
+  }
+
+ private:
+  // in: x (or its scaled copy) and, with a residual, the residual.
+  cuda::Status run_unscaled(const cuda::Context& ctx, const std::vector<const float*>& in,
+                            const std::vector<float*>& out, void* workspace) const {
     if (then_) {
       float* conv_out = static_cast<float*>(workspace);
       void* scratch = static_cast<char*>(workspace) + conv_output_bytes();
@@ -82,7 +109,13 @@ class ConvCudaKernel : public CudaKernel {
     return cuda::add(out[0], in[1], out[0], conv_output_floats(), activation_, ctx.stream);
   }
 
- private:
+  static size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+  // The scaled copy of the input (an input scale), at the workspace's end.
+  size_t scaled_input_bytes() const {
+    if (!input_scale_) return 0;
+    return aligned(static_cast<size_t>(params_.batch * params_.in_h * params_.in_w * params_.in_channels) *
+                   sizeof(float));
+  }
   // The convolution's output before pooling or the fused depthwise convolution, rounded up to
   // the arena's 256-byte alignment.
   size_t conv_output_bytes() const {
@@ -100,6 +133,7 @@ class ConvCudaKernel : public CudaKernel {
   const float* bias_;
   Activation activation_;
   bool residual_;
+  bool input_scale_;
   size_t weight_bytes_;
   std::optional<PoolParams> pool_;
   std::unique_ptr<CudaKernel> then_;
@@ -139,8 +173,8 @@ Result<std::unique_ptr<CudaKernel>> compile_conv2d_cuda(const Op& op, const std:
   }
   return std::unique_ptr<CudaKernel>(
       new ConvCudaKernel(algorithm, p, packed.value(), bias.value(), conv.activation(), conv.has_residual(),
-                         packed_bytes + conv.bias().bytes(), conv.pool_params(p, outputs[0]), std::move(then),
-                         conv.pointwise(), conv.kernel_description(algorithm->name(), note)));
+                         conv.has_input_scale(), packed_bytes + conv.bias().bytes(), conv.pool_params(p, outputs[0]),
+                         std::move(then), conv.pointwise(), conv.kernel_description(algorithm->name(), note)));
 }
 
 }  // namespace winfer
