@@ -7,6 +7,7 @@
 #include "kernels/cpu/layout.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "kernels/cpu/cpu_common.h"
 
@@ -15,12 +16,74 @@ namespace {
 
 constexpr int64_t kTile = 32;  // 32 x 32 floats: 4 KiB read + 4 KiB written per tile
 
+// Three planes (an RGB image, NCHW) into pixels of 3 floats (NHWC), kLanes pixels at a time: a
+// vector of each plane, interleaved by two two-register shuffles per output vector. The scalar
+// loop below stored one float at a time 3 floats apart: 38.6 us for a 224 x 224 image, a
+// network's first step (session 39).
+template <int kLanes>
+struct RgbInterleave {
+  // Output vector k, lane i: float q = kLanes * k + i of the pixels, channel q % 3 of pixel q / 3.
+  static constexpr int pixel(int k, int i) { return (kLanes * k + i) / 3; }
+  static constexpr int channel(int k, int i) { return (kLanes * k + i) % 3; }
+  // First shuffle (r, g): the lanes of channel 0 and 1 (channel 2's lanes: a placeholder).
+  static constexpr int from_rg(int k, int i) {
+    return channel(k, i) == 0 ? pixel(k, i) : channel(k, i) == 1 ? kLanes + pixel(k, i) : 0;
+  }
+  // Second shuffle (that, b): channel 2's lanes from b.
+  static constexpr int from_b(int k, int i) { return channel(k, i) == 2 ? kLanes + pixel(k, i) : i; }
+  template <int kK, int... kI>
+  WINFER_ALWAYS_INLINE static cpu::Vec<kLanes> out(const cpu::Vec<kLanes>& r, const cpu::Vec<kLanes>& g,
+                                                   const cpu::Vec<kLanes>& b, std::integer_sequence<int, kI...>) {
+    const cpu::Vec<kLanes> rg = __builtin_shufflevector(r, g, from_rg(kK, kI)...);
+    return __builtin_shufflevector(rg, b, from_b(kK, kI)...);
+  }
+  WINFER_ALWAYS_INLINE static void run(const float* r, const float* g, const float* b, float* d) {
+    constexpr auto lanes = std::make_integer_sequence<int, kLanes>{};
+    const cpu::Vec<kLanes> vr = cpu::load<kLanes>(r), vg = cpu::load<kLanes>(g), vb = cpu::load<kLanes>(b);
+    cpu::store<kLanes>(d, out<0>(vr, vg, vb, lanes));
+    cpu::store<kLanes>(d + kLanes, out<1>(vr, vg, vb, lanes));
+    cpu::store<kLanes>(d + 2 * kLanes, out<2>(vr, vg, vb, lanes));
+  }
+};
+
+// Pixels [begin, end) of three planes of `pixels` floats at s into d (3 floats a pixel).
+template <int kLanes>
+WINFER_ALWAYS_INLINE inline void rgb_to_pixels_body(const float* s, int64_t pixels, int64_t begin, int64_t end,
+                                                    float* d) {
+  const float *r = s, *g = s + pixels, *b = s + 2 * pixels;
+  int64_t j = begin;
+  for (; j + kLanes <= end; j += kLanes) RgbInterleave<kLanes>::run(r + j, g + j, b + j, d + 3 * j);
+  for (; j < end; ++j) {
+    d[3 * j] = r[j];
+    d[3 * j + 1] = g[j];
+    d[3 * j + 2] = b[j];
+  }
+}
+WINFER_TARGET_AVX512 void rgb_to_pixels_avx512(const float* s, int64_t pixels, int64_t begin, int64_t end, float* d) {
+  rgb_to_pixels_body<16>(s, pixels, begin, end, d);
+}
+WINFER_TARGET_AVX2 void rgb_to_pixels_avx2(const float* s, int64_t pixels, int64_t begin, int64_t end, float* d) {
+  rgb_to_pixels_body<8>(s, pixels, begin, end, d);
+}
+void rgb_to_pixels_generic(const float* s, int64_t pixels, int64_t begin, int64_t end, float* d) {
+  rgb_to_pixels_body<4>(s, pixels, begin, end, d);
+}
+
 // For each of `count` matrices: dst[j][i] = src[i][j], src being rows x cols.
 void batched_transpose(int64_t count, int64_t rows, int64_t cols, const float* src, float* dst, int threads) {
   // One side of at most kFewStreams (e.g. an RGB image, C = 3): no tiling, but the long side
   // innermost, so one array is walked sequentially and the other with a small stride whose
   // cache lines are reused by the next few outer iterations. Threads split the long side.
   constexpr int64_t kFewStreams = 16;
+  if (rows == 3) {  // an RGB image's planes into pixels
+    auto* fn = rgb_to_pixels_generic;
+    if (cpu::cpu_isa() == cpu::Isa::kAvx512) fn = rgb_to_pixels_avx512;
+    if (cpu::cpu_isa() == cpu::Isa::kAvx2) fn = rgb_to_pixels_avx2;
+    cpu::parallel_chunks(cols, count * rows, threads, [&](int64_t begin, int64_t end) {
+      for (int64_t b = 0; b < count; ++b) fn(src + b * rows * cols, cols, begin, end, dst + b * rows * cols);
+    });
+    return;
+  }
   if (rows <= kFewStreams || cols <= kFewStreams) {
     const bool few_rows = rows <= kFewStreams;
     const int64_t length = few_rows ? cols : rows;

@@ -142,35 +142,39 @@ TEST_CASE("channel shuffle equals PyTorch's view/transpose rule") {
   }
 }
 
-TEST_CASE("layout NCHW <-> NHWC: index formula, round trip, threads") {
+TEST_CASE("layout NCHW <-> NHWC: index formula, round trip, threads, every ISA") {
   struct Case {
     int64_t n, c, h, w;
   };
   // Thin (C <= 16 or H*W <= 16) and tiled shapes, partial tiles, and sizes big enough to be
-  // split between threads.
-  for (const Case& s : {Case{2, 3, 7, 5}, Case{1, 70, 33, 35}, Case{1, 1, 4, 4}, Case{3, 64, 1, 1}, Case{1, 33, 1, 65},
-                        Case{2, 3, 200, 200}, Case{2, 20000, 2, 2}, Case{2, 96, 45, 41}}) {
-    INFO("N", s.n, " C", s.c, " H", s.h, " W", s.w);
-    const size_t count = static_cast<size_t>(s.n * s.c * s.h * s.w);
-    const auto nchw = test::random_floats(count, 41);
-    std::vector<float> nhwc(count, NAN), back(count, NAN);
-    nchw_to_nhwc(s.n, s.c, s.h, s.w, nchw.data(), nhwc.data(), 1);
-    bool ok = true;
-    for (int64_t n = 0; n < s.n; ++n)
-      for (int64_t c = 0; c < s.c; ++c)
-        for (int64_t y = 0; y < s.h; ++y)
-          for (int64_t x = 0; x < s.w; ++x)
-            ok &= nhwc[static_cast<size_t>(((n * s.h + y) * s.w + x) * s.c + c)] ==
-                  nchw[static_cast<size_t>(((n * s.c + c) * s.h + y) * s.w + x)];
-    CHECK(ok);
-    nhwc_to_nchw(s.n, s.c, s.h, s.w, nhwc.data(), back.data(), 1);
-    CHECK(back == nchw);
-    std::vector<float> nhwc3(count, NAN), back3(count, NAN);
-    nchw_to_nhwc(s.n, s.c, s.h, s.w, nchw.data(), nhwc3.data(), 3);
-    nhwc_to_nchw(s.n, s.c, s.h, s.w, nhwc3.data(), back3.data(), 3);
-    CHECK(nhwc3 == nhwc);
-    CHECK(back3 == nchw);
-  }
+  // split between threads; RGB images (C = 3, their own vector path) with whole vectors and a
+  // rest of pixels on every ISA, and one of fewer pixels than a vector.
+  for (const cpu::Isa isa : test::runnable_isas())
+    for (const Case& s :
+         {Case{2, 3, 7, 5}, Case{1, 70, 33, 35}, Case{1, 1, 4, 4}, Case{3, 64, 1, 1}, Case{1, 33, 1, 65},
+          Case{2, 3, 200, 200}, Case{2, 20000, 2, 2}, Case{2, 96, 45, 41}, Case{1, 3, 3, 2}, Case{3, 3, 17, 9}}) {
+      test::IsaCap cap(isa);
+      INFO(test::isa_name(isa), ": N", s.n, " C", s.c, " H", s.h, " W", s.w);
+      const size_t count = static_cast<size_t>(s.n * s.c * s.h * s.w);
+      const auto nchw = test::random_floats(count, 41);
+      std::vector<float> nhwc(count, NAN), back(count, NAN);
+      nchw_to_nhwc(s.n, s.c, s.h, s.w, nchw.data(), nhwc.data(), 1);
+      bool ok = true;
+      for (int64_t n = 0; n < s.n; ++n)
+        for (int64_t c = 0; c < s.c; ++c)
+          for (int64_t y = 0; y < s.h; ++y)
+            for (int64_t x = 0; x < s.w; ++x)
+              ok &= nhwc[static_cast<size_t>(((n * s.h + y) * s.w + x) * s.c + c)] ==
+                    nchw[static_cast<size_t>(((n * s.c + c) * s.h + y) * s.w + x)];
+      CHECK(ok);
+      nhwc_to_nchw(s.n, s.c, s.h, s.w, nhwc.data(), back.data(), 1);
+      CHECK(back == nchw);
+      std::vector<float> nhwc3(count, NAN), back3(count, NAN);
+      nchw_to_nhwc(s.n, s.c, s.h, s.w, nchw.data(), nhwc3.data(), 3);
+      nhwc_to_nchw(s.n, s.c, s.h, s.w, nhwc3.data(), back3.data(), 3);
+      CHECK(nhwc3 == nhwc);
+      CHECK(back3 == nchw);
+    }
 }
 
 }  // namespace
