@@ -133,8 +133,9 @@ TEST_CASE("rewrite channel_scale_conv: fused equals unfused, weights folded or i
 
 TEST_CASE("rewrite channel_scale_conv: what it leaves alone") {
   SUBCASE("a product of two same-shape tensors") {
-    const std::string yaml = model_header(6, 23, 19) + "layers:\n" + conv("a", 6, 24, 3) + conv("b", 6, 24, 3, 1, "input") +
-                             layer("prod", "mul", "inputs: [a, b]") + conv("project", 24, 8, 1);
+    const std::string yaml = model_header(6, 23, 19) + "layers:\n" + conv("a", 6, 24, 3) +
+                             conv("b", 6, 24, 3, 1, "input") + layer("prod", "mul", "inputs: [a, b]") +
+                             conv("project", 24, 8, 1);
     check_equal(yaml, 23, 19, /*expect_fused=*/false);
   }
   SUBCASE("a product another layer reads too") {
