@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""winfer against ONNX Runtime layer by layer: where a network's time goes in each engine, on the
-same ONNX file (issue 25: which layers keep the default algorithm behind the peer).
+"""winfer against ONNX Runtime (or OpenVINO) layer by layer: where a network's time goes in each
+engine, on the same ONNX file (issue 25: which layers keep the default algorithm behind the peer).
 
     /usr/bin/python3 bench/tools/layer_peers.py MODEL [--batch 1] [--threads 1] [--rounds 3]
-        [--runs 20] [--conv im2win] [--build build] [--seed 1] [--rows all|blocks|kinds] [--json FILE]
+        [--runs 20] [--conv im2win] [--peer onnxruntime|openvino] [--build build] [--seed 1]
+        [--rows all|blocks|kinds] [--json FILE]
 
 Example (ResNet-50 at batch 1 on one thread, the per-kind table only):
 
@@ -22,7 +23,10 @@ layers' times are never compared across a slow and a quick round.
 Attribution. ONNX Runtime renames and fuses: its NCHWc convolutions are named after their output
 tensor (a Conv's own output, or the Relu's it absorbed; an Add it absorbed keeps the Conv's name),
 so each ORT node is traced back through the Relu/Clip nodes that produced that tensor to the ONNX
-Conv (or Gemm, pooling) node; winfer's layers carry the ONNX node names already (a fused
+Conv (or Gemm, pooling) node. --peer openvino: OpenVINO's CPU plugin (f32, LATENCY, 1 stream,
+--threads threads) with PERF_COUNT on, per node the median of its real_time over --runs calls;
+its nodes keep the ONNX names (a convolution's with "/WithoutBiases" appended), fused activations
+and adds show as not run, and its layout conversions ("Reorder") get a row of their own; winfer's layers carry the ONNX node names already (a fused
 activation, residual add or pooling is part of the layer it follows; a max pooling winfer runs
 inside the convolution before it, "(fused maxpool)", has ORT's pooling node's time added to that
 convolution's row). Where the two fuse an add
@@ -117,7 +121,7 @@ def ort_layer(ort_name, nodes, producer):
 
 def kind(name, nodes):
     if name not in nodes:
-        return "layout (ORT reorders)"
+        return "layout (the peer reorders)"
     op, kernel, stride, group, _ = nodes[name]
     if op == "Conv":
         k = "x".join(str(v) for v in kernel) or "?"
@@ -160,6 +164,34 @@ def ort_round(path, threads, runs, prof_dir):
     return {n: statistics.median(v[WARMUP:] or v) for n, v in times.items()}
 
 
+def ov_round(path, threads, runs):
+    """Per OpenVINO node name, the median of its real_time (ms) over `runs` calls after WARMUP."""
+    import numpy as np
+    import openvino as ov
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(path), "CPU", {
+        "PERF_COUNT": "YES", "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
+        "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
+    request = compiled.create_infer_request()
+    x = np.random.default_rng(1).standard_normal(tuple(compiled.input(0).shape)).astype(np.float32)
+    times = collections.defaultdict(list)
+    for i in range(runs + WARMUP):
+        request.infer({0: x})
+        if i >= WARMUP:
+            for p in request.get_profiling_info():
+                times[p.node_name].append(p.real_time.total_seconds() * 1e3)
+    return {n: statistics.median(v) for n, v in times.items() if max(v) > 0}
+
+
+def ov_layer(ov_name, nodes, producer):
+    """The ONNX node an OpenVINO node's time belongs to (its name less "/WithoutBiases"; a
+    layout conversion, "<tensor>_<from>_<to>_<consumer>", a row of its own)."""
+    name = ov_name[:-len("/WithoutBiases")] if ov_name.endswith("/WithoutBiases") else ov_name
+    if name in nodes:
+        return name
+    return ort_layer(name, nodes, producer) if name in producer else "layout (reorders)"
+
+
 def winfer_round(cli, path, conv, threads, runs):
     out = subprocess.run([cli, "bench", path, "--per-layer", "--json", "--conv", conv, "--threads", str(threads),
                           "--runs", str(runs), "--min-time", "0"], capture_output=True, text=True)
@@ -178,9 +210,9 @@ def keep_min(best, new):
         best[k] = min(best.get(k, v), v)
 
 
-def table(title, rows, out):
+def table(title, rows, out, peer="ORT"):
     print(f"\n{title}", file=out)
-    print(f"  {'':58} {'ORT ms':>8} {'winfer ms':>10} {'ratio':>6}", file=out)
+    print(f"  {'':58} {peer + ' ms':>8} {'winfer ms':>10} {'ratio':>6}", file=out)
     for key, (a, b) in rows:
         ratio = f"{b / a:6.2f}" if a > 0 and b > 0 else "     -"
         print(f"  {key[:58]:58} {a:8.3f} {b:10.3f} {ratio}", file=out)
@@ -194,6 +226,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--conv", default="im2win", help="winfer's algorithm (bench --conv)")
+    ap.add_argument("--peer", default="onnxruntime", choices=("onnxruntime", "openvino"))
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rows", default="all", choices=("all", "blocks", "kinds"))
@@ -223,19 +256,26 @@ def main():
         if os.path.realpath(sys.prefix) != os.path.realpath(venv):
             os.execv(python, [python, os.path.abspath(__file__)] + sys.argv[1:])
 
-    import onnxruntime
+    if args.peer == "openvino":
+        import openvino as peer_module
+    else:
+        import onnxruntime as peer_module
+    peer_label = "OV" if args.peer == "openvino" else "ORT"
     nodes, producer, consumers = onnx_graph(path)
     ort_best, wf_best, report = {}, {}, None
     with tempfile.TemporaryDirectory(prefix="layer_peers.") as prof_dir:
         for r in range(args.rounds):
-            keep_min(ort_best, ort_round(path, args.threads, args.runs, prof_dir))
+            if args.peer == "openvino":
+                keep_min(ort_best, ov_round(path, args.threads, args.runs))
+            else:
+                keep_min(ort_best, ort_round(path, args.threads, args.runs, prof_dir))
             times, report = winfer_round(cli, path, args.conv, args.threads, args.runs)
             keep_min(wf_best, times)
             print(f"{TOOL}: round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
 
     per_layer = collections.OrderedDict()
     for n, ms in ort_best.items():
-        layer = ort_layer(n, nodes, producer)
+        layer = ov_layer(n, nodes, producer) if args.peer == "openvino" else ort_layer(n, nodes, producer)
         per_layer.setdefault(layer, [0.0, 0.0])[0] += ms
     for n, ms in wf_best.items():
         if n == "output" and n not in nodes:  # winfer's name for the classifier of a Gemm-less export
@@ -252,25 +292,25 @@ def main():
     out = sys.stdout
     print(f"{TOOL}: {args.model}, batch {args.batch}, {args.threads} thread(s), winfer --conv {args.conv} "
           f"(commit {report['config'].get('git_commit', '?')}, isa {report['config'].get('isa', '?')}), "
-          f"onnxruntime {onnxruntime.__version__}; per layer the smallest of {args.rounds} rounds' medians "
+          f"{args.peer} {peer_module.__version__}; per layer the smallest of {args.rounds} rounds' medians "
           f"of {args.runs} calls", file=out)
     if args.rows == "all":
-        table("per layer (ONNX node)", per_layer.items(), out)
+        table("per layer (ONNX node)", per_layer.items(), out, peer_label)
     if args.rows in ("all", "blocks"):
-        table("per block", blocks.items(), out)
-    table("per kind", sorted(kinds.items(), key=lambda kv: -kv[1][1]), out)
+        table("per block", blocks.items(), out, peer_label)
+    table("per kind", sorted(kinds.items(), key=lambda kv: -kv[1][1]), out, peer_label)
     total_a = sum(a for a, _ in per_layer.values())
     total_b = sum(b for _, b in per_layer.values())
     slower = sum(b - a for a, b in per_layer.values() if b > a)
     faster = sum(a - b for a, b in per_layer.values() if a > b)
-    print(f"\ntotal: ORT {total_a:.2f} ms, winfer {total_b:.2f} ms, ratio {total_b / total_a:.3f}; "
+    print(f"\ntotal: {peer_label} {total_a:.2f} ms, winfer {total_b:.2f} ms, ratio {total_b / total_a:.3f}; "
           f"where winfer is slower +{slower:.2f} ms, where faster -{faster:.2f} ms "
           f"(whole-network times, with each engine's overhead between layers: "
           f"winfer {report['median_ms']:.2f} ms this round)", file=out)
     if args.json:
         with open(args.json, "a") as f:
             f.write(json.dumps({"model": args.model, "batch": args.batch, "threads": args.threads,
-                                "conv": args.conv, "onnxruntime": onnxruntime.__version__,
+                                "conv": args.conv, "peer": args.peer, args.peer: peer_module.__version__,
                                 "commit": report["config"].get("git_commit"), "layers": per_layer,
                                 "blocks": blocks, "kinds": kinds}) + "\n")
     return 0
