@@ -20,10 +20,7 @@ const char* const kFunctions[] = {"sigmoid", "hardsigmoid", "hardswish", "silu"}
 
 std::string conv(const std::string& name, int64_t in, int64_t out, int64_t kernel, int64_t groups = 1,
                  const std::string& input = "") {
-  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) +
-         ", out_channels: " + std::to_string(out) + ", kernel_size: " + std::to_string(kernel) +
-         ", groups: " + std::to_string(groups) + ", padding: " + std::to_string(kernel / 2) + ", bias: true" +
-         (input.empty() ? "" : ", input: " + input) + "}\n";
+  return same_conv(name, in, out, kernel, groups, input);
 }
 std::string layer(const std::string& name, const std::string& op, const std::string& input = "") {
   return "  - {name: " + name + ", op: " + op + (input.empty() ? "" : ", input: " + input) + "}\n";

@@ -12,6 +12,16 @@
 
 namespace winfer_test {
 
+// A YAML conv2d layer with "same" padding (kernel / 2) and a bias, reading `input` (default: the
+// layer before it).
+inline std::string same_conv(const std::string& name, int64_t in, int64_t out, int64_t kernel, int64_t groups = 1,
+                             const std::string& input = "") {
+  return "  - {name: " + name + ", op: conv2d, in_channels: " + std::to_string(in) +
+         ", out_channels: " + std::to_string(out) + ", kernel_size: " + std::to_string(kernel) +
+         ", groups: " + std::to_string(groups) + ", padding: " + std::to_string(kernel / 2) + ", bias: true" +
+         (input.empty() ? "" : ", input: " + input) + "}\n";
+}
+
 // The model with seeded random weights, fused (the default) or not.
 inline std::shared_ptr<const winfer::Model> load_ok(const std::string& yaml, bool fuse, uint64_t seed) {
   winfer::LoadOptions options;
