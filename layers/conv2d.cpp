@@ -20,7 +20,9 @@ std::string with_variant(const ConvAlgorithm& algorithm, const ConvParams& p, co
 }
 
 constexpr size_t kWorkspaceAlignment = 64;
-size_t aligned(size_t bytes) { return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment; }
+size_t workspace_aligned(size_t bytes) {
+  return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
+}
 
 // How a kernel applies an absorbed channel scale (Conv2dOp::absorb_input_scale) to the input of
 // convolution p: folded into a copy of the packed weights, image by image (the weights of p's
@@ -47,10 +49,10 @@ InputScalePlan plan_input_scale(const ConvAlgorithm& algorithm, const ConvParams
   const size_t image_bytes = static_cast<size_t>(p.in_h * p.in_w * p.in_channels) * sizeof(float);
   plan.fold = algorithm.scales_packed_input_channels(p) && weight_bytes * kFoldInputToWeights <= image_bytes;
   if (plan.fold) {
-    plan.copy_bytes = aligned(weight_bytes);
+    plan.copy_bytes = workspace_aligned(weight_bytes);
     plan.workspace_bytes = plan.copy_bytes + algorithm.workspace_bytes(plan.one);
   } else {
-    plan.copy_bytes = aligned(image_bytes * static_cast<size_t>(p.batch));
+    plan.copy_bytes = workspace_aligned(image_bytes * static_cast<size_t>(p.batch));
     plan.workspace_bytes = plan.copy_bytes + algorithm.workspace_bytes(p);
   }
   return plan;
