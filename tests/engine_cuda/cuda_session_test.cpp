@@ -162,6 +162,22 @@ TEST_CASE("cuda session: zoo architectures (random weights, small inputs) equal 
   }
 }
 
+// EfficientNet-B0's squeeze-and-excitation products fused into the projections after them (rule
+// channel_scale_conv: the CUDA kernel scales a copy of the input in its workspace, then convolves
+// it, with the residual as the third input where there is one).
+TEST_CASE("cuda session: convolutions with a fused channel scale (EfficientNet-B0) equal the CPU backend") {
+  winfer_test::TempDir dir;
+  winfer::LoadOptions random;
+  random.random_weights_seed = 5;
+  auto model = load(resized_zoo_model(dir, "efficientnet_b0", 64), random);
+  int fused = 0;
+  for (const winfer::LayerInfo& layer : model->layers()) {
+    for (const std::string& name : layer.fused) fused += name.size() > 4 && name.substr(name.size() - 4) == ".mul";
+  }
+  CHECK(fused >= 3);  // at 64x64: features.1-2, whose projections have small weights
+  CHECK(check_against_cpu(model, random_input(model->input_shape(), 13), 1e-4) >= 2);
+}
+
 TEST_CASE("cuda session: planned, unplanned and poisoned memory give the same result") {
   auto model = load(repo("models/fashion/fashion_shufflenet.yaml"));
   Shape shape = model->input_shape();
