@@ -24,17 +24,18 @@ size_t workspace_aligned(size_t bytes) {
   return (bytes + kWorkspaceAlignment - 1) / kWorkspaceAlignment * kWorkspaceAlignment;
 }
 
+// The fold's bar (InputScalePlan), the one the rule applies at the model's declared shape: the
+// weights scaled and read per image against the product's read and write of the input.
+constexpr size_t kFoldInputToWeights = kChannelScaleFoldRatio;
+
 // How a kernel applies an absorbed channel scale (Conv2dOp::absorb_input_scale) to the input of
 // convolution p: folded into a copy of the packed weights, image by image (the weights of p's
-// batch-1 convolution `one`), where the algorithm's layout allows it and the weights are no larger
-// than an eighth of an image's input (EfficientNet's 1x1 projections after its large
+// batch-1 convolution `one`), where the algorithm's layout allows it and the weights are at most
+// an eighth of an image's input (EfficientNet's 1x1 projections after its large
 // squeeze-and-excitation products: 16 x 32 weights against 112 x 112 x 32 inputs); otherwise
-// into a copy of the input, the product's own pass (a session whose input size differs from the
-// declared one the rule judged by). `copy_bytes` of workspace (aligned) hold the copy, the algorithm's own
-// workspace follows.
-// The fold's bar, which the rule applies at the model's declared shape (kChannelScaleFoldRatio):
-// the weights scaled and read twice per image against the product's read and write of the input.
-constexpr size_t kFoldInputToWeights = kChannelScaleFoldRatio;
+// into a copy of the input, the product's own pass (a session whose input is smaller than the
+// declared one the rule judged by). The workspace holds the copy (`copy_bytes`, aligned), then
+// the algorithm's own workspace.
 struct InputScalePlan {
   bool fold = false;
   ConvParams one;
