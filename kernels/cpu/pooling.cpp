@@ -119,7 +119,6 @@ void for_each_output_pixel(int64_t batch, int64_t channels, int64_t in_h, int64_
 // it; one pass over the image per 4 vectors. The channels past the last whole vector are summed
 // one at a time. Blocks are whole vectors, so each channel's order of additions depends on the
 // ISA and the pixels only, never on the blocks or the threads.
-//
 template <int kLanes, int kVectors>
 WINFER_ALWAYS_INLINE inline void channel_means_block(const float* x, int64_t pixels, int64_t channels, float* out) {
   using V = cpu::Vec<kLanes>;

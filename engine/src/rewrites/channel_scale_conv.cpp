@@ -2,10 +2,10 @@
 // convolution after it (EfficientNet's 1x1 projections, RegNetY's f.c). The convolution takes
 // the mul's inputs, x and the scale s [N, C, 1, 1], and computes conv(x * s) itself
 // (Conv2dOp::absorb_input_scale): its kernel folds s into a copy of its packed weights, image by
-// image, where those are smaller than an image's input, so that the product's pass over x (a read
-// and a write of the block's widest tensor) is gone; elsewhere it scales a copy of x as the mul
-// did. At batch 1 on 2 threads that pass cost more than on one thread: EfficientNet-B0's products
-// took 0.55 ms of its 6.6 (docs/PERFORMANCE.md, session 39).
+// image, so that the product's pass over x (a read and a write of the block's widest tensor) is
+// gone; where the session's shape makes the weights too large for that, it scales a copy of x as
+// the mul did. EfficientNet-B0's products took 3.5% of its time at batch 8 on 1 thread, 0.55 of
+// 6.6 ms at batch 1 on 2 (docs/PERFORMANCE.md, session 39).
 //
 // Pattern: a mul (two inputs: x, s) whose output only the convolution reads, as its only input
 // (only_reader); node n, the mul, becomes the convolution (it comes later in the order, and its
