@@ -112,7 +112,8 @@ const std::string kThreadsHelp = "Threads (default: the CPUs this process may ru
 const char* const kImagesPerRunHelp =
     "Run the batch this many images at a time through an arena for that many: the memory of one run's images "
     "whatever the batch; 0 = the whole batch at once (SessionOptions::images_per_run; default: the engine's choice, "
-    "runs of 2 images, one per thread side by side, where the batch divides among the threads)";
+    "runs of 2 images (4 where the weights are large next to an image's activations), one per thread side by side, "
+    "where the batch divides among the threads)";
 
 // --confine-to DIR, for every command that loads a model file.
 void add_confine_to(CLI::App* command, std::string& confine_to) {

@@ -267,29 +267,64 @@ size_t streamed_weight_bytes(const Model& model) {
   return bytes;
 }
 
+// Bytes of every layer's weights (float32, as streamed_weight_bytes counts them).
+size_t weight_bytes(const Model& model) {
+  size_t bytes = 0;
+  for (const LayerInfo& layer : model.layers())
+    bytes += static_cast<size_t>(std::max<int64_t>(layer.params, 0)) * sizeof(float);
+  return bytes;
+}
+
+// Whether each run reads the weights from memory while its activations stay in the caches, so
+// that fewer, larger runs pay that read fewer times: weights beyond a last-level cache's share
+// (on these 2-vCPU VMs some 20-30 MB: a 9.4 MB layer run in turn from 2 copies ran as fast as
+// from one, from 4 copies 1.28x slower), and at least kWeightsPerImageArena times the arena of
+// one image. Batch 8, 1 thread, runs of 4 against runs of 2 (model_ab, session 40): ResNet-18
+// (weights 26x an image's arena) 0.935-0.943x the time, ResNet-50 (18x) 0.973-0.978x,
+// RegNetY-1.6GF (16x) 0.974x, EfficientNet-B1 (12x) 0.985x, GoogLeNet (8.8x) 0.989x; 2 threads
+// (one run of 4 per lane instead of two of 2): 0.982-0.991x; DenseNet-121, whose concatenated
+// features make an image's arena 6.9 MiB for 30 MiB of weights (4.4x), 1.022x on 1 and 2
+// threads: its larger runs leave the caches.
+bool weights_outweigh_activations(const std::shared_ptr<const Model>& model, const SessionOptions& options,
+                                  const Shape& whole) {
+  constexpr size_t kWeightsBeyondCacheBytes = size_t{24} << 20;
+  constexpr size_t kWeightsPerImageArena = 8;
+  const size_t weights = weight_bytes(*model);
+  if (weights <= kWeightsBeyondCacheBytes) return false;
+  const auto one_image = plan_cpu_session(model, part_options(options, whole, 1, 1));
+  return one_image.ok() && weights >= kWeightsPerImageArena * one_image.value().arena_bytes;
+}
+
 // kImagesPerRunAuto's choice (SessionOptions::images_per_run says why): one run per thread side by
 // side, each of kDefaultImagesPerRun images (fewer where a thread's share is not a multiple: 1),
 // so that every lane does the same runs; a thread's whole share in one run where the weights
 // streamed per run are large (VGG-16's classifier, 470 MiB: at batch 8 on 2 threads, 2 runs per
-// lane measured 0.98-1.02x the whole batch's time, 1 run 0.96-0.97x). On one thread there are no
-// lanes to gain, only caches: runs of 2 images, not 1 (batch 8, 1 thread, against runs of 4:
-// runs of 2 0.98-1.02x the time on the zoo's small networks, runs of 1 up to 1.03x: the late
-// layers' and the classifier's weights are read once per run; docs/PERFORMANCE.md session 30);
-// 0 where runs do not apply.
-int64_t automatic_images_per_run(const Model& model, const SessionOptions& options, const Shape& whole) {
+// lane measured 0.98-1.02x the whole batch's time, 1 run 0.96-0.97x), and runs of
+// kWeightHeavyImagesPerRun where every run reads the weights from memory
+// (weights_outweigh_activations: the ResNets). On one thread there are no lanes to gain, only
+// caches: runs of 2 images, not 1 (batch 8, 1 thread, against runs of 4: runs of 2 0.98-1.02x the
+// time on the zoo's small networks, runs of 1 up to 1.03x: the late layers' and the classifier's
+// weights are read once per run; docs/PERFORMANCE.md session 30); 0 where runs do not apply.
+int64_t automatic_images_per_run(const std::shared_ptr<const Model>& model, const SessionOptions& options,
+                                 const Shape& whole) {
   constexpr size_t kStreamedBytesForOneRun = size_t{16} << 20;  // beyond a last-level cache's share
   const int64_t batch = whole[0], threads = options.threads;
   if (options.device != "cpu" || batch < 2 || batch < threads || batch % threads != 0) return 0;
   if (options.conv_algorithm == "auto") return 0;  // its timing would be repeated in every lane
-  const std::vector<bool> fixed = model.input_dim_fixed();
+  const std::vector<bool> fixed = model->input_dim_fixed();
   if (!fixed.empty() && fixed[0]) return 0;
   constexpr int64_t kDefaultImagesPerRun = 2;  // the memory of 2 images per thread, whatever the batch
+  constexpr int64_t kWeightHeavyImagesPerRun = 4;
   const int64_t per_thread = batch / threads;
   int64_t per_run = std::min(kDefaultImagesPerRun, per_thread);
-  if (streamed_weight_bytes(model) > kStreamedBytesForOneRun) per_run = per_thread;
+  if (streamed_weight_bytes(*model) > kStreamedBytesForOneRun) {
+    per_run = per_thread;
+  } else if (per_thread > per_run && weights_outweigh_activations(model, options, whole)) {
+    per_run = std::min(kWeightHeavyImagesPerRun, per_thread);
+  }
   while (per_thread % per_run != 0) --per_run;
   if (per_run >= batch || (threads == 1 && per_run < 2)) return 0;
-  return outputs_keep_batch(model, options, whole, per_run) ? per_run : 0;
+  return outputs_keep_batch(*model, options, whole, per_run) ? per_run : 0;
 }
 
 // One lane's plan: the run of per_run images, merged with the rest's.
@@ -323,7 +358,8 @@ MemoryReport all_lanes(MemoryReport lane, int lanes) {
   return lane;
 }
 
-int64_t images_per_run_for(const Model& model, const SessionOptions& options, const Shape& whole) {
+int64_t images_per_run_for(const std::shared_ptr<const Model>& model, const SessionOptions& options,
+                           const Shape& whole) {
   if (options.images_per_run == SessionOptions::kImagesPerRunAuto)
     return automatic_images_per_run(model, options, whole);
   return options.images_per_run;
@@ -332,7 +368,8 @@ int64_t images_per_run_for(const Model& model, const SessionOptions& options, co
 namespace {
 
 // The options with images_per_run resolved, when the batch of `whole` runs in several runs.
-std::optional<SessionOptions> split_options(const Model& model, const SessionOptions& options, const Shape& whole) {
+std::optional<SessionOptions> split_options(const std::shared_ptr<const Model>& model, const SessionOptions& options,
+                                            const Shape& whole) {
   const int64_t per_run = images_per_run_for(model, options, whole);
   if (per_run <= 0 || per_run >= whole[0]) return std::nullopt;
   SessionOptions split = options;
@@ -355,7 +392,7 @@ bool auto_declines(const SessionOptions& asked, const MemoryReport& lane) {
 
 Result<std::optional<MemoryReport>> plan_split_batch_session(std::shared_ptr<const Model> model,
                                                              const SessionOptions& options, const Shape& whole) {
-  const std::optional<SessionOptions> split_as = split_options(*model, options, whole);
+  const std::optional<SessionOptions> split_as = split_options(model, options, whole);
   if (!split_as) return std::optional<MemoryReport>();
   WINFER_RETURN_IF_ERROR(check_batch_free(*model, *split_as, whole));
   const Split split = split_of(*split_as, whole);
@@ -425,7 +462,7 @@ Result<bool> make_lanes_on_one_block(const std::shared_ptr<const Model>& model, 
 
 Result<std::unique_ptr<SessionImpl>> create_split_batch_session(std::shared_ptr<const Model> model,
                                                                 const SessionOptions& asked, const Shape& whole) {
-  const std::optional<SessionOptions> split_as = split_options(*model, asked, whole);
+  const std::optional<SessionOptions> split_as = split_options(model, asked, whole);
   if (!split_as) return std::unique_ptr<SessionImpl>();
   const SessionOptions& options = *split_as;
   WINFER_RETURN_IF_ERROR(check_batch_free(*model, options, whole));

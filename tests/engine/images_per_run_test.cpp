@@ -359,3 +359,48 @@ TEST_CASE("images_per_run: the default runs a thread's images at once where each
   const winfer::Tensor whole = run_all(*create_ok(big, options_for(8, 0)), input)[0];
   CHECK(relative_to_max(run_all(*streamed, input)[0], whole) <= 1e-5f);
 }
+
+// Weights beyond a last-level cache's share (24 MiB) are read from memory by every run: where they
+// also dwarf an image's activations (8x its arena), the default runs 4 images at a time, not 2;
+// where the activations are large as well (DenseNet's concatenated features), runs of 2 stay.
+TEST_CASE("images_per_run: the default takes runs of 4 where every run reads weights that dwarf its activations") {
+  // A 1x1 convolution 4096 -> 2048 (32 MiB of weights, each used H x W times per image).
+  const auto model_at = [](int64_t side) {
+    return load_ok(model_header(4096, side, side) +
+                       "layers:\n"
+                       "  - {name: proj, op: conv2d, in_channels: 4096, out_channels: 2048, kernel_size: 1}\n"
+                       "  - {name: relu, op: relu}\n",
+                   true, kSeed);
+  };
+  // 4x4 images (an image's arena 384 KiB): 32 multiply-adds per weight and image, a convolution,
+  // not the weights a classifier streams (which take a thread's whole share in one run).
+  const auto small_images = model_at(4);
+  auto one_thread = create_ok(small_images, options_for(8, winfer::SessionOptions::kImagesPerRunAuto, 1));
+  CHECK(one_thread->memory_report().images_per_run == 4);
+  CHECK(one_thread->memory_report().lanes == 1);
+  auto two_threads = create_ok(small_images, options_for(8, winfer::SessionOptions::kImagesPerRunAuto, 2));
+  CHECK(two_threads->memory_report().images_per_run == 4);
+  CHECK(two_threads->memory_report().lanes == 2);
+  // Batch 6 on one thread: runs of 3 (the same runs every time, no rest).
+  CHECK(create_ok(small_images, options_for(6, winfer::SessionOptions::kImagesPerRunAuto, 1))
+            ->memory_report()
+            .images_per_run == 3);
+  const winfer::Tensor input = random_tensor(winfer::Shape{8, 4096, 4, 4}, 8, winfer::Layout::kNCHW);
+  const winfer::Tensor whole = run_all(*create_ok(small_images, options_for(8, 0, 1)), input)[0];
+  CHECK(relative_to_max(run_all(*one_thread, input)[0], whole) <= 1e-5f);
+  CHECK(relative_to_max(run_all(*two_threads, input)[0], whole) <= 1e-5f);
+  // 16x16 images: an image's arena 6 MiB, more than an eighth of the weights.
+  const auto large_images = model_at(16);
+  CHECK(create_ok(large_images, options_for(8, winfer::SessionOptions::kImagesPerRunAuto, 1))
+            ->memory_report()
+            .images_per_run == 2);
+  // Fewer weights (a 4096 -> 1024 projection, 16 MiB): runs of 2 whatever the images.
+  const auto fewer_weights = load_ok(model_header(4096, 4, 4) +
+                                         "layers:\n"
+                                         "  - {name: proj, op: conv2d, in_channels: 4096, out_channels: 1024, "
+                                         "kernel_size: 1}\n",
+                                     true, kSeed);
+  CHECK(create_ok(fewer_weights, options_for(8, winfer::SessionOptions::kImagesPerRunAuto, 1))
+            ->memory_report()
+            .images_per_run == 2);
+}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import winfer
-from conftest import FASHION, FASHION_EXAMPLES, ROOT, TINY, ZOO_RESNET18, random_input, run_cli
+from conftest import FASHION, FASHION_EXAMPLES, MODELS, ROOT, TINY, ZOO_RESNET18, random_input, run_cli
 
 
 def cli_output(cli, tmp_path, model, x, *flags):
@@ -44,7 +44,7 @@ def test_images_per_run_equals_cli_bitwise_and_the_whole_batch(cli, tmp_path):
 
 
 def test_images_per_run_default_and_plan():
-    m = winfer.Model(ZOO_RESNET18, random_weights=7)
+    m = winfer.Model(MODELS / "zoo" / "mobilenet_v2.yaml", random_weights=7)
     # The default on 2 threads: batch 8 in runs of 2 side by side; 0 = the whole batch at once.
     auto = m.plan(conv="im2win", batch=8, threads=2, input_shape=(8, 3, 64, 64))["algorithms"][0]
     assert (auto["images_per_run"], auto["lanes"]) == (2, 2)
@@ -57,6 +57,10 @@ def test_images_per_run_default_and_plan():
     assert (one["images_per_run"], one["lanes"]) == (1, 1)
     with pytest.raises(winfer.InvalidArgumentError, match="images_per_run must be >= 1"):
         m.plan(images_per_run=-2)
+    # ResNet-18's weights (45 MiB, read from memory by every run) outweigh its images: runs of 4.
+    resnet = winfer.Model(ZOO_RESNET18, random_weights=7).plan(conv="im2win", batch=8, threads=2,
+                                                               input_shape=(8, 3, 64, 64))["algorithms"][0]
+    assert (resnet["images_per_run"], resnet["lanes"]) == (4, 2)
 
 
 @pytest.mark.parametrize("conv", ["im2win", "im2col"])

@@ -77,8 +77,10 @@ struct SessionOptions {
   //
   // kImagesPerRunAuto: a CPU batch that is a multiple of the threads runs one run per thread side
   // by side, each of 2 images (1 where a thread's share is odd, but not on one thread; a
-  // thread's whole share where each run would stream large weights, as VGG-16's classifier):
-  // batch 8 runs as 2 + 2 images per thread on 2 threads, 2 + 2 + 2 + 2 on one. No thread then
+  // thread's whole share where each run would stream large weights, as VGG-16's classifier; 4
+  // where the weights, beyond 24 MiB, are read from memory by every run and outweigh 8 times an
+  // image's arena, as the ResNets': 0.94-0.99x the time of runs of 2, docs/PERFORMANCE.md session
+  // 40): batch 8 runs as 2 + 2 images per thread on 2 threads, 2 + 2 + 2 + 2 on one. No thread then
   // waits for another at every layer or reads what another wrote, and the arena holds 2 images
   // per thread whatever the batch: measured 0.94-1.0x the whole batch's time on the zoo's
   // networks at batch 8 on 2 threads, 0.71-0.77x in the minutes when the two cores sat on
