@@ -1095,7 +1095,10 @@ class Im2winRun {
     }
     const int64_t co0 = q * kPanel, present = std::min<int64_t>(kPanel, p_.out_channels - co0);
     const int b_index = geo_.set_b == 1 ? 0 : geo_.set_b == 2 ? 1 : 2;
-    const TileFn fn = uk_.sets[b_index][rows];
+    // A panel whose groups all lie in its first set, in one whole-panel call: that set's vector
+    // only, where the ISA has such tiles (the other set's lanes are absent groups).
+    const TileFn one_set = block_cols >= kPanel && present <= 16 ? uk_.sets_one_vector[b_index][rows] : nullptr;
+    const TileFn fn = one_set != nullptr ? one_set : uk_.sets[b_index][rows];
     a.w_row_stride = kPanel;
     a.w_seg_stride = w_seg_rows * kPanel;
     const float* w_panel = packed_ + q * kPanel * geo_.k + skip * kPanel;

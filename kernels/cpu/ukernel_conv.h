@@ -142,6 +142,10 @@ struct TileKernels {
   // main kernel's max_vecs vectors (a panel holds no partial block: absent groups' lanes are
   // computed, and not stored).
   TileFn sets[3][kMaxTileRows + 1];
+  // The same tiles one vector wide where a vector is one whole set (16 lanes: AVX-512; null
+  // elsewhere): a group's last panel whose groups all lie in its first set (RegNet-Y-400MF's 13
+  // groups of 8 channels: 4 panels, the last holding one group) computes that set only.
+  TileFn sets_one_vector[3][kMaxTileRows + 1];
 
   // Vectors of a column block of `cols` channels (1 <= cols <= max_vecs * lanes). A full block
   // (nearly every call) takes no division: with `lanes` a run-time value, the ceil_div was an
@@ -176,10 +180,10 @@ void fill_tile_rows(TileKernels& t, std::integer_sequence<int, kRowIndex...>) {
   ((t.indirect_narrow[kRowIndex + 1][kVecs] = &Kernel<kRowIndex + 1, kVecs>::run_indirect_narrow), ...);
 }
 template <template <int, int> class Kernel, int kVecs, int... kRowIndex>
-void fill_set_rows(TileKernels& t, std::integer_sequence<int, kRowIndex...>) {
-  ((t.sets[0][kRowIndex + 1] = &Kernel<kRowIndex + 1, kVecs>::template run_sets<1>), ...);
-  ((t.sets[1][kRowIndex + 1] = &Kernel<kRowIndex + 1, kVecs>::template run_sets<2>), ...);
-  ((t.sets[2][kRowIndex + 1] = &Kernel<kRowIndex + 1, kVecs>::template run_sets<4>), ...);
+void fill_set_rows(TileFn (&sets)[3][kMaxTileRows + 1], std::integer_sequence<int, kRowIndex...>) {
+  ((sets[0][kRowIndex + 1] = &Kernel<kRowIndex + 1, kVecs>::template run_sets<1>), ...);
+  ((sets[1][kRowIndex + 1] = &Kernel<kRowIndex + 1, kVecs>::template run_sets<2>), ...);
+  ((sets[2][kRowIndex + 1] = &Kernel<kRowIndex + 1, kVecs>::template run_sets<4>), ...);
 }
 template <template <int, int> class Kernel, int kLanes, int kRows, int kVecs>
 TileKernels make_tile_kernels(const char* isa) {
@@ -191,7 +195,9 @@ TileKernels make_tile_kernels(const char* isa) {
   t.max_vecs = kVecs;
   fill_tile_rows<Kernel, kRows, 1>(t, std::make_integer_sequence<int, kRows>{});
   if constexpr (kVecs >= 2) fill_tile_rows<Kernel, kRows, 2>(t, std::make_integer_sequence<int, kRows>{});
-  fill_set_rows<Kernel, kVecs>(t, std::make_integer_sequence<int, kRows>{});
+  fill_set_rows<Kernel, kVecs>(t.sets, std::make_integer_sequence<int, kRows>{});
+  if constexpr (kLanes == 16 && kVecs == 2)
+    fill_set_rows<Kernel, 1>(t.sets_one_vector, std::make_integer_sequence<int, kRows>{});
   return t;
 }
 

@@ -158,6 +158,10 @@ void check_set_tile(const cpu::TileKernels& uk, const SetTileCase& c) {
   a.skip_last = c.skip_last;
   const int b_index = c.b == 1 ? 0 : c.b == 2 ? 1 : 2;
   const int block = uk.max_vecs * uk.lanes;
+  // As compute_set_tile: a panel whose groups all lie in its first set takes the one-vector
+  // tiles where the ISA has them (AVX-512).
+  const cpu::TileFn one_set = block >= 32 && c.present <= 16 ? uk.sets_one_vector[b_index][c.rows] : nullptr;
+  const cpu::TileFn fn = one_set != nullptr ? one_set : uk.sets[b_index][c.rows];
   for (int col = 0; col < 32; col += block) {  // as compute_set_tile
     const int set = col / 16;
     const bool whole = block >= 32 || c.b == 1;
@@ -171,7 +175,7 @@ void check_set_tile(const cpu::TileKernels& uk, const SetTileCase& c) {
     a.bias = lane_bias.data() + col;
     a.out = out.data() + first;
     a.residual = !c.residual ? nullptr : c.residual_in_place ? out.data() + first : residual.data() + first;
-    uk.sets[b_index][c.rows](a);
+    fn(a);
   }
 
   const int64_t cog = 16 / c.b;
@@ -211,6 +215,8 @@ TEST_CASE("group-set tiles: every MR and B of every runnable ISA") {
   uint32_t seed = 4000;
   for (cpu::Isa isa : test::runnable_isas()) {
     const cpu::TileKernels& uk = cpu::tile_kernels(isa);
+    // One-vector set tiles exactly where a vector is a whole set.
+    CHECK((uk.lanes == 16) == (uk.sets_one_vector[1][uk.max_rows] != nullptr));
     for (int64_t b : {1, 2, 4})
       for (int rows = 1; rows <= uk.max_rows; ++rows) {
         const int64_t cog = 16 / b;
@@ -240,6 +246,13 @@ TEST_CASE("group-set tiles: every MR and B of every runnable ISA") {
         last.act = kActs[(rows + b + 1) % 3];
         last.seed = seed += 5;
         check_set_tile(uk, last);
+        // The first set whole, the second absent (RegNet-Y's 6 groups of 8: the last panel), with
+        // the first and last pixels' skipped taps.
+        SetTileCase first_set = c;
+        first_set.present = 16;
+        first_set.residual = true;
+        first_set.seed = seed += 5;
+        check_set_tile(uk, first_set);
         // No K step at all (a window entirely in the padding): the bias alone.
         SetTileCase empty = c;
         empty.k = 0;
