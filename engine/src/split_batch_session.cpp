@@ -267,14 +267,6 @@ size_t streamed_weight_bytes(const Model& model) {
   return bytes;
 }
 
-// Bytes of every layer's weights (float32, as streamed_weight_bytes counts them).
-size_t weight_bytes(const Model& model) {
-  size_t bytes = 0;
-  for (const LayerInfo& layer : model.layers())
-    bytes += static_cast<size_t>(std::max<int64_t>(layer.params, 0)) * sizeof(float);
-  return bytes;
-}
-
 // Whether each run reads the weights from memory while its activations stay in the caches, so
 // that fewer, larger runs pay that read fewer times: weights beyond a last-level cache's share
 // (on these 2-vCPU VMs some 20-30 MB: a 9.4 MB layer run in turn from 2 copies ran as fast as
@@ -289,7 +281,7 @@ bool weights_outweigh_activations(const std::shared_ptr<const Model>& model, con
                                   const Shape& whole) {
   constexpr size_t kWeightsBeyondCacheBytes = size_t{24} << 20;
   constexpr size_t kWeightsPerImageArena = 8;
-  const size_t weights = weight_bytes(*model);
+  const size_t weights = model->weight_bytes();
   if (weights <= kWeightsBeyondCacheBytes) return false;
   const auto one_image = plan_cpu_session(model, part_options(options, whole, 1, 1));
   return one_image.ok() && weights >= kWeightsPerImageArena * one_image.value().arena_bytes;
