@@ -8,19 +8,19 @@
 #include <limits>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/maxpool_rows.h"
 
 namespace winfer {
 namespace {
 
 // out[0, channels) = max over the window's in-bounds taps. As PyTorch: padding never wins,
 // a NaN tap wins (the result is NaN), and a window with no in-bounds tap gives -inf.
-// One output row per call, compiled per ISA (kLanes floats per vector; the channels of a
-// pixel are contiguous in NHWC), the window bounds computed once per output pixel and the taps
-// walked per vector of channels, so the running maximum stays in a register.
-template <int kLanes>
-WINFER_ALWAYS_INLINE inline void max_row_body(const PoolParams& p, const float* in_image, int64_t oh, float* out_row) {
-  using V = cpu::Vec<kLanes>;
+// One output row per call: the portable loop, for machines without AVX2 (AVX2 and AVX-512 run
+// maxpool_rows.h's, compiled per ISA with a vector max, which the vector extensions cannot spell).
+void max_row_generic(const PoolParams& p, const float* in_image, int64_t oh, float* out_row) {
+  using V = cpu::Vec<4>;
   typedef int32_t I __attribute__((vector_size(sizeof(V))));
+  constexpr int kLanes = 4;
   const int64_t c_total = p.channels;
   const float neg_inf = -std::numeric_limits<float>::infinity();
   int64_t kh0, kh1;
@@ -37,8 +37,7 @@ WINFER_ALWAYS_INLINE inline void max_row_body(const PoolParams& p, const float* 
         const float* row = in_image + (ih0 + kh * p.dilation_h) * p.in_w * c_total + c;
         for (int64_t kw = kw0; kw < kw1; ++kw) {
           const V x = cpu::load<kLanes>(row + (iw0 + kw * p.dilation_w) * c_total);
-          // m = (x > m || isnan(x)) ? x : m, as bit operations: GCC turns a vector `?:` on
-          // 16 lanes into per-lane scalar code.
+          // m = (x > m || isnan(x)) ? x : m, as bit operations.
           const I take = (x > m) | (x != x);
           m = reinterpret_cast<V>((reinterpret_cast<I>(x) & take) | (reinterpret_cast<I>(m) & ~take));
         }
@@ -57,13 +56,6 @@ WINFER_ALWAYS_INLINE inline void max_row_body(const PoolParams& p, const float* 
       out[c] = m;
     }
   }
-}
-
-WINFER_TARGET_AVX2 void max_row_avx2(const PoolParams& p, const float* in_image, int64_t oh, float* out_row) {
-  max_row_body<8>(p, in_image, oh, out_row);
-}
-void max_row_generic(const PoolParams& p, const float* in_image, int64_t oh, float* out_row) {
-  max_row_body<4>(p, in_image, oh, out_row);
 }
 
 // out[0, channels) = sum over in-bounds taps of the window / divisor (PyTorch AvgPool2d):
@@ -196,15 +188,13 @@ void global_avgpool_nhwc(int64_t batch, int64_t channels, int64_t pixels, const 
 }  // namespace
 
 void maxpool2d_nhwc(const PoolParams& p, const float* in, float* out, int threads) {
-  auto* row_fn = max_row_generic;
+  cpu::MaxPoolRowFn row_fn = nullptr;
   switch (cpu::cpu_isa()) {
-    // AVX-512 machines run the AVX2 variant: GCC (12) lowers the comparisons of 16-lane
-    // vector-extension types to one scalar compare per lane (AVX-512 compares produce mask
-    // registers), which made a 16-lane variant 30x slower; the loop is bound by loads anyway.
-    case cpu::Isa::kAvx512:
-    case cpu::Isa::kAvx2: row_fn = max_row_avx2; break;
+    case cpu::Isa::kAvx512: row_fn = cpu::max_pool_row_avx512(); break;
+    case cpu::Isa::kAvx2: row_fn = cpu::max_pool_row_avx2(); break;
     case cpu::Isa::kGeneric: break;
   }
+  if (row_fn == nullptr) row_fn = max_row_generic;
   const int64_t rows = p.batch * p.out_h;
   const int nt = cpu::threads_for_work(threads, rows * p.out_w * p.kernel_h * p.kernel_w * p.channels);
   cpu::parallel_pieces(nt, rows, cpu::pieces_for(nt, rows, rows * p.out_w * p.kernel_h * p.kernel_w * p.channels),

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -87,6 +88,54 @@ TEST_CASE("maxpool2d propagates NaN in vector lanes and in the channel tail, on 
       INFO("channel ", c);
       CHECK(std::isnan(got[static_cast<size_t>(c)]) == (c == 3 || c == 36 || c == 20));
       CHECK_FALSE(std::isnan(got[static_cast<size_t>(37 + c)]));  // the second window has none
+    }
+  }
+}
+
+// Bit for bit what the reference (PyTorch's rule: the first maximal tap, a NaN wins) gives:
+// the sign of a zero included; any NaN for a NaN.
+void check_same_bits(const PoolParams& p, const std::vector<float>& in) {
+  const auto want = ref::maxpool2d(p, in);
+  const auto got = run_max(p, in, 1);
+  int64_t wrong = 0, first_wrong = -1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float w = static_cast<float>(want[i]);
+    const bool same = std::isnan(w) ? std::isnan(got[i]) : std::memcmp(&w, &got[i], sizeof w) == 0;
+    if (!same && wrong++ == 0) first_wrong = static_cast<int64_t>(i);
+  }
+  INFO("first wrong output ", first_wrong, " of ", want.size());
+  CHECK(wrong == 0);
+  CHECK(test::bitwise_equal(got.data(), run_max(p, in, 3).data(), got.size()));
+}
+
+TEST_CASE("maxpool2d: ties keep the first tap (+0 / -0 as PyTorch gives them) and NaN wins, every ISA and window") {
+  // Inputs drawn from {-1, -0, +0, 0.5, NaN}: most windows tie, so any other order of
+  // comparing the taps, or a max that returns the later of two equal taps, changes a zero's
+  // sign somewhere; NaN lands in every tap position of some window (first, middle, last, in a
+  // row after the first). Windows: the stems' 3x3/2 (unrolled in the interior), VGG's 2x2/2,
+  // and the general loop (5x5, dilation, ceil mode, 3x2); channels below, at and past a vector.
+  struct Shape {
+    int64_t c, h, w, kh, kw, s, pad, d;
+    bool ceil_mode;
+  };
+  const std::vector<Shape> shapes = {
+      {24, 11, 13, 3, 3, 2, 1, 1, false}, {64, 9, 9, 3, 3, 2, 1, 1, true}, {1, 8, 10, 3, 3, 2, 1, 1, false},
+      {37, 8, 8, 2, 2, 2, 0, 1, false},   {16, 7, 9, 2, 2, 2, 0, 1, true}, {8, 9, 9, 5, 5, 1, 2, 1, false},
+      {17, 10, 11, 3, 3, 1, 1, 2, false}, {7, 9, 8, 3, 3, 1, 1, 1, false}, {40, 9, 10, 3, 2, 1, 1, 1, false},
+  };
+  for (cpu::Isa isa : test::runnable_isas()) {
+    test::IsaCap cap(isa);
+    uint32_t seed = 70;
+    for (const Shape& s : shapes) {
+      PoolParams p = ref::pool_params(2, s.c, s.h, s.w, s.kh, s.s, s.pad, s.d, s.ceil_mode);
+      p.kernel_w = s.kw;
+      p.out_w = ref::pool_out_size(s.w, s.kw, s.s, s.pad, s.d, s.ceil_mode);
+      INFO(test::isa_name(isa), " ", describe(p, s.ceil_mode), " kw", p.kernel_w);
+      const auto u = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.channels), seed++, 0.f, 1.f);
+      std::vector<float> in(u.size());
+      for (size_t i = 0; i < u.size(); ++i)
+        in[i] = u[i] < 0.02f ? NAN : u[i] < 0.3f ? -1.f : u[i] < 0.6f ? -0.f : u[i] < 0.9f ? 0.f : 0.5f;
+      check_same_bits(p, in);
     }
   }
 }
