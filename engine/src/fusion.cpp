@@ -8,7 +8,8 @@ namespace {
 // The order in which the pass tries the rules at a node; the first that applies wins. No two
 // patterns match the same nodes (each is told apart by its ops' types: conv2d <- batchnorm2d,
 // layer <- relu/relu6, conv2d <- sigmoid/silu/..., conv2d <- maxpool2d, conv2d <- conv2d, conv2d <- add, the only
-// one whose consumer has two inputs, and mul -> conv2d, the only one rooted at a mul), so the order changes no result;
+// one whose consumer has two inputs, mul -> conv2d, the only one rooted at a mul, and channel_shuffle <- split, the
+// only one rooted at a shuffle), so the order changes no result;
 // it is the order in which the layers come in a block (conv, bn, relu, then pooling, a depthwise convolution or an
 // add).
 const std::vector<const AbsorbConsumerRule*>& consumer_rules() {
@@ -23,6 +24,7 @@ const std::vector<const RewriteRule*>& rules() {
     std::vector<const RewriteRule*> list(consumer_rules().begin(), consumer_rules().end());
     list.push_back(&conv_add_rule());
     list.push_back(&channel_scale_conv_rule());
+    list.push_back(&shuffle_split_rule());
     return list;
   }();
   return all;

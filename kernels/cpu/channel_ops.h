@@ -21,5 +21,12 @@ void split_channels_strided_nhwc(int64_t pixels, const float* in, int num_output
 // out channel j*g + i  <-  in channel i*(C/g) + j. channels % groups == 0. May run in place
 // (out == in).
 void channel_shuffle_nhwc(int64_t pixels, int64_t channels, int64_t groups, const float* in, float* out, int threads);
+// channel_shuffle_nhwc, then split_channels_strided_nhwc of its output, in one pass (ShuffleNetV2's
+// shuffle and the next unit's split): outputs[i][p][c] = the shuffled row's channel offset_i + c,
+// read straight from the input row; the input's row width is sum(channels), divisible by groups.
+// Never in place.
+void channel_shuffle_split_nhwc(int64_t pixels, int64_t groups, const float* in, int num_outputs,
+                                const int64_t* channels, float* const* outputs, const int64_t* out_strides,
+                                int threads);
 
 }  // namespace winfer

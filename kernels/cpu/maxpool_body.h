@@ -75,9 +75,8 @@ __attribute__((always_inline)) inline typename Isa::V window_max(const float* t,
 // Every channel of one output pixel whose window has rows x cols taps in the input, the first at
 // `first`.
 template <class Isa, int kRows = 0, int kCols = 0>
-__attribute__((always_inline)) inline void pixel_max(const float* first, int64_t rows, int64_t row_step,
-                                                     int64_t cols, int64_t col_step, int64_t channels,
-                                                     float* out) {
+__attribute__((always_inline)) inline void pixel_max(const float* first, int64_t rows, int64_t row_step, int64_t cols,
+                                                     int64_t col_step, int64_t channels, float* out) {
   constexpr int kLanes = Isa::kLanes;
   int64_t c = 0;
   const typename Isa::Tail none{};  // unused by whole vectors
@@ -112,7 +111,8 @@ void max_pool_row(const PoolParams& p, const float* in_image, int64_t oh, float*
       std::fill(out, out + channels, -std::numeric_limits<float>::infinity());
       continue;
     }
-    const float* first = in_image + top_row * row_floats + (ow * p.stride_w - p.pad_left + kw0 * p.dilation_w) * channels;
+    const float* first =
+        in_image + top_row * row_floats + (ow * p.stride_w - p.pad_left + kw0 * p.dilation_w) * channels;
     // The common windows with their loops unrolled: 3x3 (ResNet's and ShuffleNet's stems),
     // 2x2 (VGG's).
     if (full && three)

@@ -217,3 +217,39 @@ TEST_CASE("rewrite conv_add: not after an activation, not add(y, y), not with fu
   CHECK(load_ok(plain, false)->layers().size() == 4);
   CHECK(load_ok(plain, true)->layers().size() == 1);
 }
+
+// ---- shuffle_split ----------------------------------------------------------------------
+
+namespace {
+
+// ShuffleNetV2's unit boundary: a concat of two halves, the shuffle, and the next unit's split,
+// whose first half joins the next concat and whose second goes through a branch. `after_shuffle`
+// goes between the shuffle and the split (another reader of the shuffle's output, ...).
+std::string shuffle_unit(const std::string& split_attrs, const std::string& after_shuffle = "") {
+  return model_header(6, 7, 5) + "outputs: [cat2]\nlayers:\n" + conv("a", 6, 6, 1) +
+         conv("b", 6, 6, 3, 1, 1, -1, "input") + "  - {name: cat, op: concat, inputs: [a, b]}\n" +
+         "  - {name: shuf, op: channel_shuffle, groups: 2}\n" + after_shuffle +
+         "  - {name: sp, op: split, input: shuf, " + split_attrs + "}\n" + conv("c", 12 - 5, 7, 3, 1, 1, -1, "'sp:1'") +
+         "  - {name: cat2, op: concat, inputs: ['sp:0', c]}\n";
+}
+
+}  // namespace
+
+TEST_CASE("rewrite shuffle_split: a split alone reading a shuffle is written by it, pieces of any size") {
+  // Pieces 5 + 7: the second starts on the other group (channel 5 of the shuffled 12).
+  const std::string yaml = shuffle_unit("sizes: [5, 7]");
+  check_rewrite(yaml, winfer::Shape{1, 6, 7, 5}, "shuf", {"sp"});
+  CHECK(kernel_description(load_ok(yaml), winfer::Shape{1, 6, 7, 5}, "shuf") == "shuffle and split in one pass");
+  // Batch 3, every algorithm: the first piece lands in the next concat's slice.
+  winfer_test::check_fused_equals_unfused(yaml, winfer::Shape{3, 6, 7, 5}, user_algorithms(), kSeed);
+}
+
+TEST_CASE("rewrite shuffle_split: not when another layer or the output reads the shuffle") {
+  // A relu also reads the shuffled tensor: it must exist.
+  CHECK(kept(shuffle_unit("sizes: [5, 7]", "  - {name: r, op: relu, input: shuf}\n"), "sp"));
+  // The shuffled tensor is a model output.
+  std::string out = shuffle_unit("sizes: [5, 7]");
+  out.replace(out.find("outputs: [cat2]"), 15, "outputs: [cat2, shuf]");
+  CHECK(kept(out, "sp"));
+  winfer_test::check_fused_equals_unfused(out, winfer::Shape{1, 6, 7, 5}, {"im2win"}, kSeed);
+}

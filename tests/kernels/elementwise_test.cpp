@@ -120,26 +120,80 @@ TEST_CASE("channel shuffle equals PyTorch's view/transpose rule") {
   struct Case {
     int64_t pixels, channels, groups;
   };
-  for (const Case& c : {Case{35, 12, 3}, Case{35, 12, 2}, Case{6, 116, 2}, Case{3000, 48, 4}, Case{5, 7, 7}}) {
-    INFO("C ", c.channels, " groups ", c.groups);
-    const auto in = test::random_floats(static_cast<size_t>(c.pixels * c.channels), 31);
-    // PyTorch: x.view(N, g, C/g, H, W).transpose(1, 2).reshape(N, C, H, W). Output channel k
-    // sits at position (j, i) of the transposed (C/g, g) view, k = j*g + i, and holds the
-    // element (i, j) of the (g, C/g) view of the input, i.e. input channel i*(C/g) + j.
-    const int64_t per_group = c.channels / c.groups;
-    std::vector<double> want(in.size());
-    for (int64_t p = 0; p < c.pixels; ++p)
-      for (int64_t k = 0; k < c.channels; ++k) {
-        const int64_t j = k / c.groups, i = k % c.groups;
-        want[static_cast<size_t>(p * c.channels + k)] = in[static_cast<size_t>(p * c.channels + i * per_group + j)];
+  // Two groups of 58 and 31 channels: the interleave's 16-, 8- and 4-lane loops and its scalar tail.
+  for (const cpu::Isa isa : test::runnable_isas())
+    for (const Case& c :
+         {Case{35, 12, 3}, Case{35, 12, 2}, Case{6, 116, 2}, Case{7, 62, 2}, Case{3000, 48, 4}, Case{5, 7, 7}}) {
+      test::IsaCap cap(isa);
+      INFO(test::isa_name(isa), ": C ", c.channels, " groups ", c.groups);
+      const auto in = test::random_floats(static_cast<size_t>(c.pixels * c.channels), 31);
+      // PyTorch: x.view(N, g, C/g, H, W).transpose(1, 2).reshape(N, C, H, W). Output channel k
+      // sits at position (j, i) of the transposed (C/g, g) view, k = j*g + i, and holds the
+      // element (i, j) of the (g, C/g) view of the input, i.e. input channel i*(C/g) + j.
+      const int64_t per_group = c.channels / c.groups;
+      std::vector<double> want(in.size());
+      for (int64_t p = 0; p < c.pixels; ++p)
+        for (int64_t k = 0; k < c.channels; ++k) {
+          const int64_t j = k / c.groups, i = k % c.groups;
+          want[static_cast<size_t>(p * c.channels + k)] = in[static_cast<size_t>(p * c.channels + i * per_group + j)];
+        }
+      std::vector<float> out(in.size(), NAN);
+      channel_shuffle_nhwc(c.pixels, c.channels, c.groups, in.data(), out.data(), 1);
+      test::check_close_simple(out.data(), want, 0.0, 0.0, "shuffle");
+      std::vector<float> inplace = in;
+      channel_shuffle_nhwc(c.pixels, c.channels, c.groups, inplace.data(), inplace.data(), 2);
+      test::check_close_simple(inplace.data(), want, 0.0, 0.0, "shuffle in place");
+    }
+}
+
+TEST_CASE("channel shuffle then split in one pass: pieces at any channel, strided outputs, threads, every ISA") {
+  struct Case {
+    int64_t pixels, groups;
+    std::vector<int64_t> pieces;
+  };
+  // ShuffleNetV2's halves (58 + 58), halves at an odd channel (57 + 59: the second piece starts
+  // on the other group), one channel then the rest, three pieces, three and four groups.
+  const std::vector<Case> cases = {{300, 2, {58, 58}}, {9, 2, {57, 59}}, {9, 2, {1, 61}},    {40, 2, {10, 31, 21}},
+                                   {50, 3, {6, 6}},    {17, 4, {5, 11}}, {2000, 2, {24, 24}}};
+  for (const cpu::Isa isa : test::runnable_isas())
+    for (const Case& c : cases) {
+      test::IsaCap cap(isa);
+      int64_t width = 0;
+      for (int64_t p : c.pieces) width += p;
+      INFO(test::isa_name(isa), ": C ", width, " groups ", c.groups, " pieces ", c.pieces.size(), " first ",
+           c.pieces[0]);
+      const auto in = test::random_floats(static_cast<size_t>(c.pixels * width), 33);
+      std::vector<float> shuffled(in.size(), NAN);
+      channel_shuffle_nhwc(c.pixels, width, c.groups, in.data(), shuffled.data(), 1);
+      // Piece 0 written into a wider row (a concat's slice, 3 floats of padding per pixel that
+      // must stay untouched), the others dense.
+      const int n = static_cast<int>(c.pieces.size());
+      std::vector<std::vector<float>> outs(c.pieces.size());
+      std::vector<float*> targets;
+      std::vector<int64_t> strides;
+      for (int i = 0; i < n; ++i) {
+        const int64_t stride = i == 0 ? c.pieces[0] + 3 : 0;
+        outs[i].assign(static_cast<size_t>(c.pixels * (stride > 0 ? stride : c.pieces[i])), -7.f);
+        targets.push_back(outs[i].data());
+        strides.push_back(stride);
       }
-    std::vector<float> out(in.size(), NAN);
-    channel_shuffle_nhwc(c.pixels, c.channels, c.groups, in.data(), out.data(), 1);
-    test::check_close_simple(out.data(), want, 0.0, 0.0, "shuffle");
-    std::vector<float> inplace = in;
-    channel_shuffle_nhwc(c.pixels, c.channels, c.groups, inplace.data(), inplace.data(), 2);
-    test::check_close_simple(inplace.data(), want, 0.0, 0.0, "shuffle in place");
-  }
+      for (int threads : {1, 2}) {
+        channel_shuffle_split_nhwc(c.pixels, c.groups, in.data(), n, c.pieces.data(), targets.data(), strides.data(),
+                                   threads);
+        int64_t offset = 0, wrong = 0;
+        for (int i = 0; i < n; ++i) {
+          const int64_t row = strides[i] > 0 ? strides[i] : c.pieces[i];
+          for (int64_t p = 0; p < c.pixels; ++p)
+            for (int64_t k = 0; k < row; ++k) {
+              const float got = outs[i][static_cast<size_t>(p * row + k)];
+              const float want = k < c.pieces[i] ? shuffled[static_cast<size_t>(p * width + offset + k)] : -7.f;
+              wrong += got != want;
+            }
+          offset += c.pieces[i];
+        }
+        CHECK_MESSAGE(wrong == 0, threads << " thread(s)");
+      }
+    }
 }
 
 TEST_CASE("layout NCHW <-> NHWC: index formula, round trip, threads, every ISA") {

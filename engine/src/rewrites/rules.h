@@ -20,5 +20,7 @@ const AbsorbConsumerRule& pointwise_depthwise_rule();
 const RewriteRule& conv_add_rule();
 // mul (a pooled channel scale) -> conv2d: the convolution scales its input (squeeze-and-excitation).
 const RewriteRule& channel_scale_conv_rule();
+// channel_shuffle <- split: the pieces written straight from the shuffle's input (ShuffleNetV2).
+const RewriteRule& shuffle_split_rule();
 
 }  // namespace winfer
