@@ -150,23 +150,26 @@ TEST_CASE("maxpool2d propagates NaN like PyTorch") {
   CHECK_FALSE(std::isnan(got[2]));
 }
 
-TEST_CASE("avgpool2d matches the reference with and without count_include_pad") {
+TEST_CASE("avgpool2d matches the reference with and without count_include_pad, every ISA") {
   const std::vector<PoolCase> cases = {
       {2, 5, 9, 8, 3, 2, 1, 1, false},    {2, 5, 8, 8, 3, 2, 1, 1, true}, {1, 6, 7, 5, 2, 2, 0, 1, false},
       {1, 6, 7, 5, 2, 2, 0, 1, true},     {1, 9, 6, 7, 3, 3, 1, 1, true}, {3, 20, 5, 5, 5, 1, 2, 1, false},
       {1, 33, 13, 11, 3, 1, 1, 1, false},
   };
-  uint32_t seed = 40;
-  for (const PoolCase& pc : cases) {
-    const PoolParams p = make_params(pc);
-    const auto in = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.channels), seed++);
-    for (bool include_pad : {true, false}) {
-      INFO(describe(p, pc.ceil_mode), " count_include_pad=", include_pad);
-      const auto want = ref::avgpool2d(p, include_pad, in);
-      const auto got = run_avg(p, include_pad, in, 1);
-      // A sum of at most k*k values in [-1, 1] and one division: float32 rounding only.
-      test::check_close_simple(got.data(), want, 1e-6, 1e-6, "avgpool");
-      CHECK(test::bitwise_equal(got.data(), run_avg(p, include_pad, in, 2).data(), got.size()));
+  for (cpu::Isa isa : test::runnable_isas()) {  // the kernel is compiled per ISA
+    test::IsaCap cap(isa);
+    uint32_t seed = 40;
+    for (const PoolCase& pc : cases) {
+      const PoolParams p = make_params(pc);
+      const auto in = test::random_floats(static_cast<size_t>(p.batch * p.in_h * p.in_w * p.channels), seed++);
+      for (bool include_pad : {true, false}) {
+        INFO(test::isa_name(isa), " ", describe(p, pc.ceil_mode), " count_include_pad=", include_pad);
+        const auto want = ref::avgpool2d(p, include_pad, in);
+        const auto got = run_avg(p, include_pad, in, 1);
+        // A sum of at most k*k values in [-1, 1] and one division: float32 rounding only.
+        test::check_close_simple(got.data(), want, 1e-6, 1e-6, "avgpool");
+        CHECK(test::bitwise_equal(got.data(), run_avg(p, include_pad, in, 2).data(), got.size()));
+      }
     }
   }
 }
