@@ -63,17 +63,7 @@ class ChannelScaleConv : public RewriteRule {
     if (!conv->absorb_input_scale()) return false;
     // Node n becomes the convolution, with the mul's inputs and its own outputs; the mul is
     // recorded as fused into it (no parameters).
-    GraphNode& conv_node = graph.nodes[reader];
-    conv_node.op->record_fused(node.name, 0);
-    for (const std::string& fused : node.op->fused_names()) conv_node.op->record_fused(fused, 0);
-    node.name = conv_node.name;
-    node.type = conv_node.type;
-    node.op = std::move(conv_node.op);
-    node.param_prefix = conv_node.param_prefix;
-    node.line = conv_node.line;
-    node.outputs = conv_node.outputs;
-    graph.nodes.erase(graph.nodes.begin() + reader);
-    graph.link();
+    absorb_producer(graph, n, reader);
     return true;
   }
 };

@@ -1,6 +1,8 @@
 #include "engine/src/rewrites/rewrite_rule.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 namespace winfer {
 namespace {
@@ -30,6 +32,21 @@ void absorb_node(Graph& graph, int n, int next) {
   for (const std::string& name : absorbed.fused_names()) node.op->record_fused(name, 0);
   node.outputs = graph.nodes[next].outputs;
   graph.nodes.erase(graph.nodes.begin() + next);
+  graph.link();
+}
+
+void absorb_producer(Graph& graph, int n, int reader) {
+  GraphNode& node = graph.nodes[n];
+  GraphNode& absorbing = graph.nodes[reader];
+  absorbing.op->record_fused(node.name, 0);
+  for (const std::string& fused : node.op->fused_names()) absorbing.op->record_fused(fused, 0);
+  node.name = absorbing.name;
+  node.type = absorbing.type;
+  node.op = std::move(absorbing.op);
+  node.param_prefix = absorbing.param_prefix;
+  node.line = absorbing.line;
+  node.outputs = absorbing.outputs;
+  graph.nodes.erase(graph.nodes.begin() + reader);
   graph.link();
 }
 

@@ -48,5 +48,11 @@ int sole_consumer(const Graph& graph, int n);
 // absorbed, with their parameters (so that totals stay PyTorch's); `next` (> n: topological
 // order) is removed and the links recomputed.
 void absorb_node(Graph& graph, int n, int next);
+// The other direction: node `reader` (> n), which alone reads node n's output, takes node n's
+// place and its inputs, keeping its own op, name and outputs, and records n's display name and
+// what n had absorbed (no parameters: the absorbing op's mutator took what it needed); node n's
+// op is dropped, `reader` removed and the links recomputed (rule channel_scale_conv: the
+// convolution takes the mul's place and inputs, x and the scale).
+void absorb_producer(Graph& graph, int n, int reader);
 
 }  // namespace winfer
