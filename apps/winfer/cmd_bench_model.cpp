@@ -304,6 +304,7 @@ Json measure(const BenchArgs& args, const std::string& model_arg, const std::str
 
   SessionOptions options;
   options.conv_algorithm = conv;
+  if (conv == "auto") options.autotune_cache = args.autotune_cache;
   options.threads = args.threads;
   options.concat_alias = args.concat_alias;
   options.images_per_run = args.images_per_run;
@@ -454,9 +455,11 @@ int run_bench_models(const BenchArgs& args) {
   if (convs.empty()) convs.push_back(SessionOptions().conv_algorithm);
   if (convs.size() == 1 && convs[0] == "all")
     convs = conv_algorithm_names(args.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu");
-  // The algorithms of the device's backend; where the list is empty (auto, or a build without
-  // CUDA) the session says what is wrong.
-  const std::vector<std::string> known = conv_algorithm_names(args.device.rfind("cuda", 0) == 0 ? "cuda" : args.device);
+  // The algorithms of the device's backend, and on the CPU "auto" (per layer); where the list is
+  // empty (device auto, or a build without CUDA) the session says what is wrong.
+  std::vector<std::string> known = conv_algorithm_names(args.device.rfind("cuda", 0) == 0 ? "cuda" : args.device);
+  if (args.device == "cpu") known.push_back("auto");
+  if (Status s = check_autotune_cache_flag(args.autotune_cache, convs); !s.ok()) return fail(s);
   for (const std::string& c : convs) {
     if (!known.empty() && std::find(known.begin(), known.end(), c) == known.end()) {
       std::string list;

@@ -242,6 +242,7 @@ class Classifier {
 }  // namespace
 
 int run_classify(const ClassifyArgs& args) {
+  if (Status s = check_autotune_cache_flag(args.autotune_cache, {args.conv}); !s.ok()) return fail(s);
   const auto start = Clock::now();
   auto loaded = load_classifier(args);
   if (!loaded.ok()) return fail(loaded.status());
@@ -252,6 +253,7 @@ int run_classify(const ClassifyArgs& args) {
 
   SessionOptions options;
   if (!args.conv.empty()) options.conv_algorithm = args.conv;
+  options.autotune_cache = args.autotune_cache;
   options.device = args.device;
   options.threads = args.threads;
   // A session for more images than there are would only hold (and allocate) empty slots.

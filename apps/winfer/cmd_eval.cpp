@@ -104,6 +104,7 @@ detail::OutputKind predictions_kind(int64_t classes) {
 }  // namespace
 
 int run_eval(const EvalArgs& args) {
+  if (Status s = check_autotune_cache_flag(args.autotune_cache, {args.conv}); !s.ok()) return fail(s);
   LoadOptions load_options;
   load_options.weights_path = args.weights;
   load_options.confine_to = args.confine_to;
@@ -125,6 +126,7 @@ int run_eval(const EvalArgs& args) {
 
   SessionOptions options;
   if (!args.conv.empty()) options.conv_algorithm = args.conv;
+  options.autotune_cache = args.autotune_cache;
   options.device = args.device;
   options.threads = args.threads;
   options.batch = std::min(args.batch > 0 ? args.batch : 100, total);

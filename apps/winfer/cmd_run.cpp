@@ -106,6 +106,7 @@ Result<double> relative_error_vs(const std::string& path, const Tensor& got) {
 }  // namespace
 
 int run_run(const RunArgs& args) {
+  if (Status s = check_autotune_cache_flag(args.autotune_cache, {args.conv}); !s.ok()) return fail(s);
   if (args.tf32 && args.device == "cpu") {
     return fail(invalid_argument(
         "--tf32 applies to CUDA sessions (--device cuda, cuda:N or auto); the CPU computes in float32"));
@@ -144,6 +145,7 @@ int run_run(const RunArgs& args) {
 
   SessionOptions options;
   options.conv_algorithm = args.conv;
+  options.autotune_cache = args.autotune_cache;
   options.device = args.device;
   options.allow_tf32 = args.tf32;
   options.check_numerics = args.check_numerics;

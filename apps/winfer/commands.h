@@ -46,6 +46,7 @@ struct RunArgs {
   std::optional<uint64_t> random_weights_seed;
   uint64_t input_seed = 0;
   std::string conv = "im2win";
+  std::string autotune_cache;  // --autotune-cache: SessionOptions::autotune_cache (--conv auto)
   std::string device = "cpu";  // cpu, cuda, cuda:N, auto
   bool tf32 = false;
   std::string expect;  // compare the output with this .npy (max |diff| / max |expected|)
@@ -89,9 +90,10 @@ struct BenchArgs {
   std::string device = "cpu";       // cpu, cuda, cuda:N, auto
   bool per_layer = false;           // per-layer medians, GFLOP/s and % of the FMA peak
   // Layer mode (cmd_bench.cpp): single convolution layers.
-  std::string layers;  // layer set name (bench/layers/NAME.yaml), layer-set file or model file
-  std::string conv;    // comma-separated implementations; empty or "all": every one that applies
-  std::string filter;  // only layers whose name contains this
+  std::string layers;          // layer set name (bench/layers/NAME.yaml), layer-set file or model file
+  std::string conv;            // comma-separated implementations; empty or "all": every one that applies
+  std::string autotune_cache;  // whole networks, --conv auto: SessionOptions::autotune_cache
+  std::string filter;          // only layers whose name contains this
   int threads = winfer::default_thread_count();
   int64_t batch = 0;  // 0: the set's
   // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run; unset: auto)
@@ -111,7 +113,8 @@ struct ClassifyArgs {
   std::vector<std::string> images;  // files or folders
   int top = 5;
   std::string device = "cpu";
-  std::string conv;  // empty: the engine's default algorithm
+  std::string conv;            // empty: the engine's default algorithm
+  std::string autotune_cache;  // --autotune-cache: SessionOptions::autotune_cache (--conv auto)
   int threads = winfer::default_thread_count();
   int64_t batch = 0;  // 0: min(8, number of images)
   // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run; unset: auto)
@@ -129,6 +132,7 @@ struct EvalArgs {
   std::string data;   // folder of the IDX files; empty: the dataset package's
   int64_t limit = 0;  // 0: the whole split
   std::string conv;
+  std::string autotune_cache;  // --autotune-cache: SessionOptions::autotune_cache (--conv auto)
   std::string device = "cpu";  // cpu, cuda, cuda:N, auto
   int threads = winfer::default_thread_count();
   int64_t batch = 0;  // 0: 100

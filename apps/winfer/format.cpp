@@ -72,6 +72,16 @@ std::string pack_for(const std::string& device, const std::string& conv) {
   return LoadOptions().pack_for;
 }
 
+Status check_autotune_cache_flag(const std::string& cache, const std::vector<std::string>& convs) {
+  if (cache.empty() || std::find(convs.begin(), convs.end(), "auto") != convs.end()) return Status::Ok();
+  std::string given;
+  for (const std::string& c : convs) given += (given.empty() ? "" : ",") + c;
+  return invalid_argument(
+      "--autotune-cache keeps the timings of --conv auto (per layer, the fastest algorithm measured "
+      "when the session is made); the algorithm here is '" +
+      given + "'");
+}
+
 std::string json_quote(const std::string& text) {
   std::string out = "\"";
   for (const char ch : text) {

@@ -27,6 +27,9 @@ Result<Tensor> random_tensor(const Shape& shape, uint64_t seed);
 // `conv` on `device`: that algorithm on the CPU, so that the process holds one copy of the
 // weights, the default elsewhere (CUDA sessions upload their own; "auto" chooses per layer).
 std::string pack_for(const std::string& device, const std::string& conv);
+// --autotune-cache FILE (SessionOptions::autotune_cache) keeps the per-layer timings of
+// --conv auto: refused, naming the flag, where none of `convs` is "auto" (it would be ignored).
+Status check_autotune_cache_flag(const std::string& cache, const std::vector<std::string>& convs);
 // How a session runs its batch (MemoryReport::images_per_run, lanes): " (runs of 2, 2 side by
 // side)" when it runs the batch in several runs, "" when at once.
 std::string batch_runs_note(const MemoryReport& report, int64_t batch);

@@ -109,6 +109,10 @@ const std::string kThreadsHelp = "Threads (default: the CPUs this process may ru
                                  std::to_string(winfer::default_thread_count()) +
                                  " here; 1 runs on the calling thread only)";
 
+const char* const kAutotuneCacheHelp =
+    "With --conv auto: keep the measured per-layer times in this text file and reuse them (keyed by CPU ISA, "
+    "threads and layer shape), so that later sessions choose without measuring, and always the same way";
+
 const char* const kImagesPerRunHelp =
     "Run the batch this many images at a time through an arena for that many: the memory of one run's images "
     "whatever the batch; 0 = the whole batch at once (SessionOptions::images_per_run; default: the engine's choice, "
@@ -150,8 +154,10 @@ Command add_run(CLI::App* app, winfer::cli::RunArgs& run) {
   run_cmd
       ->add_option("--conv", run.conv,
                    "Convolution algorithm: im2win (default), indirect, im2col, direct, winograd (3x3 stride-1 layers; "
-                   "im2win for the rest)")
+                   "im2win for the rest), or auto (CPU: per layer, the fastest of them measured when the session is "
+                   "made; the fastest configuration)")
       ->capture_default_str();
+  run_cmd->add_option("--autotune-cache", run.autotune_cache, kAutotuneCacheHelp);
   run_cmd->add_option("--device", run.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")
       ->capture_default_str();
   run_cmd->add_flag("--tf32", run.tf32, "CUDA: let cuBLAS/cuDNN use TF32 tensor cores (faster, ~1e-3 relative error)");
@@ -233,8 +239,10 @@ Command add_bench(CLI::App* app, winfer::cli::BenchArgs& bench) {
                       "Whole networks: per-layer medians, GFLOP/s and % of the FMA peak");
   bench_cmd->add_option("--layers", bench.layers, "Layer set: paper12, zoo, tiny, a layer-set .yaml or a model .yaml");
   bench_cmd->add_option("--conv", bench.conv,
-                        "Implementations, comma-separated (engine algorithms; with --layers also onednn, xnnpack); "
+                        "Implementations, comma-separated (engine algorithms, and for networks on the CPU auto: per "
+                        "layer the fastest, measured at session creation; with --layers also onednn, xnnpack); "
                         "default: the engine's default algorithm for networks, all that apply for layers");
+  bench_cmd->add_option("--autotune-cache", bench.autotune_cache, std::string("Whole networks: ") + kAutotuneCacheHelp);
   bench_cmd->add_option("--filter", bench.filter, "Only layers whose name contains this text");
   bench_cmd->add_option("--threads", bench.threads, kThreadsHelp)->check(CLI::Range(1, 1024));
   bench_cmd->add_option("--batch", bench.batch, "Batch size (default: the layer set's, or the model's)")
@@ -275,7 +283,10 @@ Command add_classify(CLI::App* app, winfer::cli::ClassifyArgs& classify) {
       ->check(CLI::Range(1, 1 << 20));
   classify_cmd->add_option("--device", classify.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")
       ->capture_default_str();
-  classify_cmd->add_option("--conv", classify.conv, "Convolution algorithm (default: the engine's)");
+  classify_cmd->add_option("--conv", classify.conv,
+                           "Convolution algorithm (default: the engine's; auto: per layer the fastest, measured when "
+                           "the session is made)");
+  classify_cmd->add_option("--autotune-cache", classify.autotune_cache, kAutotuneCacheHelp);
   classify_cmd->add_option("--threads", classify.threads, kThreadsHelp)->check(CLI::Range(1, 1024));
   classify_cmd->add_option("--batch", classify.batch, "Images per batch (default: up to 8)")
       ->check(CLI::Range(1, 1 << 16));
@@ -300,7 +311,10 @@ Command add_eval(CLI::App* app, winfer::cli::EvalArgs& eval) {
   eval_cmd->add_option("--data", eval.data, "Folder of the IDX files (default: /usr/share/datasets/fashion-mnist)");
   eval_cmd->add_option("--limit", eval.limit, "Only the first N images")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
-  eval_cmd->add_option("--conv", eval.conv, "Convolution algorithm (default: the engine's)");
+  eval_cmd->add_option("--conv", eval.conv,
+                       "Convolution algorithm (default: the engine's; auto: per layer the fastest, measured when the "
+                       "session is made)");
+  eval_cmd->add_option("--autotune-cache", eval.autotune_cache, kAutotuneCacheHelp);
   eval_cmd->add_option("--device", eval.device, "cpu, cuda, cuda:N, or auto (CUDA when a device is present)")
       ->capture_default_str();
   eval_cmd->add_option("--threads", eval.threads, kThreadsHelp)->check(CLI::Range(1, 1024));

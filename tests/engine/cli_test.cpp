@@ -1,4 +1,6 @@
 // The winfer command line: exit codes, stdout/stderr split, and files it writes.
+#include <filesystem>
+
 #include "engine/cli_test_util.h"
 #include "engine/model_test_util.h"
 #include "engine/src/device_backend.h"
@@ -209,6 +211,36 @@ TEST_CASE("cli: options that would be silently ignored are refused") {
     CHECK(r.exit_code == 1);
     CHECK(contains(r.stderr_text, c.message));
   }
+}
+
+TEST_CASE("cli: --conv auto runs and benches the per-layer choice, --autotune-cache keeps its timings") {
+  TempDir dir;
+  const std::string model = repo_path("models/examples/tiny_net.yaml");
+  const std::string cache = dir.file("tune.txt");
+  // bench times auto beside im2win, measuring every layer into the cache.
+  CommandResult r = run_cli("bench " + model + " --conv im2win,auto --runs 2 --min-time 0 --threads 1 --json " +
+                            "--autotune-cache " + cache);
+  INFO(r.stderr_text);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.stdout_text, "\"conv\":\"auto\""));
+  const std::string measured = read_bytes(cache);
+  CHECK(contains(measured, "# winfer conv autotune cache"));
+  CHECK(contains(measured, "threads=1"));
+  // run (and classify, eval) take the same file: every layer found there, nothing is added.
+  r = run_cli("run " + model + " --conv auto --threads 1 --top 1 --autotune-cache " + cache);
+  CHECK(r.exit_code == 0);
+  CHECK(read_bytes(cache) == measured);
+  // Without --conv auto the file would be ignored: refused, naming the flag, and not written.
+  const std::string unused = dir.file("unused.txt");
+  for (const std::string& args :
+       {"run " + model + " --autotune-cache " + unused, "bench " + model + " --conv im2win --autotune-cache " + unused,
+        "classify " + model + " " + repo_path("models/fashion/examples/sneaker.png") + " --autotune-cache " + unused}) {
+    r = run_cli(args);
+    INFO(args << ": " << r.stderr_text);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.stderr_text, "--autotune-cache keeps the timings of --conv auto"));
+  }
+  CHECK_FALSE(std::filesystem::exists(unused));
 }
 
 TEST_CASE("cli: run --top 0 prints no classes, and says nothing false about the output") {
