@@ -79,7 +79,7 @@ std::unique_ptr<PySession> session(const PyModel& self, std::optional<int64_t> b
                                    const std::string& conv, const std::string& device,
                                    std::optional<int64_t> memory_budget,
                                    std::optional<std::vector<int64_t>> input_shape,
-                                   std::optional<int64_t> images_per_run) {
+                                   std::optional<int64_t> images_per_run, std::optional<std::string> autotune_cache) {
   if (self.model->structure_only()) {
     raise_error(ErrorCode::kInvalidArgument,
                 self.model->path() +
@@ -94,6 +94,13 @@ std::unique_ptr<PySession> session(const PyModel& self, std::optional<int64_t> b
                       std::to_string(*images_per_run));
     }
     options.images_per_run = *images_per_run;
+  }
+  if (autotune_cache) {
+    if (conv != "auto") {
+      raise_error(ErrorCode::kInvalidArgument,
+                  "autotune_cache keeps the per-layer timings of conv='auto'; the algorithm here is '" + conv + "'");
+    }
+    options.autotune_cache = *autotune_cache;
   }
   return make_session(self, options);
 }
@@ -185,7 +192,7 @@ void bind_model(nb::module_& m) {
            "'int8 (simulated)' or 'fp32', else '').")
       .def("session", &session, "batch"_a = nb::none(), "threads"_a = nb::none(), "conv"_a = "im2win",
            "device"_a = "cpu", "memory_budget"_a = nb::none(), "input_shape"_a = nb::none(),
-           "images_per_run"_a = nb::none(),
+           "images_per_run"_a = nb::none(), "autotune_cache"_a = nb::none(),
            "A session that runs the model: it plans and allocates all of its memory now.\n\n"
            "batch: images per run (None: the model's declared batch).\n"
            "threads: None = the cores this process may run on (len(os.sched_getaffinity(0))).\n"
@@ -196,6 +203,8 @@ void bind_model(nb::module_& m) {
            "images_per_run: run the batch this many images at a time, on several threads one run per\n"
            "thread, through memory for that many (CPU; 0: the whole batch in one run; None: the engine's\n"
            "choice: on several threads, runs side by side where the batch divides among them).\n"
+           "autotune_cache: with conv='auto', a text file that keeps the measured per-layer times and\n"
+           "gives them to later sessions, which then choose without measuring (None: measure each time).\n"
            "One session runs one inference at a time: use one session per thread.")
       .def("plan", &plan, "conv"_a = nb::none(), "batch"_a = nb::none(), "threads"_a = nb::none(),
            "input_shape"_a = nb::none(), "images_per_run"_a = nb::none(),

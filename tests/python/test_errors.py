@@ -186,3 +186,19 @@ def test_classify_errors(tmp_path):
         winfer.classify(m, [np.zeros((8, 8, 3), np.uint8)], preprocess="nonsense")
     with pytest.raises(winfer.NotFoundError, match="labels.txt"):
         winfer.classify(m, [np.zeros((8, 8, 3), np.uint8)], labels=str(tmp_path / "labels.txt"))
+
+
+def test_autotune_cache_with_auto_only(tmp_path):
+    cache = tmp_path / "tune.txt"
+    model = winfer.Model(TINY)
+    session = model.session(conv="auto", threads=1, autotune_cache=str(cache))
+    assert session.run(random_input(next(iter(model.inputs.values())))).shape[0] == 1
+    text = cache.read_text()
+    assert text.startswith("# winfer conv autotune cache") and "threads=1" in text
+    # Another session finds every layer there: it measures nothing and adds nothing.
+    model.session(conv="auto", threads=1, autotune_cache=str(cache))
+    assert cache.read_text() == text
+    unused = tmp_path / "unused.txt"
+    with pytest.raises(winfer.InvalidArgumentError, match="autotune_cache keeps the per-layer timings of conv='auto'"):
+        model.session(autotune_cache=str(unused))
+    assert not unused.exists()
