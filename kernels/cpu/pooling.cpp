@@ -263,6 +263,20 @@ void avgpool2d_nhwc(const PoolParams& p, bool count_include_pad, const float* in
 void adaptive_avgpool2d_nhwc(int64_t batch, int64_t channels, int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w,
                              const float* in, float* out, int threads) {
   if (out_h == 1 && out_w == 1) return global_avgpool_nhwc(batch, channels, in_h * in_w, in, out, threads);
+  if (in_h % out_h == 0 && in_w % out_w == 0) {
+    // Even bins (VGG's 7x7 -> 7x7, 14x14 -> 7x7): an average pooling with kernel = stride = in/out
+    // and no padding, whose windows are these bins, through its per-ISA rows.
+    PoolParams p;
+    p.batch = batch;
+    p.channels = channels;
+    p.in_h = in_h;
+    p.in_w = in_w;
+    p.out_h = out_h;
+    p.out_w = out_w;
+    p.kernel_h = p.stride_h = in_h / out_h;
+    p.kernel_w = p.stride_w = in_w / out_w;
+    return avgpool2d_nhwc(p, /*count_include_pad=*/false, in, out, threads);
+  }
   // Bin i over n inputs and m outputs: [floor(i*n/m), ceil((i+1)*n/m)). Bins may overlap when
   // n is not a multiple of m (e.g. 5 -> 3: [0,2) [1,4) [3,5)).
   auto bin_start = [](int64_t i, int64_t n, int64_t m) { return (i * n) / m; };

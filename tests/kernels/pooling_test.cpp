@@ -187,23 +187,34 @@ TEST_CASE("avgpool2d divisor at a ceil-mode window hanging past the padding") {
   CHECK(run_avg(p, true, ones, 1).front() == doctest::Approx(4.0 / 9.0));
 }
 
-TEST_CASE("adaptive_avgpool2d matches the reference, including non-divisible and global") {
+TEST_CASE("adaptive_avgpool2d matches the reference, including non-divisible, even bins and global, every ISA") {
   struct Case {
     int64_t n, c, h, w, oh, ow;
   };
-  const std::vector<Case> cases = {{1, 5, 7, 5, 3, 2}, {2, 3, 5, 5, 3, 3},  {1, 17, 13, 11, 4, 5}, {3, 8, 7, 7, 1, 1},
-                                   {1, 4, 3, 3, 5, 5}, {1, 64, 7, 7, 1, 1}, {1, 6, 6, 6, 6, 6}};
-  uint32_t seed = 70;
-  for (const Case& c : cases) {
-    INFO(c.h, "x", c.w, " -> ", c.oh, "x", c.ow, " C", c.c);
-    const auto in = test::random_floats(static_cast<size_t>(c.n * c.h * c.w * c.c), seed++);
-    const auto want = ref::adaptive_avgpool2d(c.n, c.c, c.h, c.w, c.oh, c.ow, in);
-    std::vector<float> got(want.size(), NAN);
-    adaptive_avgpool2d_nhwc(c.n, c.c, c.h, c.w, c.oh, c.ow, in.data(), got.data(), 1);
-    test::check_close_simple(got.data(), want, 1e-6, 1e-6, "adaptive avgpool");
-    std::vector<float> got3(want.size(), NAN);
-    adaptive_avgpool2d_nhwc(c.n, c.c, c.h, c.w, c.oh, c.ow, in.data(), got3.data(), 3);
-    CHECK(test::bitwise_equal(got.data(), got3.data(), got.size()));
+  const std::vector<Case> cases = {{1, 5, 7, 5, 3, 2},
+                                   {2, 3, 5, 5, 3, 3},
+                                   {1, 17, 13, 11, 4, 5},
+                                   {3, 8, 7, 7, 1, 1},
+                                   {1, 4, 3, 3, 5, 5},
+                                   {1, 64, 7, 7, 1, 1},
+                                   {1, 6, 6, 6, 6, 6},
+                                   // Even bins (an average pooling of kernel = stride = in/out, per ISA).
+                                   {2, 37, 14, 12, 7, 4},
+                                   {1, 20, 8, 8, 2, 4}};
+  for (const cpu::Isa isa : test::runnable_isas()) {
+    test::IsaCap cap(isa);
+    uint32_t seed = 70;
+    for (const Case& c : cases) {
+      INFO(test::isa_name(isa), " ", c.h, "x", c.w, " -> ", c.oh, "x", c.ow, " C", c.c);
+      const auto in = test::random_floats(static_cast<size_t>(c.n * c.h * c.w * c.c), seed++);
+      const auto want = ref::adaptive_avgpool2d(c.n, c.c, c.h, c.w, c.oh, c.ow, in);
+      std::vector<float> got(want.size(), NAN);
+      adaptive_avgpool2d_nhwc(c.n, c.c, c.h, c.w, c.oh, c.ow, in.data(), got.data(), 1);
+      test::check_close_simple(got.data(), want, 1e-6, 1e-6, "adaptive avgpool");
+      std::vector<float> got3(want.size(), NAN);
+      adaptive_avgpool2d_nhwc(c.n, c.c, c.h, c.w, c.oh, c.ow, in.data(), got3.data(), 3);
+      CHECK(test::bitwise_equal(got.data(), got3.data(), got.size()));
+    }
   }
 }
 
