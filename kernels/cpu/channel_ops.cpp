@@ -142,6 +142,15 @@ WINFER_TARGET_AVX2 void shuffle_split_pixels_avx2(const ShuffleSplitArgs& a, int
 void shuffle_split_pixels_generic(const ShuffleSplitArgs& a, int64_t begin, int64_t end) {
   shuffle_split_pixels<4>(a, begin, end);
 }
+using ShuffleSplitFn = void (*)(const ShuffleSplitArgs&, int64_t, int64_t);
+ShuffleSplitFn shuffle_split_pixels_for_isa() {
+  switch (cpu::cpu_isa()) {
+    case cpu::Isa::kAvx512: return shuffle_split_pixels_avx512;
+    case cpu::Isa::kAvx2: return shuffle_split_pixels_avx2;
+    case cpu::Isa::kGeneric: break;
+  }
+  return shuffle_split_pixels_generic;
+}
 
 }  // namespace
 
@@ -152,13 +161,15 @@ void shuffle_split_pixels_generic(const ShuffleSplitArgs& a, int64_t begin, int6
 void channel_shuffle_nhwc(int64_t pixels, int64_t channels, int64_t groups, const float* in, float* out, int threads) {
   const int64_t dense = 0;
   if (in != out) return channel_shuffle_split_nhwc(pixels, groups, in, 1, &channels, &out, &dense, threads);
+  auto* fn = shuffle_split_pixels_for_isa();
   cpu::parallel_chunks(pixels, channels, threads, [&](int64_t begin, int64_t end) {
     std::vector<float> scratch(static_cast<size_t>(channels));
-    float* const row = scratch.data();
     for (int64_t px = begin; px < end; ++px) {
       float* dst = out + px * channels;
-      std::memcpy(row, dst, static_cast<size_t>(channels) * sizeof(float));
-      channel_shuffle_split_nhwc(1, groups, row, 1, &channels, &dst, &dense, 1);
+      std::memcpy(scratch.data(), dst, static_cast<size_t>(channels) * sizeof(float));
+      // The row's copy as a one-pixel input, shuffled back into place.
+      const ShuffleSplitArgs row{groups, channels / groups, channels, scratch.data(), 1, &channels, &dst, &dense};
+      fn(row, 0, 1);
     }
   });
 }
@@ -169,12 +180,7 @@ void channel_shuffle_split_nhwc(int64_t pixels, int64_t groups, const float* in,
   int64_t width = 0;
   for (int i = 0; i < num_outputs; ++i) width += channels[i];
   const ShuffleSplitArgs args{groups, width / groups, width, in, num_outputs, channels, outputs, out_strides};
-  auto* fn = shuffle_split_pixels_generic;
-  switch (cpu::cpu_isa()) {
-    case cpu::Isa::kAvx512: fn = shuffle_split_pixels_avx512; break;
-    case cpu::Isa::kAvx2: fn = shuffle_split_pixels_avx2; break;
-    case cpu::Isa::kGeneric: break;
-  }
+  auto* fn = shuffle_split_pixels_for_isa();
   cpu::parallel_chunks(pixels, width, threads, [&](int64_t begin, int64_t end) { fn(args, begin, end); });
 }
 
