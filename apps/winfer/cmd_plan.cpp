@@ -148,6 +148,7 @@ size_t shapes_bytes(const std::vector<Shape>& shapes) {
 SessionOptions plan_session_options(const PlanArgs& args, const std::string& column, const ModelFacts& facts) {
   SessionOptions options;
   options.conv_algorithm = algorithm_of(column);
+  if (options.conv_algorithm == "auto") options.autotune_cache = args.autotune_cache;
   options.threads = args.threads;
   options.input_shape = facts.input_shape;
   options.concat_alias = args.concat_alias;
@@ -615,6 +616,7 @@ int run_plan(const PlanArgs& args) {
   }
   auto algorithms = algorithm_list(args.conv);
   if (!algorithms.ok()) return fail(algorithms.status());
+  if (Status s = check_autotune_cache_flag(args.autotune_cache, algorithms.value()); !s.ok()) return fail(s);
   std::vector<std::string> column_names;
   for (const std::string& conv : algorithms.value()) {
     column_names.push_back(conv);

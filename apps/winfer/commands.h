@@ -69,7 +69,8 @@ struct PlanArgs {
   std::string confine_to;  // --confine-to: LoadOptions::confine_to
   std::string model, weights;
   std::optional<uint64_t> random_weights_seed;
-  std::string conv;  // comma-separated, or "all"; empty: the default algorithm vs im2col
+  std::string conv;            // comma-separated, or "all"; empty: the default algorithm vs im2col
+  std::string autotune_cache;  // --autotune-cache: SessionOptions::autotune_cache (the auto column)
   int threads = winfer::default_thread_count();
   int64_t batch = 0;
   // --images-per-run: SessionOptions::images_per_run (0: the whole batch in one run; unset: auto)

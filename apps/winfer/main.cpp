@@ -205,6 +205,7 @@ Command add_plan(CLI::App* app, winfer::cli::PlanArgs& plan) {
       ->excludes(plan_weights);
   plan_cmd->add_option("--conv", plan.conv,
                        "Algorithms to compare, comma-separated, or 'all' (default: the default algorithm vs im2col)");
+  plan_cmd->add_option("--autotune-cache", plan.autotune_cache, kAutotuneCacheHelp);
   plan_cmd->add_option("--batch", plan.batch, "Batch size (default: the model's)")->check(CLI::Range(1, 1 << 20));
   plan_cmd->add_option("--images-per-run", plan.images_per_run, kImagesPerRunHelp)->check(CLI::Range(0, 1 << 20));
   plan_cmd->add_option("--size", plan.size, winfer::cli::kSizeHelp);

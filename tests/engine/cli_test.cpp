@@ -230,10 +230,14 @@ TEST_CASE("cli: --conv auto runs and benches the per-layer choice, --autotune-ca
   r = run_cli("run " + model + " --conv auto --threads 1 --top 1 --autotune-cache " + cache);
   CHECK(r.exit_code == 0);
   CHECK(read_bytes(cache) == measured);
+  r = run_cli("plan " + model + " --conv im2win,auto --threads 1 --no-measure --autotune-cache " + cache);
+  CHECK(r.exit_code == 0);
+  CHECK(read_bytes(cache) == measured);
   // Without --conv auto the file would be ignored: refused, naming the flag, and not written.
   const std::string unused = dir.file("unused.txt");
   for (const std::string& args :
        {"run " + model + " --autotune-cache " + unused, "bench " + model + " --conv im2win --autotune-cache " + unused,
+        "plan " + model + " --no-measure --autotune-cache " + unused,
         "classify " + model + " " + repo_path("models/fashion/examples/sneaker.png") + " --autotune-cache " + unused}) {
     r = run_cli(args);
     INFO(args << ": " << r.stderr_text);
