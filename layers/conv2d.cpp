@@ -103,6 +103,10 @@ class ConvKernel : public Kernel {
   size_t owned_weight_bytes() const override {
     return (owned_ ? packed_.bytes() : 0) + (then_ && then_->owned ? then_->packed.bytes() : 0);
   }
+  void for_each_owned_weight(const std::function<void(Tensor&)>& f) override {
+    if (owned_) f(packed_);
+    if (then_ && then_->owned) f(then_->packed);
+  }
   size_t shared_weight_bytes() const override {
     size_t bytes = bias_.bytes() + (owned_ ? 0 : packed_.bytes());
     if (then_) bytes += then_->bias.bytes() + (then_->owned ? 0 : then_->packed.bytes());
@@ -210,8 +214,10 @@ const ConvAlgorithm* choose_algorithm(const ConvParams& p, const ConvAlgorithm* 
 
 Tensor pack_for(const ConvAlgorithm& algorithm, const ConvParams& p, const float* weight_oihw) {
   const size_t floats = (algorithm.packed_weight_bytes(p) + sizeof(float) - 1) / sizeof(float);
-  Tensor packed = Tensor::allocate(Shape{static_cast<int64_t>(floats)}, Layout::kPlain, DType::kFloat32,
-                                   /*huge_pages=*/algorithm.packed_weights_in_huge_pages());
+  // Large weights in 2 MiB pages of their own, as the loader's (allocate_weight); the session
+  // gathers the rest (gather_weights_in_huge_pages).
+  const bool huge_pages = algorithm.packed_weights_in_huge_pages() || floats * sizeof(float) >= kOwnPagesWeightBytes;
+  Tensor packed = Tensor::allocate(Shape{static_cast<int64_t>(floats)}, Layout::kPlain, DType::kFloat32, huge_pages);
   algorithm.pack_weights(p, weight_oihw, packed.data());
   return packed;
 }
@@ -432,6 +438,13 @@ size_t Conv2dOp::kernel_workspace_bytes(const ConvAlgorithm& algorithm, const st
   if (const auto pooling = pool_params(p, outputs[0]))
     return ConvPool(algorithm, p, *pooling, BandSizing{threads}).workspace_bytes();
   return algorithm.workspace_bytes(p);
+}
+
+void Conv2dOp::for_each_weight(const std::function<void(Tensor&)>& f) {
+  for (Tensor* t : {&weight_, &packed_, &bias_}) {
+    if (!t->empty()) f(*t);
+  }
+  if (then_) then_->for_each_weight(f);
 }
 
 void Conv2dOp::pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) {

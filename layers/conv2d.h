@@ -54,6 +54,7 @@ class Conv2dOp : public Op, public ConvCapability {
     return weight_.bytes() + packed_.bytes() + bias_.bytes() + absorbed_conv_weight_bytes();
   }
   void pack_weights_at_load(const std::vector<Shape>& inputs, const ConvAlgorithm& conv) override;
+  void for_each_weight(const std::function<void(Tensor&)>& f) override;
   const ConvCapability* conv() const override { return this; }
 
   const Conv2dAttrs& attrs() const { return attrs_; }

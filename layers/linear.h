@@ -26,6 +26,11 @@ class LinearOp : public Op {
   }
   int64_t param_count() const override { return out_features_ * in_features_ + (has_bias_ ? out_features_ : 0); }
   size_t weight_bytes() const override { return weight_.bytes() + bias_.bytes(); }
+  void for_each_weight(const std::function<void(Tensor&)>& f) override {
+    for (Tensor* t : {&weight_, &bias_}) {
+      if (!t->empty()) f(*t);
+    }
+  }
 
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }

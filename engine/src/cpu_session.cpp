@@ -8,6 +8,7 @@
 
 #include "engine/src/conv_autotune.h"
 #include "engine/src/graph.h"
+#include "engine/src/huge_page_weights.h"
 #include "engine/src/session_impl.h"
 #include "engine/src/session_plan.h"
 #include "kernels/cpu/conv_algorithm.h"
@@ -92,10 +93,19 @@ class CpuSession : public SessionImpl {
     if (autotune) WINFER_RETURN_IF_ERROR(compile_tuned_convs(tuned, &conv_choices));
     WINFER_ASSIGN_OR_RETURN(SessionPlan plan, plan_within_memory(std::move(conv_choices)));
     if (plan_only) return Status::Ok();
+    gather_owned_weights();
     WINFER_RETURN_IF_ERROR(check_caller_arena());
     allocate_and_bind(plan.workspace_of);
     if (options.plan_memory) write_slices_in_place(plan.slice_of);
     return Status::Ok();
+  }
+
+  // The weights the kernels packed for themselves (a model loaded without LoadOptions::pack_for
+  // or for another algorithm; "auto"'s choices), in one block of 2 MiB pages as the loader's.
+  void gather_owned_weights() {
+    std::vector<Tensor*> weights;
+    for (auto& kernel : kernels) kernel->for_each_owned_weight([&](Tensor& t) { weights.push_back(&t); });
+    gather_weights_in_huge_pages(weights);
   }
 
   // One node's kernel for the inferred shapes, with this convolution algorithm.

@@ -8,13 +8,11 @@
 #include <map>
 #include <optional>
 #include <set>
-#if defined(__GLIBC__)  // defined by the standard headers above
-#include <malloc.h>
-#endif
 
 #include "engine/src/core/file_io.h"
 #include "engine/src/fusion.h"
 #include "engine/src/graph.h"
+#include "engine/src/huge_page_weights.h"
 #include "engine/src/model_description.h"
 #include "engine/src/onnx/onnx_import.h"
 #include "engine/src/op_registry.h"
@@ -147,46 +145,6 @@ class YamlReader {
   bool show_lines_ = true;
 };
 
-// A layer packed beside its OIHW weights (GHWIO for direct and im2col, winograd's transform;
-// im2win's panels before they lost their padding) frees them: a hole in the heap that later,
-// larger packed layers do not fit, and whose pages would stay resident. Handing the free pages
-// back to the system keeps the load's peak at the weights it holds (ShuffleNet with padded
-// panels: about 1 MiB of such holes). malloc_trim walks every free chunk and gives back its pages
-// again each time (a system call per chunk), 5% of RegNet-Y-400MF's load when called after every
-// layer; so it runs only once the heap's free bytes grew by kTrimAfterFreeBytes since the last
-// trim. glibc only; elsewhere the allocator decides.
-class FreeHeapPages {
- public:
-  // After a layer was packed.
-  void layer_packed() {
-#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
-    if (free_bytes() >= trimmed_at_ + kTrimAfterFreeBytes) trim_and_mark();
-#else
-    trim_and_mark();
-#endif
-  }
-  // Once the loader is gone: its YAML tree, the ONNX import's text and graph and the weights
-  // file's header freed last, in holes between the weights (RegNet-Y-400MF's YAML: 1.2 MiB still
-  // resident, a quarter of a 2-image arena), before a session's arena comes on top of them.
-  static void loader_gone() { trim(); }
-
- private:
-  static constexpr size_t kTrimAfterFreeBytes = size_t(256) << 10;
-#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
-  static size_t free_bytes() { return ::mallinfo2().fordblks; }
-#else
-  static size_t free_bytes() { return 0; }
-#endif
-  static size_t trim() {
-#if defined(__GLIBC__)
-    ::malloc_trim(0);
-#endif
-    return free_bytes();
-  }
-  void trim_and_mark() { trimmed_at_ = trim(); }
-  size_t trimmed_at_ = free_bytes();
-};
-
 // `load` (a loader and what it reads, all gone when it returns), then the memory they freed handed
 // back (FreeHeapPages::loader_gone).
 template <typename Load>
@@ -282,6 +240,8 @@ class ModelLoader {
     int8_weights_.reset();  // packed by now
     graph.remove_dead_tensors();
     WINFER_RETURN_IF_ERROR(pack_weights(graph));
+    // Final once packed: the weights every session of that algorithm shares.
+    if (!options_.pack_for.empty() && !model_->structure_only_) gather_weights(graph);
     return std::shared_ptr<const Model>(std::move(model_));
   }
 
@@ -308,6 +268,12 @@ class ModelLoader {
       if (node.op->weight_bytes() > 0) heap.layer_packed();
     }
     return Status::Ok();
+  }
+
+  static void gather_weights(Graph& graph) {
+    std::vector<Tensor*> weights;
+    for (GraphNode& node : graph.nodes) node.op->for_each_weight([&](Tensor& t) { weights.push_back(&t); });
+    gather_weights_in_huge_pages(weights);
   }
 
   Status read_file(YAML::Node* root) {

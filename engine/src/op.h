@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,15 @@ class ParamSource {
   virtual Status get(const std::string& name, const Shape& expected, Tensor* out) = 0;
 };
 
+// Weights this large get 2 MiB pages of their own when read (allocate_weight); smaller ones are
+// gathered into one block of such pages once final (ModelLoader::gather_weights).
+constexpr size_t kOwnPagesWeightBytes = size_t(4) << 20;
+// A parameter tensor for a ParamSource to fill (every element written by the caller).
+inline Tensor allocate_weight(const Shape& shape) {
+  const bool large = static_cast<size_t>(shape.numel()) * sizeof(float) >= kOwnPagesWeightBytes;
+  return Tensor::allocate_for_overwrite(shape, Layout::kPlain, DType::kFloat32, /*huge_pages=*/large);
+}
+
 struct CompileOptions {
   // The session's convolution algorithm (never null). Layers whose shape it does not support
   // (and depthwise layers, which always use "depthwise") pick another and say so in describe().
@@ -50,6 +60,9 @@ class Kernel {
   // (packed convolution weights) and those it reads from its op's storage (biases, linear and
   // batch-norm parameters), which the Model holds anyway.
   virtual size_t owned_weight_bytes() const { return 0; }
+  // f(tensor) for each tensor of weights the kernel packed for itself (what owned_weight_bytes()
+  // counts), for the session to move them (gather_weights_in_huge_pages).
+  virtual void for_each_owned_weight(const std::function<void(Tensor&)>& /*f*/) {}
   virtual size_t shared_weight_bytes() const { return 0; }
   // An input whose storage the output may take over when that input dies at this step, beyond
   // what the op allows for every kernel (Op::can_run_in_place): the index, or -1. A convolution
@@ -101,6 +114,9 @@ class Op {
   virtual int64_t param_count() const { return 0; }
   // Bytes of the parameters this op holds after loading and fusion (batch norm folded in).
   virtual size_t weight_bytes() const { return 0; }
+  // f(tensor) for each tensor of parameters the op holds (what weight_bytes() counts), for the
+  // loader to move them once they are final (ModelLoader::gather_weights).
+  virtual void for_each_weight(const std::function<void(Tensor&)>& /*f*/) {}
 
   // In-place capability, for the memory planner: true when this op's kernel (compiled for
   // these input shapes) stays correct when its one output shares storage with any one of its

@@ -34,7 +34,7 @@ Status SafeTensorsParamSource::get(const std::string& name, const Shape& expecte
   const std::string what = "tensor '" + name + "' in '" + file_->path() + "'";
   if (t->dtype != "F32") return invalid_argument(what + " has dtype " + t->dtype + ", expected F32");
   WINFER_RETURN_IF_ERROR(check_shape(what, t->shape, expected));
-  *out = Tensor::allocate_for_overwrite(expected);  // every element is written below
+  *out = allocate_weight(expected);  // every element is written below
   // Read from the file, not through its mapping (SafeTensorsFile::copy_data), so the weights are
   // not held twice while loading; byte copies, since data offsets need not be 4-byte aligned.
   return file_->copy_data(*t, out->data());
@@ -45,7 +45,7 @@ Status InlineParamSource::get(const std::string& name, const Shape& expected, Te
   if (it == tensors_.end()) return not_found("model file '" + file_ + "' has no inline tensor '" + name + "'");
   const std::string what = file_ + ":" + std::to_string(it->second.line) + ": inline tensor '" + name + "'";
   WINFER_RETURN_IF_ERROR(check_shape(what, it->second.shape, expected));
-  *out = Tensor::allocate_for_overwrite(expected);  // every element is written below
+  *out = allocate_weight(expected);  // every element is written below
   std::memcpy(out->data(), it->second.data.data(), out->bytes());
   return Status::Ok();
 }
@@ -61,7 +61,7 @@ Status RandomParamSource::get(const std::string& name, const Shape& expected, Te
     low = 0.9;
     high = 1.1;
   }
-  *out = Tensor::allocate_for_overwrite(expected);  // every element is written below
+  *out = allocate_weight(expected);  // every element is written below
   // Uniform from the top 24 bits: identical on every platform (std distributions are not).
   const double scale = (high - low) / double(1 << 24);
   float* data = out->data();

@@ -247,6 +247,7 @@ class SimulatedInt8Kernel : public Kernel {
   }
   size_t workspace_bytes() const override { return workspace_; }
   size_t owned_weight_bytes() const override { return inner_->owned_weight_bytes(); }
+  void for_each_owned_weight(const std::function<void(Tensor&)>& f) override { inner_->for_each_owned_weight(f); }
   size_t shared_weight_bytes() const override { return inner_->shared_weight_bytes(); }
   int in_place_input() const override { return inner_->in_place_input(); }
   std::string describe() const override {

@@ -2,7 +2,10 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/test_files.h"
 #include "winfer/shape.h"
@@ -66,6 +69,46 @@ TEST_CASE("Tensor::allocate with huge pages: blocks of 2 MiB and more 2 MiB alig
     t.data()[n - 1] = 1.0f;  // writable to its last element
     CHECK(t.data()[n - 1] == 1.0f);
   }
+}
+
+TEST_CASE("Tensor::move_into: the elements copied into a block the tensor then keeps alive, its own storage released") {
+  const std::shared_ptr<void> block = Tensor::allocate_block(4096);
+  CHECK(reinterpret_cast<uintptr_t>(block.get()) % (uintptr_t{2} << 20) == 0);
+  char* at = static_cast<char*>(block.get());
+  std::memset(at, 0x7f, 4096);               // what the rounding must not keep
+  Tensor a = random_tensor(Shape{3, 5}, 4);  // 60 bytes: 64 in a block, the last 4 zeroed
+  const std::vector<float> values(a.data(), a.data() + a.numel());
+  CHECK(a.block_bytes() == 64);
+  REQUIRE(a.move_into(block, at));
+  CHECK(a.data() == reinterpret_cast<float*>(at));
+  CHECK(std::vector<float>(a.data(), a.data() + a.numel()) == values);
+  CHECK(a.data()[15] == 0.0f);
+  CHECK(a.shape() == Shape{3, 5});
+
+  // Storage another tensor shares, or a view: refused, nothing changed.
+  Tensor b = random_tensor(Shape{7}, 5);
+  const Tensor sharer = b;
+  const float* before = b.data();
+  CHECK_FALSE(b.move_into(block, at + 64));
+  CHECK(b.data() == before);
+  Tensor view = Tensor::view(b.data(), Shape{7});
+  CHECK_FALSE(view.move_into(block, at + 64));
+  CHECK(view.data() == before);
+
+  // The block lives on in the tensors moved into it, and goes with the last of them.
+  std::weak_ptr<void> watch;
+  Tensor kept;
+  {
+    const std::shared_ptr<void> other = Tensor::allocate_block(128);
+    watch = other;
+    Tensor c = random_tensor(Shape{4}, 6);
+    REQUIRE(c.move_into(other, other.get()));
+    kept = c;
+  }
+  CHECK_FALSE(watch.expired());
+  CHECK(kept.data()[3] == random_tensor(Shape{4}, 6).data()[3]);
+  kept = Tensor();
+  CHECK(watch.expired());
 }
 
 TEST_CASE("to_layout NCHW -> NHWC -> NCHW round trips odd sizes") {

@@ -53,6 +53,21 @@ class Tensor {
   // mapping on Linux): for weights that may never be needed (a quantized model's INT8 layers keep
   // their s8 copy; the float32 one is filled only if the layer falls back to FP32 kernels).
   static Tensor allocate_untouched(const Shape& shape);
+  // Whether 2 MiB pages are asked for at all (WINFER_HUGE_PAGES=0 turns them off; read once).
+  static bool huge_pages_enabled();
+  // A block for tensors moved into it (move_into), freed when the last of them goes: aligned to
+  // 2 MiB, its whole 2 MiB ranges asked for as transparent huge pages (where enabled), nothing
+  // committed until written. For weights that every run reads: a network's layers held in 4 KiB
+  // pages each (a few to hundreds of pages per layer) cost a TLB walk per page per run, and in
+  // a VM each walk is a two-level one.
+  static std::shared_ptr<void> allocate_block(size_t bytes);
+  // The bytes this tensor takes in a block: its bytes rounded up to kAlignment.
+  size_t block_bytes() const;
+  // Copies this tensor's elements to `at` (kAlignment-aligned, block_bytes() free, inside
+  // `block`), zeroes the rounding, and makes the tensor use that memory, releasing its own. False,
+  // and nothing changed, for a view or for storage another tensor shares (which would keep the
+  // old copy alive beside the new one).
+  bool move_into(const std::shared_ptr<void>& block, void* at);
   // Non-owning view of memory the caller keeps alive.
   static Tensor view(float* data, const Shape& shape, Layout layout = Layout::kPlain);
   static Tensor view(void* data, const Shape& shape, Layout layout, DType dtype);

@@ -87,6 +87,33 @@ Tensor Tensor::allocate_for_overwrite(const Shape& shape, Layout layout, DType d
   return t;
 }
 
+bool Tensor::huge_pages_enabled() { return huge_pages_wanted(); }
+
+std::shared_ptr<void> Tensor::allocate_block(size_t bytes) {
+  bytes = std::max((bytes + kAlignment - 1) / kAlignment * kAlignment, kAlignment);
+  void* raw = nullptr;
+  if (::posix_memalign(&raw, kHugePageBytes, bytes) != 0 || raw == nullptr) throw std::bad_alloc();
+#if defined(__linux__)
+  // Only the whole 2 MiB ranges, as allocate_for_overwrite: the tail in 4 KiB pages commits no
+  // more than the tensors' bytes.
+  if (huge_pages_wanted() && bytes >= kHugePageBytes)
+    ::madvise(raw, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);  // advice: may fail
+#endif
+  return std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
+}
+
+size_t Tensor::block_bytes() const { return (bytes() + kAlignment - 1) / kAlignment * kAlignment; }
+
+bool Tensor::move_into(const std::shared_ptr<void>& block, void* at) {
+  if (!storage_ || storage_.use_count() != 1 || empty()) return false;
+  const size_t used = bytes();
+  std::memcpy(at, data_, used);
+  std::memset(static_cast<unsigned char*>(at) + used, 0, block_bytes() - used);
+  storage_ = std::shared_ptr<float>(block, static_cast<float*>(at));  // shares the block's ownership
+  data_ = storage_.get();
+  return true;
+}
+
 Tensor Tensor::view(float* data, const Shape& shape, Layout layout) {
   Tensor t;
   t.shape_ = shape;

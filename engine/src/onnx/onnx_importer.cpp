@@ -71,7 +71,7 @@ Status OnnxParamSource::get(const std::string& name, const Shape& expected, Tens
     return Status::Ok();
   }
   // read_floats writes every element (check_floats above: the initializer holds exactly that many).
-  *out = Tensor::allocate_for_overwrite(expected);
+  *out = allocate_weight(expected);
   WINFER_RETURN_IF_ERROR(file_->read_floats(*e.tensor, e.what, out->data(), expected.numel()));
   // The initializer's last reader has it: free its bytes, so the weights are not held twice.
   if (--uses_left_[e.tensor] == 0) {

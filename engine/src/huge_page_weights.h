@@ -1,0 +1,56 @@
+// Where a model's weights live in memory: freed heap pages handed back while a load packs
+// (FreeHeapPages), and the final weights gathered into one block of 2 MiB pages
+// (gather_weights_in_huge_pages), by the loader for the weights it packed (LoadOptions::pack_for)
+// and by a session for the weights its kernels packed for themselves.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "winfer/tensor.h"
+
+namespace winfer {
+
+// A layer packed beside its OIHW weights (GHWIO for direct and im2col, winograd's transform;
+// im2win's panels before they lost their padding) frees them: a hole in the heap that later,
+// larger packed layers do not fit, and whose pages would stay resident. Handing the free pages
+// back to the system keeps the load's peak at the weights it holds (ShuffleNet with padded
+// panels: about 1 MiB of such holes). malloc_trim walks every free chunk and gives back its pages
+// again each time (a system call per chunk), 5% of RegNet-Y-400MF's load when called after every
+// layer; so it runs only once the heap's free bytes grew by kTrimAfterFreeBytes since the last
+// trim. glibc only; elsewhere the allocator decides.
+class FreeHeapPages {
+ public:
+  FreeHeapPages();
+  // After a layer's weights were packed or moved (their old storage freed).
+  void layer_packed();
+  // Once the loader is gone: its YAML tree, the ONNX import's text and graph and the weights
+  // file's header freed last, in holes between the weights (RegNet-Y-400MF's YAML: 1.2 MiB still
+  // resident, a quarter of a 2-image arena), before a session's arena comes on top of them.
+  static void loader_gone();
+
+ private:
+  static constexpr size_t kTrimAfterFreeBytes = size_t(256) << 10;
+  size_t trimmed_at_;
+};
+
+// Weights of kOwnPagesWeightBytes or more get 2 MiB pages of their own when allocated
+// (allocate_weight, engine/src/op.h); the smaller ones are gathered here.
+//
+// Moves the tensors under kOwnPagesWeightBytes into one block of 2 MiB pages
+// (Tensor::allocate_block), in order, each copied and its old storage freed before the next
+// (the freed heap pages handed back as FreeHeapPages does), so memory grows by one tensor at
+// most. Why: a network's weights in 4 KiB pages cost a TLB walk per page per run, two-level in a
+// VM, and another engine's or layer's memory between runs evicts the walks' entries. Batch 1, 1
+// thread, called in turn with other sessions (model_ab.py): ResNet-18 0.89x the time,
+// EfficientNet-B0 0.91x, MobileNetV2 0.91x, RegNetY-400MF 0.92x (docs/PERFORMANCE.md, session
+// 42). The price is at load: while a 2 MiB page fills, the tensors still to come into it are held
+// twice, up to 2 MiB more than the weights at the peak. Hence nothing is done for weights under
+// kGatherFromWeightBytes in all (ShuffleNetV2's 8.7 MiB: 0.98x the time for 2.3 MiB more peak, a
+// quarter of its weights), for small tensors that fill less than one 2 MiB page, when huge pages
+// are off (WINFER_HUGE_PAGES=0), and for a tensor whose storage another shares
+// (Tensor::move_into).
+constexpr size_t kGatherFromWeightBytes = size_t(12) << 20;
+void gather_weights_in_huge_pages(const std::vector<Tensor*>& weights);
+
+}  // namespace winfer
