@@ -37,11 +37,17 @@ class ParamSource {
 };
 
 // Weights this large get 2 MiB pages of their own when read (allocate_weight); smaller ones are
-// gathered into one block of such pages once final (ModelLoader::gather_weights).
+// gathered into one block of such pages once final (engine/src/huge_page_weights.h). Not beyond
+// kOwnPagesAtMostBytes: a classifier that large (VGG-16's 411 MB fc6) streams from memory once
+// per image, where its pages cost 1% of VGG-16's time at batch 1 (0.972x with them, 0.982x
+// without), while a fresh huge page can take milliseconds to fault in when this VM's memory is
+// fragmented (VGG-16's load 0.9 -> 1.3 s in some processes with all its weights in them).
 constexpr size_t kOwnPagesWeightBytes = size_t(4) << 20;
+constexpr size_t kOwnPagesAtMostBytes = size_t(64) << 20;
 // A parameter tensor for a ParamSource to fill (every element written by the caller).
 inline Tensor allocate_weight(const Shape& shape) {
-  const bool large = static_cast<size_t>(shape.numel()) * sizeof(float) >= kOwnPagesWeightBytes;
+  const size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
+  const bool large = bytes >= kOwnPagesWeightBytes && bytes <= kOwnPagesAtMostBytes;
   return Tensor::allocate_for_overwrite(shape, Layout::kPlain, DType::kFloat32, /*huge_pages=*/large);
 }
 

@@ -126,3 +126,12 @@ TEST_CASE("loading with pack_for gathers ResNet-18's weights under 4 MiB into on
     CHECK(run_once(packed, conv) == run_once(kept, conv));
   }
 }
+
+TEST_CASE("allocate_weight: a tensor of 4 MiB or more (up to 64 MiB) starts a 2 MiB page of its own") {
+  const Tensor large = allocate_weight(Shape{5 * kMiBFloats});
+  CHECK(large.numel() == 5 * kMiBFloats);
+  if (!huge_pages_off()) CHECK(reinterpret_cast<uintptr_t>(large.data()) % (uintptr_t{2} << 20) == 0);
+  const Tensor small = allocate_weight(Shape{1000});
+  CHECK(small.numel() == 1000);
+  CHECK(reinterpret_cast<uintptr_t>(small.data()) % Tensor::kAlignment == 0);
+}
