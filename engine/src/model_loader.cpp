@@ -270,10 +270,11 @@ class ModelLoader {
     return Status::Ok();
   }
 
-  static void gather_weights(Graph& graph) {
+  void gather_weights(Graph& graph) {
     std::vector<Tensor*> weights;
     for (GraphNode& node : graph.nodes) node.op->for_each_weight([&](Tensor& t) { weights.push_back(&t); });
-    gather_weights_in_huge_pages(weights);
+    if (read_into_) read_into_->release_holes(std::vector<const Tensor*>(weights.begin(), weights.end()));
+    gather_weights_in_huge_pages(weights, read_into_ ? &*read_into_ : nullptr);
   }
 
   Status read_file(YAML::Node* root) {
@@ -783,14 +784,21 @@ class ModelLoader {
         return Status::Ok();
       }
     }
+    // Packed in their final place (LoadOptions::pack_for): the file's weights read straight into
+    // 2 MiB pages (WeightBlock; gather_weights moves the rest).
+    const size_t block_bytes =
+        file_source && !options_.pack_for.empty() ? file_source->block_bytes(kOwnPagesAtMostBytes) : 0;
+    if (block_bytes >= kGatherFromWeightBytes && Tensor::huge_pages_enabled()) read_into_.emplace(block_bytes);
     ModelParamSource params(path_, std::move(inline_source), std::move(file_source), std::move(random_source));
     Graph& graph = *model_->graph_;
+    ReadWeightsInto reading(read_into_ ? &*read_into_ : nullptr);
     for (GraphNode& node : graph.nodes) {
       std::vector<Shape> inputs;
       for (int t : node.inputs) inputs.push_back(graph.tensors[t].shape);
       Status s = node.op->load_params(node.param_prefix, inputs, params);
       if (!s.ok()) return s.with_context(node.context(path_));
     }
+    if (read_into_) read_into_->release_unused();
     return Status::Ok();
   }
 
@@ -803,6 +811,7 @@ class ModelLoader {
   std::unique_ptr<ModelDescription> description_;          // imported models (import_onnx as_description)
   std::shared_ptr<const SafeTensorsFile> memory_weights_;  // load_from_memory
   std::unique_ptr<NamedParamSource> imported_params_;      // imported models
+  std::optional<WeightBlock> read_into_;                   // where load_params read the weights
   bool imported_ = false;
   std::optional<quant::ModelQuantization> quant_;  // a quantized model's `quantization:` block
   // Its INT8 layers' s8 weights, scales and s32 biases as read, until they are packed.

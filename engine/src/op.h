@@ -44,12 +44,10 @@ class ParamSource {
 // fragmented (VGG-16's load 0.9 -> 1.3 s in some processes with all its weights in them).
 constexpr size_t kOwnPagesWeightBytes = size_t(4) << 20;
 constexpr size_t kOwnPagesAtMostBytes = size_t(64) << 20;
-// A parameter tensor for a ParamSource to fill (every element written by the caller).
-inline Tensor allocate_weight(const Shape& shape) {
-  const size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
-  const bool large = bytes >= kOwnPagesWeightBytes && bytes <= kOwnPagesAtMostBytes;
-  return Tensor::allocate_for_overwrite(shape, Layout::kPlain, DType::kFloat32, /*huge_pages=*/large);
-}
+// A parameter tensor for a ParamSource to fill (every element written by the caller): in the
+// block a load reads its weights into (WeightBlock, engine/src/huge_page_weights.h) where there
+// is one and the tensor fits, else in 2 MiB pages of its own when it is large, else as any.
+Tensor allocate_weight(const Shape& shape);
 
 struct CompileOptions {
   // The session's convolution algorithm (never null). Layers whose shape it does not support

@@ -17,13 +17,29 @@ namespace winfer {
 class NamedParamSource : public ParamSource {
  public:
   virtual bool has(const std::string& name) const = 0;
+  // The bytes its float32 parameters of at most `at_most` bytes take one after the other, each
+  // rounded up to Tensor::kAlignment (what a WeightBlock for them needs); 0 when it cannot say.
+  virtual size_t block_bytes(size_t /*at_most*/) const { return 0; }
 };
+
+// A parameter's bytes rounded up to Tensor::kAlignment, or 0 above `at_most` (NamedParamSource::block_bytes).
+inline size_t param_block_bytes(const Shape& shape, size_t at_most) {
+  const size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
+  return bytes > at_most ? 0 : (bytes + Tensor::kAlignment - 1) / Tensor::kAlignment * Tensor::kAlignment;
+}
 
 class SafeTensorsParamSource : public NamedParamSource {
  public:
   explicit SafeTensorsParamSource(std::shared_ptr<const SafeTensorsFile> file) : file_(std::move(file)) {}
   Status get(const std::string& name, const Shape& expected, Tensor* out) override;
   bool has(const std::string& name) const override { return file_->find(name) != nullptr; }
+  size_t block_bytes(size_t at_most) const override {
+    size_t bytes = 0;
+    for (const SafeTensor& t : file_->tensors()) {
+      if (t.dtype == "F32") bytes += param_block_bytes(t.shape, at_most);
+    }
+    return bytes;
+  }
 
  private:
   std::shared_ptr<const SafeTensorsFile> file_;

@@ -135,3 +135,119 @@ TEST_CASE("allocate_weight: a tensor of 4 MiB or more (up to 64 MiB) starts a 2 
   CHECK(small.numel() == 1000);
   CHECK(reinterpret_cast<uintptr_t>(small.data()) % Tensor::kAlignment == 0);
 }
+
+namespace {
+
+// Four convolutions with 14.6 MiB of weights (one of 9 MiB) in a weights file, and a batch norm
+// (whose parameters are folded and freed).
+std::string big_convs_yaml() {
+  return "format: winfer/1\n"
+         "input: {name: input, shape: [1, 3, 6, 6]}\n"
+         "weights: w.safetensors\n"
+         "layers:\n"
+         "  - {name: a, op: conv2d, in_channels: 3, out_channels: 256, kernel_size: 3, padding: 1}\n"
+         "  - {name: an, op: batchnorm2d, num_features: 256}\n"
+         "  - {name: b, op: conv2d, in_channels: 256, out_channels: 512, kernel_size: 3, padding: 1}\n"
+         "  - {name: c, op: conv2d, in_channels: 512, out_channels: 512, kernel_size: 3, padding: 1}\n"
+         "  - {name: d, op: conv2d, in_channels: 512, out_channels: 64, kernel_size: 1}\n";
+}
+
+void write_big_convs_weights(const std::string& path) {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  const std::vector<std::pair<std::string, Shape>> shapes = {
+      {"a.weight", Shape{256, 3, 3, 3}},   {"a.bias", Shape{256}},
+      {"an.weight", Shape{256}},           {"an.bias", Shape{256}},
+      {"an.running_mean", Shape{256}},     {"an.running_var", Shape{256}},
+      {"b.weight", Shape{512, 256, 3, 3}}, {"b.bias", Shape{512}},
+      {"c.weight", Shape{512, 512, 3, 3}}, {"c.bias", Shape{512}},
+      {"d.weight", Shape{64, 512, 1, 1}},  {"d.bias", Shape{64}}};
+  uint64_t seed = 50;
+  for (const auto& [name, shape] : shapes) {
+    Tensor t = random_tensor(shape, seed++);
+    // Scaled so that the outputs stay small; variances positive.
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data()[i] = name == "an.running_var" ? 1.0f + t.data()[i] * t.data()[i] : 0.05f * t.data()[i];
+    tensors.emplace_back(name, t);
+  }
+  REQUIRE(write_safetensors(path, tensors).ok());
+}
+
+}  // namespace
+
+TEST_CASE("loading a weights file with pack_for reads the weights straight into one block of 2 MiB pages") {
+  winfer_test::TempDir dir;
+  write_big_convs_weights(dir.file("w.safetensors"));
+  LoadOptions packed_options;
+  packed_options.pack_for = "im2win";
+  auto packed = winfer_test::load_text(dir, big_convs_yaml(), packed_options);
+  REQUIRE_MESSAGE(packed.ok(), packed.status().message());
+  LoadOptions kept_options;
+  kept_options.pack_for = "";
+  auto kept = winfer_test::load_text(dir, big_convs_yaml(), kept_options);
+  REQUIRE_MESSAGE(kept.ok(), kept.status().message());
+
+  // The convolutions' weights and biases in the order read, the batch norm's parameters (read
+  // between a's and b's, folded into a and freed) leaving their bytes between them.
+  std::vector<const float*> at;
+  std::vector<size_t> bytes;
+  for (const GraphNode& node : packed.value()->graph().nodes) {
+    const_cast<Op&>(*node.op).for_each_weight([&](Tensor& t) {
+      at.push_back(t.data());
+      bytes.push_back(t.block_bytes());
+    });
+  }
+  REQUIRE(at.size() == 8);
+  if (!huge_pages_off()) {
+    const auto base = reinterpret_cast<uintptr_t>(at[0]);
+    CHECK(base % (uintptr_t{2} << 20) == 0);
+    CHECK(reinterpret_cast<uintptr_t>(at[1]) == base + bytes[0]);
+    const uintptr_t after_bn = base + bytes[0] + bytes[1] + 4 * 1024;  // 4 x 256 floats
+    uintptr_t next = after_bn;
+    for (size_t i = 2; i < at.size(); ++i) {
+      CAPTURE(i);
+      CHECK(reinterpret_cast<uintptr_t>(at[i]) == next);
+      next += bytes[i];
+    }
+  }
+  SessionOptions options;
+  for (const char* conv : {"im2win", "direct"}) {
+    CAPTURE(conv);
+    options.conv_algorithm = conv;
+    auto a = Session::create(packed.value(), options);
+    auto b = Session::create(kept.value(), options);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    const Tensor input = random_tensor(Shape{1, 3, 6, 6}, 9, Layout::kNCHW);
+    auto ya = a.value()->run(input);
+    auto yb = b.value()->run(input);
+    REQUIRE(ya.ok());
+    REQUIRE(yb.ok());
+    CHECK(std::equal(ya.value().data(), ya.value().data() + ya.value().numel(), yb.value().data()));
+  }
+}
+
+TEST_CASE("WeightBlock: tensors taken in order, large ones refused, freed ones' pages handed back, live ones intact") {
+  WeightBlock block(size_t{16} << 20);
+  std::vector<Tensor> kept;
+  std::vector<Tensor> freed;
+  for (int i = 0; i < 6; ++i) {
+    Tensor t = block.take(Shape{kMiBFloats / 2 + 3 * i});  // ~0.5 MiB each, odd sizes
+    REQUIRE_FALSE(t.empty());
+    CHECK(block.holds(t.data()));
+    const Tensor values = random_tensor(t.shape(), 60 + i);
+    std::copy(values.data(), values.data() + values.numel(), t.data());
+    (i % 2 == 0 ? kept : freed).push_back(t);
+  }
+  CHECK(reinterpret_cast<uintptr_t>(kept[0].data()) + kept[0].block_bytes() ==
+        reinterpret_cast<uintptr_t>(freed[0].data()));
+  CHECK(block.take(Shape{static_cast<int64_t>(kOwnPagesAtMostBytes / sizeof(float)) + 1}).empty());  // too large
+  CHECK(block.take(Shape{14 * kMiBFloats}).empty());  // 14 MiB no longer fit after 3
+  freed.clear();
+  block.release_holes({&kept[0], &kept[1], &kept[2]});
+  block.release_unused();
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    const Tensor values = random_tensor(kept[i].shape(), 60 + 2 * i);
+    CHECK(std::equal(kept[i].data(), kept[i].data() + kept[i].numel(), values.data()));
+  }
+}

@@ -61,6 +61,9 @@ class Tensor {
   // pages each (a few to hundreds of pages per layer) cost a TLB walk per page per run, and in
   // a VM each walk is a two-level one.
   static std::shared_ptr<void> allocate_block(size_t bytes);
+  // A tensor of `shape` at `at` inside `block` (kAlignment-aligned, room for its bytes rounded up
+  // to kAlignment), holding the block alive; its elements unspecified, the rounding zeroed.
+  static Tensor in_block(const std::shared_ptr<void>& block, void* at, const Shape& shape);
   // The bytes this tensor takes in a block: its bytes rounded up to kAlignment.
   size_t block_bytes() const;
   // Copies this tensor's elements to `at` (kAlignment-aligned, block_bytes() free, inside

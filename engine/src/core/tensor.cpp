@@ -102,6 +102,16 @@ std::shared_ptr<void> Tensor::allocate_block(size_t bytes) {
   return std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
 }
 
+Tensor Tensor::in_block(const std::shared_ptr<void>& block, void* at, const Shape& shape) {
+  Tensor t;
+  t.shape_ = shape;
+  t.storage_ = std::shared_ptr<float>(block, static_cast<float*>(at));  // shares the block's ownership
+  t.data_ = t.storage_.get();
+  const size_t used = t.bytes();
+  std::memset(static_cast<unsigned char*>(at) + used, 0, t.block_bytes() - used);
+  return t;
+}
+
 size_t Tensor::block_bytes() const { return (bytes() + kAlignment - 1) / kAlignment * kAlignment; }
 
 bool Tensor::move_into(const std::shared_ptr<void>& block, void* at) {

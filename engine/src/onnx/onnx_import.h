@@ -24,6 +24,13 @@ class OnnxParamSource : public NamedParamSource {
   explicit OnnxParamSource(std::unique_ptr<OnnxFile> file) : file_(std::move(file)) {}
   Status get(const std::string& name, const Shape& expected, Tensor* out) override;
   bool has(const std::string& name) const override { return entries_.count(name) != 0; }
+  size_t block_bytes(size_t at_most) const override {
+    size_t bytes = 0;
+    for (const auto& [name, entry] : entries_) {
+      if (entry.tensor != nullptr) bytes += param_block_bytes(entry.shape, at_most);
+    }
+    return bytes;
+  }
 
   // `name` reads initializer `tensor` (counted: each add is one use).
   void add_initializer(const std::string& name, onnx::TensorProto* tensor, Shape shape, std::string what);
