@@ -214,10 +214,8 @@ const ConvAlgorithm* choose_algorithm(const ConvParams& p, const ConvAlgorithm* 
 
 Tensor pack_for(const ConvAlgorithm& algorithm, const ConvParams& p, const float* weight_oihw) {
   const size_t floats = (algorithm.packed_weight_bytes(p) + sizeof(float) - 1) / sizeof(float);
-  // Large weights in 2 MiB pages of their own, as the loader's (allocate_weight); the session
-  // gathers the rest (gather_weights_in_huge_pages).
-  const bool huge_pages = algorithm.packed_weights_in_huge_pages() || floats * sizeof(float) >= kOwnPagesWeightBytes;
-  Tensor packed = Tensor::allocate(Shape{static_cast<int64_t>(floats)}, Layout::kPlain, DType::kFloat32, huge_pages);
+  Tensor packed = Tensor::allocate(Shape{static_cast<int64_t>(floats)}, Layout::kPlain, DType::kFloat32,
+                                   /*huge_pages=*/algorithm.packed_weights_in_huge_pages());
   algorithm.pack_weights(p, weight_oihw, packed.data());
   return packed;
 }

@@ -93,9 +93,7 @@ Tensor allocate_weight(const Shape& shape) {
     Tensor t = t_read_into->take(shape);
     if (!t.empty()) return t;
   }
-  const size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(float);
-  const bool large = bytes >= kOwnPagesWeightBytes && bytes <= kOwnPagesAtMostBytes;
-  return Tensor::allocate_for_overwrite(shape, Layout::kPlain, DType::kFloat32, /*huge_pages=*/large);
+  return Tensor::allocate_for_overwrite(shape);
 }
 
 FreeHeapPages::FreeHeapPages() : trimmed_at_(free_heap_bytes()) {}
@@ -122,7 +120,7 @@ void gather_weights_in_huge_pages(const std::vector<Tensor*>& weights, const Wei
     small.push_back(t);
     bytes += t->block_bytes();
   }
-  if (all_bytes < kGatherFromWeightBytes || bytes < kHugePageBytes) return;
+  if (all_bytes < kGatherFromWeightBytes || all_bytes > kGatherAtMostWeightBytes || bytes < kHugePageBytes) return;
   const std::shared_ptr<void> block = Tensor::allocate_block(bytes);
   char* at = static_cast<char*>(block.get());
   FreeHeapPages heap;

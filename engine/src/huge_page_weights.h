@@ -91,6 +91,11 @@ class ReadWeightsInto {
 // are off (WINFER_HUGE_PAGES=0), and for a tensor whose storage another shares
 // (Tensor::move_into).
 constexpr size_t kGatherFromWeightBytes = size_t(12) << 20;
+// Nor for weights over kGatherAtMostWeightBytes in all: fresh 2 MiB pages can take milliseconds
+// each to fault in on this VM (the hypervisor backing them), and for a large model that lands on
+// the load: ResNet-50's load (97 MiB) 71 -> 184-699 ms in fresh processes, VGG-16 at batch 8 288 ->
+// 311-1683 ms, against 23-25 ms for ResNet-18's 44.6 MiB (docs/PERFORMANCE.md, session 42).
+constexpr size_t kGatherAtMostWeightBytes = size_t(48) << 20;
 // Tensors in `read_into` (the load's WeightBlock, if any) are in 2 MiB pages already and stay.
 void gather_weights_in_huge_pages(const std::vector<Tensor*>& weights, const WeightBlock* read_into = nullptr);
 

@@ -788,7 +788,9 @@ class ModelLoader {
     // 2 MiB pages (WeightBlock; gather_weights moves the rest).
     const size_t block_bytes =
         file_source && !options_.pack_for.empty() ? file_source->block_bytes(kOwnPagesAtMostBytes) : 0;
-    if (block_bytes >= kGatherFromWeightBytes && Tensor::huge_pages_enabled()) read_into_.emplace(block_bytes);
+    if (block_bytes >= kGatherFromWeightBytes && block_bytes <= kGatherAtMostWeightBytes &&
+        Tensor::huge_pages_enabled())
+      read_into_.emplace(block_bytes);
     ModelParamSource params(path_, std::move(inline_source), std::move(file_source), std::move(random_source));
     Graph& graph = *model_->graph_;
     ReadWeightsInto reading(read_into_ ? &*read_into_ : nullptr);

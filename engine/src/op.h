@@ -36,17 +36,16 @@ class ParamSource {
   virtual Status get(const std::string& name, const Shape& expected, Tensor* out) = 0;
 };
 
-// Weights this large get 2 MiB pages of their own when read (allocate_weight); smaller ones are
-// gathered into one block of such pages once final (engine/src/huge_page_weights.h). Not beyond
-// kOwnPagesAtMostBytes: a classifier that large (VGG-16's 411 MB fc6) streams from memory once
-// per image, where its pages cost 1% of VGG-16's time at batch 1 (0.972x with them, 0.982x
-// without), while a fresh huge page can take milliseconds to fault in when this VM's memory is
-// fragmented (VGG-16's load 0.9 -> 1.3 s in some processes with all its weights in them).
+// Weights this large stay out of the gathered block (engine/src/huge_page_weights.h): copying
+// them would hold them twice at the load's peak.
 constexpr size_t kOwnPagesWeightBytes = size_t(4) << 20;
+// Larger tensors stay out of the block a load reads into: a classifier that large (VGG-16's 411
+// MB fc6) streams from memory once per image, where 2 MiB pages gained 1% of VGG-16's time.
 constexpr size_t kOwnPagesAtMostBytes = size_t(64) << 20;
+
 // A parameter tensor for a ParamSource to fill (every element written by the caller): in the
 // block a load reads its weights into (WeightBlock, engine/src/huge_page_weights.h) where there
-// is one and the tensor fits, else in 2 MiB pages of its own when it is large, else as any.
+// is one and the tensor fits, else as any tensor.
 Tensor allocate_weight(const Shape& shape);
 
 struct CompileOptions {

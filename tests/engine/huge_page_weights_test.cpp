@@ -68,6 +68,20 @@ TEST_CASE("gather_weights_in_huge_pages: the small tensors into one block in ord
   }
 }
 
+TEST_CASE("gather_weights_in_huge_pages: weights over kGatherAtMostWeightBytes in all stay where they are") {
+  const int64_t n = static_cast<int64_t>(kGatherAtMostWeightBytes / sizeof(float)) / 16 + 1024;
+  std::vector<Tensor> many;
+  for (int i = 0; i < 16; ++i) many.push_back(random_tensor(Shape{n}, 70 + i));  // just over in all
+  std::vector<Tensor*> all;
+  std::vector<const float*> before;
+  for (Tensor& t : many) {
+    all.push_back(&t);
+    before.push_back(t.data());
+  }
+  gather_weights_in_huge_pages(all);
+  for (int i = 0; i < 16; ++i) CHECK(many[i].data() == before[i]);
+}
+
 TEST_CASE("gather_weights_in_huge_pages: weights under kGatherFromWeightBytes in all stay where they are") {
   const int64_t n = static_cast<int64_t>(kGatherFromWeightBytes / sizeof(float)) / 4 - 1024;
   std::vector<Tensor> four;
@@ -127,13 +141,17 @@ TEST_CASE("loading with pack_for gathers ResNet-18's weights under 4 MiB into on
   }
 }
 
-TEST_CASE("allocate_weight: a tensor of 4 MiB or more (up to 64 MiB) starts a 2 MiB page of its own") {
-  const Tensor large = allocate_weight(Shape{5 * kMiBFloats});
-  CHECK(large.numel() == 5 * kMiBFloats);
-  if (!huge_pages_off()) CHECK(reinterpret_cast<uintptr_t>(large.data()) % (uintptr_t{2} << 20) == 0);
-  const Tensor small = allocate_weight(Shape{1000});
-  CHECK(small.numel() == 1000);
-  CHECK(reinterpret_cast<uintptr_t>(small.data()) % Tensor::kAlignment == 0);
+TEST_CASE("allocate_weight: from the block a load reads into while there is one, else a tensor of its own") {
+  WeightBlock block(size_t{4} << 20);
+  Tensor inside, outside;
+  {
+    ReadWeightsInto reading(&block);
+    inside = allocate_weight(Shape{1000});
+  }
+  outside = allocate_weight(Shape{1000});
+  CHECK(block.holds(inside.data()));
+  CHECK_FALSE(block.holds(outside.data()));
+  CHECK(outside.numel() == 1000);
 }
 
 namespace {
