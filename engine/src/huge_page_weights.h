@@ -74,10 +74,8 @@ class ReadWeightsInto {
   WeightBlock* previous_;
 };
 
-// Weights of kOwnPagesWeightBytes or more get 2 MiB pages of their own when allocated
-// (allocate_weight, engine/src/op.h); the smaller ones are gathered here.
-//
-// Moves the tensors under kOwnPagesWeightBytes into one block of 2 MiB pages
+// Moves the tensors under kOwnPagesWeightBytes (engine/src/op.h; larger ones would be held twice
+// at the load's peak while copied) into one block of 2 MiB pages
 // (Tensor::allocate_block), in order, each copied and its old storage freed before the next
 // (the freed heap pages handed back as FreeHeapPages does), so memory grows by one tensor at
 // most. Why: a network's weights in 4 KiB pages cost a TLB walk per page per run, two-level in a
