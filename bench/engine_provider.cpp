@@ -31,6 +31,7 @@ class EngineConv : public PreparedConv {
       return internal_error(std::string(algorithm_.name()) + ": out of memory");
     }
     algorithm_.pack_weights(problem_.params, problem_.weight_oihw, packed_.data());
+    packed_.promote_to_huge_pages();
     return Status::Ok();
   }
 

@@ -217,6 +217,8 @@ Tensor pack_for(const ConvAlgorithm& algorithm, const ConvParams& p, const float
   Tensor packed = Tensor::allocate(Shape{static_cast<int64_t>(floats)}, Layout::kPlain, DType::kFloat32,
                                    /*huge_pages=*/algorithm.packed_weights_in_huge_pages());
   algorithm.pack_weights(p, weight_oihw, packed.data());
+  // Final now: into 2 MiB pages in the background (huge_page_promotion.h).
+  if (algorithm.packed_weights_in_huge_pages()) packed.promote_to_huge_pages();
   return packed;
 }
 

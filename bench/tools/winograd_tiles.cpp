@@ -31,7 +31,7 @@ struct L {
   int64_t c, h, w, co, pad;
 };
 // Workspace memory, 64-byte aligned (the packed weights are Tensors, as a session holds them:
-// in 2 MiB pages where the algorithm asks, Tensor::allocate).
+// in 2 MiB pages where the algorithm asks, Tensor::allocate and promote_to_huge_pages).
 static float* alloc(size_t bytes) { return static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64)); }
 static Tensor packed_tensor(const ConvAlgorithm& a, const ConvParams& p) {
   const int64_t floats = static_cast<int64_t>((a.packed_weight_bytes(p) + sizeof(float) - 1) / sizeof(float)) + 16;
@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
     for (int a = 0; a < kAlgos; ++a) {
       packed[a] = packed_tensor(*algos[a], p);
       algos[a]->pack_weights(p, wt.data(), packed[a].data());
+      packed[a].promote_to_huge_pages();
       ws[a] = alloc(algos[a]->workspace_bytes(p));
       out[a].resize(out_n);
     }

@@ -10,6 +10,7 @@
 #include <malloc.h>
 #endif
 
+#include "engine/src/core/huge_page_promotion.h"
 #include "engine/src/op.h"
 
 namespace winfer {
@@ -85,6 +86,8 @@ void WeightBlock::release_holes(std::vector<const Tensor*> live) {
 #endif
 }
 
+void WeightBlock::promote() const { promote_to_huge_pages(block_, block_.get(), used_); }
+
 ReadWeightsInto::ReadWeightsInto(WeightBlock* block) : previous_(t_read_into) { t_read_into = block; }
 ReadWeightsInto::~ReadWeightsInto() { t_read_into = previous_; }
 
@@ -120,7 +123,7 @@ void gather_weights_in_huge_pages(const std::vector<Tensor*>& weights, const Wei
     small.push_back(t);
     bytes += t->block_bytes();
   }
-  if (all_bytes < kGatherFromWeightBytes || all_bytes > kGatherAtMostWeightBytes || bytes < kHugePageBytes) return;
+  if (all_bytes < kGatherFromWeightBytes || bytes < kHugePageBytes) return;
   const std::shared_ptr<void> block = Tensor::allocate_block(bytes);
   char* at = static_cast<char*>(block.get());
   FreeHeapPages heap;
@@ -129,6 +132,7 @@ void gather_weights_in_huge_pages(const std::vector<Tensor*>& weights, const Wei
     at += t->block_bytes();
     heap.layer_packed();
   }
+  promote_to_huge_pages(block, block.get(), static_cast<size_t>(at - static_cast<char*>(block.get())));
 }
 
 }  // namespace winfer

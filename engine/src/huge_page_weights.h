@@ -37,10 +37,10 @@ class FreeHeapPages {
 
 // The block a load reads its parameters into (ModelLoader::load_params, with LoadOptions::pack_for
 // and a weights file whose size it knows): the tensors of kOwnPagesAtMostBytes or less one after
-// the other as they are read, in 2 MiB pages from the first byte. No copy and no 4 KiB page
-// faults, where gathering them afterwards costs both (RegNetY-400MF: 7 ms of a 19 ms load,
-// making its start-up 1.02x ncnn's). Tensors freed later (a batch norm's folded parameters, a
-// layer packed beside its OIHW weights) leave their bytes unused in it.
+// the other as they are read, aligned to 2 MiB, its pages committed in one call, and moved into
+// 2 MiB pages once the load is done (promote). No copy, where gathering them afterwards costs one
+// (RegNetY-400MF: 7 ms of a 19 ms load, making its start-up 1.02x ncnn's). Tensors freed later (a batch norm's folded
+// parameters, a layer packed beside its OIHW weights) leave their bytes unused in it.
 class WeightBlock {
  public:
   explicit WeightBlock(size_t capacity);
@@ -55,6 +55,9 @@ class WeightBlock {
   // those of tensors freed since they were read (a batch norm's folded parameters, OIHW weights a
   // layer packed beside them: RegNetY-400MF's grouped layers, 1.4 MiB), which would stay resident.
   void release_holes(std::vector<const Tensor*> live);
+  // Once its tensors are final (after release_holes): the block moved into 2 MiB pages in the
+  // background (promote_to_huge_pages), its ranges with holes left in 4 KiB pages.
+  void promote() const;
 
  private:
   std::shared_ptr<void> block_;
@@ -75,26 +78,22 @@ class ReadWeightsInto {
 };
 
 // Moves the tensors under kOwnPagesWeightBytes (engine/src/op.h; larger ones would be held twice
-// at the load's peak while copied) into one block of 2 MiB pages
+// at the load's peak while copied) into one block for 2 MiB pages
 // (Tensor::allocate_block), in order, each copied and its old storage freed before the next
 // (the freed heap pages handed back as FreeHeapPages does), so memory grows by one tensor at
-// most. Why: a network's weights in 4 KiB pages cost a TLB walk per page per run, two-level in a
-// VM, and another engine's or layer's memory between runs evicts the walks' entries. Batch 1, 1
-// thread, called in turn with other sessions (model_ab.py): ResNet-18 0.89x the time,
-// EfficientNet-B0 0.91x, MobileNetV2 0.91x, RegNetY-400MF 0.92x (docs/PERFORMANCE.md, session
-// 42). The price is at load: while a 2 MiB page fills, the tensors still to come into it are held
-// twice, up to 2 MiB more than the weights at the peak. Hence nothing is done for weights under
-// kGatherFromWeightBytes in all (ShuffleNetV2's 8.7 MiB: 0.98x the time for 2.3 MiB more peak, a
-// quarter of its weights), for small tensors that fill less than one 2 MiB page, when huge pages
-// are off (WINFER_HUGE_PAGES=0), and for a tensor whose storage another shares
-// (Tensor::move_into).
+// most, then moved into 2 MiB pages in the background (promote_to_huge_pages). Why: a network's
+// weights in 4 KiB pages cost a TLB walk per page per run, two-level in a VM, and another
+// engine's or layer's memory between runs evicts the walks' entries. Batch 1, 1 thread, called in
+// turn with other sessions (model_ab.py): ResNet-18 0.89x the time, EfficientNet-B0 0.91x,
+// MobileNetV2 0.91x, RegNetY-400MF 0.92x (docs/PERFORMANCE.md, session 42); ResNet-50 0.95x,
+// VGG-16 1.00x (session 43). The price is at load: while a 2 MiB page fills, the tensors still to
+// come into it are held twice, up to 2 MiB more than the weights at the peak. Hence nothing is
+// done for weights under kGatherFromWeightBytes in all (ShuffleNetV2's 8.7 MiB: 0.98x the time
+// for 2.3 MiB more peak, a quarter of its weights), for small tensors that fill less than one 2
+// MiB page, when huge pages are off (WINFER_HUGE_PAGES=0), and for a tensor whose storage another
+// shares (Tensor::move_into).
 constexpr size_t kGatherFromWeightBytes = size_t(12) << 20;
-// Nor for weights over kGatherAtMostWeightBytes in all: fresh 2 MiB pages can take milliseconds
-// each to fault in on this VM (the hypervisor backing them), and for a large model that lands on
-// the load: ResNet-50's load (97 MiB) 71 -> 184-699 ms in fresh processes, VGG-16 at batch 8 288 ->
-// 311-1683 ms, against 23-25 ms for ResNet-18's 44.6 MiB (docs/PERFORMANCE.md, session 42).
-constexpr size_t kGatherAtMostWeightBytes = size_t(48) << 20;
-// Tensors in `read_into` (the load's WeightBlock, if any) are in 2 MiB pages already and stay.
+// Tensors in `read_into` (the load's WeightBlock, if any) are in their block already and stay.
 void gather_weights_in_huge_pages(const std::vector<Tensor*>& weights, const WeightBlock* read_into = nullptr);
 
 }  // namespace winfer

@@ -275,6 +275,7 @@ class ModelLoader {
     for (GraphNode& node : graph.nodes) node.op->for_each_weight([&](Tensor& t) { weights.push_back(&t); });
     if (read_into_) read_into_->release_holes(std::vector<const Tensor*>(weights.begin(), weights.end()));
     gather_weights_in_huge_pages(weights, read_into_ ? &*read_into_ : nullptr);
+    if (read_into_) read_into_->promote();
   }
 
   Status read_file(YAML::Node* root) {
@@ -788,9 +789,7 @@ class ModelLoader {
     // 2 MiB pages (WeightBlock; gather_weights moves the rest).
     const size_t block_bytes =
         file_source && !options_.pack_for.empty() ? file_source->block_bytes(kOwnPagesAtMostBytes) : 0;
-    if (block_bytes >= kGatherFromWeightBytes && block_bytes <= kGatherAtMostWeightBytes &&
-        Tensor::huge_pages_enabled())
-      read_into_.emplace(block_bytes);
+    if (block_bytes >= kGatherFromWeightBytes && Tensor::huge_pages_enabled()) read_into_.emplace(block_bytes);
     ModelParamSource params(path_, std::move(inline_source), std::move(file_source), std::move(random_source));
     Graph& graph = *model_->graph_;
     ReadWeightsInto reading(read_into_ ? &*read_into_ : nullptr);

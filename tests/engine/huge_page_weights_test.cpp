@@ -68,20 +68,6 @@ TEST_CASE("gather_weights_in_huge_pages: the small tensors into one block in ord
   }
 }
 
-TEST_CASE("gather_weights_in_huge_pages: weights over kGatherAtMostWeightBytes in all stay where they are") {
-  const int64_t n = static_cast<int64_t>(kGatherAtMostWeightBytes / sizeof(float)) / 16 + 1024;
-  std::vector<Tensor> many;
-  for (int i = 0; i < 16; ++i) many.push_back(random_tensor(Shape{n}, 70 + i));  // just over in all
-  std::vector<Tensor*> all;
-  std::vector<const float*> before;
-  for (Tensor& t : many) {
-    all.push_back(&t);
-    before.push_back(t.data());
-  }
-  gather_weights_in_huge_pages(all);
-  for (int i = 0; i < 16; ++i) CHECK(many[i].data() == before[i]);
-}
-
 TEST_CASE("gather_weights_in_huge_pages: weights under kGatherFromWeightBytes in all stay where they are") {
   const int64_t n = static_cast<int64_t>(kGatherFromWeightBytes / sizeof(float)) / 4 - 1024;
   std::vector<Tensor> four;

@@ -36,12 +36,10 @@ class Tensor {
   Tensor() = default;
 
   // Owning, 64-byte aligned, zero-filled storage. huge_pages: a block of 2 MiB or more is aligned
-  // to 2 MiB and its whole 2 MiB ranges asked for as transparent huge pages (Linux; "madvise" is
-  // Debian's default mode), for data a kernel sweeps whole on every run (winograd's transformed
-  // weights): with 4 KiB pages its place in the physically indexed L2 and its TLB misses change
-  // from one process to the next. Not for everything: on the VMs this project is measured on,
-  // a huge page's first touch costs about a millisecond (VGG-16's load 1.07 -> 1.76 s with all
-  // of its weights in them). WINFER_HUGE_PAGES=0 turns them off.
+  // to 2 MiB (on Linux in a mapping of its own), for data a kernel sweeps whole on every run
+  // (winograd's transformed weights), to be moved into 2 MiB pages once written
+  // (promote_to_huge_pages): with 4 KiB pages its place in the physically indexed L2 and its TLB
+  // misses change from one process to the next.
   static Tensor allocate(const Shape& shape, Layout layout = Layout::kPlain, DType dtype = DType::kFloat32,
                          bool huge_pages = false);
   // The same storage without the zero fill: its elements are unspecified until written, for a
@@ -56,11 +54,19 @@ class Tensor {
   // Whether 2 MiB pages are asked for at all (WINFER_HUGE_PAGES=0 turns them off; read once).
   static bool huge_pages_enabled();
   // A block for tensors moved into it (move_into), freed when the last of them goes: aligned to
-  // 2 MiB, its whole 2 MiB ranges asked for as transparent huge pages (where enabled), nothing
-  // committed until written. For weights that every run reads: a network's layers held in 4 KiB
-  // pages each (a few to hundreds of pages per layer) cost a TLB walk per page per run, and in
-  // a VM each walk is a two-level one.
+  // 2 MiB, nothing committed until written, in 4 KiB pages until its owner, once it has filled
+  // it, has it moved into 2 MiB pages (promote_to_huge_pages, engine/src/core/huge_page_promotion.h).
+  // For weights that every run reads: a network's layers held in 4 KiB pages each (a few to
+  // hundreds of pages per layer) cost a TLB walk per page per run, and in a VM each walk is a
+  // two-level one.
   static std::shared_ptr<void> allocate_block(size_t bytes);
+  // Once nothing writes its elements any more: its whole 2 MiB ranges moved into transparent
+  // huge pages by a background thread (engine/src/core/huge_page_promotion.h), same addresses and
+  // contents; nothing where huge pages are off (WINFER_HUGE_PAGES=0) or the storage is not aligned
+  // to 2 MiB. Not faulted in as 2 MiB pages from the start: on the VMs this project is measured
+  // on, a fresh huge page costs ~20 ms to fault in (ResNet-18's load 37 -> 400-700 ms with its
+  // weights in them).
+  void promote_to_huge_pages() const;
   // A tensor of `shape` at `at` inside `block` (kAlignment-aligned, room for its bytes rounded up
   // to kAlignment), holding the block alive; its elements unspecified, the rounding zeroed.
   static Tensor in_block(const std::shared_ptr<void>& block, void* at, const Shape& shape);

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
 
+#include "engine/src/core/huge_page_promotion.h"
 #include "kernels/cpu/layout.h"
 
 namespace winfer {
@@ -48,6 +50,50 @@ bool huge_pages_wanted() {
   return wanted;
 }
 
+// `bytes` in memory aligned to 2 MiB, freed by the returned deleter. On Linux a mapping of its
+// own (zero-filled, nothing committed until touched), so that promote_to_huge_pages can move a
+// copy over any 2 MiB of it and freeing it hands every page back; elsewhere the heap's.
+struct AlignedToHugePage {
+  void* data;
+  std::function<void(void*)> release;
+};
+AlignedToHugePage allocate_aligned_to_huge_page(size_t bytes) {
+#if defined(__linux__)
+  const size_t mapped = (bytes + 4095) / 4096 * 4096;
+  void* reserved = ::mmap(nullptr, mapped + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (reserved == MAP_FAILED) throw std::bad_alloc();
+  const auto base = reinterpret_cast<uintptr_t>(reserved);
+  const uintptr_t at = (base + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  if (at > base) ::munmap(reserved, at - base);  // the head and tail of the reservation
+  if (base + kHugePageBytes > at) ::munmap(reinterpret_cast<void*>(at + mapped), base + kHugePageBytes - at);
+  return {reinterpret_cast<void*>(at), [mapped](void* p) { ::munmap(p, mapped); }};
+#else
+  void* raw = nullptr;
+  if (::posix_memalign(&raw, kHugePageBytes, bytes) != 0 || raw == nullptr) throw std::bad_alloc();
+  return {raw, [](void* p) { std::free(p); }};
+#endif
+}
+
+// A large block's pages in one call (MADV_POPULATE_WRITE, Linux 5.14) rather than a fault per
+// 4 KiB page as the caller first writes them: a model's weights are most of what loading touches
+// first (ResNet-18's weights read into one block: load 43 -> 38 ms). Only for memory whose every
+// byte the caller writes (allocate_for_overwrite's contract, allocate's fill, a block of weights),
+// so nothing is committed that would not be anyway; an older kernel refuses the advice and the
+// first writes fault the pages in as before.
+void populate(void* raw, size_t bytes) {
+#if defined(__linux__)
+  constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, which older headers lack
+  constexpr size_t kMinPopulate = size_t(256) << 10;
+  if (bytes < kMinPopulate) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE) > 0 ? ::sysconf(_SC_PAGESIZE) : 4096);
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(raw) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(raw) + bytes) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, kPopulateWrite);  // advice: may fail
+#else
+  (void)raw, (void)bytes;
+#endif
+}
+
 }  // namespace
 
 Tensor Tensor::allocate_for_overwrite(const Shape& shape, Layout layout, DType dtype, bool huge_pages) {
@@ -61,45 +107,34 @@ Tensor Tensor::allocate_for_overwrite(const Shape& shape, Layout layout, DType d
   if (bytes == 0) bytes = kAlignment;
   const bool huge = huge_pages && bytes >= kHugePageBytes && huge_pages_wanted();
   void* raw = nullptr;
-  if (::posix_memalign(&raw, huge ? kHugePageBytes : kAlignment, bytes) != 0 || raw == nullptr) throw std::bad_alloc();
-#if defined(__linux__)
-  // Only the block's whole 2 MiB ranges: nothing is committed beyond what 4 KiB pages would.
-  if (huge) ::madvise(raw, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);  // advice: may fail
-  // A large block's pages in one call (MADV_POPULATE_WRITE, Linux 5.14) rather than a fault per
-  // 4 KiB page as the caller first writes them: a model's weights are most of what loading
-  // touches first. Every byte is written (the caller's contract, or allocate's fill), so nothing
-  // is committed that would not be anyway; an older kernel refuses the advice and the first
-  // writes fault the pages in as before.
-  constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, which older headers lack
-  constexpr size_t kMinPopulate = size_t(256) << 10;
-  if (bytes >= kMinPopulate) {
-    static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE) > 0 ? ::sysconf(_SC_PAGESIZE) : 4096);
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(raw) + page - 1) / page * page;
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(raw) + bytes) / page * page;
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, kPopulateWrite);  // advice: may fail
+  std::function<void(void*)> release = [](void* p) { std::free(p); };
+  if (huge) {
+    AlignedToHugePage aligned = allocate_aligned_to_huge_page(bytes);
+    raw = aligned.data;
+    release = std::move(aligned.release);
+  } else if (::posix_memalign(&raw, kAlignment, bytes) != 0 || raw == nullptr) {
+    throw std::bad_alloc();
   }
-#endif
+  populate(raw, bytes);
   // The rounding past the last element is zeroed: no element, but a vector load may read it.
   const size_t used = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
   std::memset(static_cast<unsigned char*>(raw) + used, 0, bytes - used);
-  t.storage_ = std::shared_ptr<float>(static_cast<float*>(raw), [](float* p) { std::free(p); });
+  t.storage_ = std::shared_ptr<float>(static_cast<float*>(raw), [release](float* p) { release(p); });
   t.data_ = t.storage_.get();
   return t;
+}
+
+void Tensor::promote_to_huge_pages() const {
+  if (storage_) winfer::promote_to_huge_pages(storage_, data_, bytes());
 }
 
 bool Tensor::huge_pages_enabled() { return huge_pages_wanted(); }
 
 std::shared_ptr<void> Tensor::allocate_block(size_t bytes) {
   bytes = std::max((bytes + kAlignment - 1) / kAlignment * kAlignment, kAlignment);
-  void* raw = nullptr;
-  if (::posix_memalign(&raw, kHugePageBytes, bytes) != 0 || raw == nullptr) throw std::bad_alloc();
-#if defined(__linux__)
-  // Only the whole 2 MiB ranges, as allocate_for_overwrite: the tail in 4 KiB pages commits no
-  // more than the tensors' bytes.
-  if (huge_pages_wanted() && bytes >= kHugePageBytes)
-    ::madvise(raw, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);  // advice: may fail
-#endif
-  return std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
+  AlignedToHugePage aligned = allocate_aligned_to_huge_page(bytes);
+  populate(aligned.data, bytes);
+  return std::shared_ptr<void>(aligned.data, std::move(aligned.release));
 }
 
 Tensor Tensor::in_block(const std::shared_ptr<void>& block, void* at, const Shape& shape) {
