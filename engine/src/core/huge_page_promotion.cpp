@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 #if defined(__linux__)
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -75,11 +77,24 @@ void replace_with_huge_page(uintptr_t at) {
 }
 #endif
 
+class Promoter;
+Promoter& promoter();
+
 // One background thread at a time, started when a range is queued and gone once none is left
 // (no thread lingers in a process that loaded its model long ago); joined when the library is
 // unloaded or the process exits, so its code never runs unmapped.
 class Promoter {
  public:
+  Promoter() {
+#if defined(__linux__)
+    // A process forked while the thread exists has no such thread: the child starts afresh (a
+    // join of the parent's thread at its exit would wait on nothing). The mutex is held across
+    // the fork so that the child's copy is never left locked by a thread it lacks.
+    ::pthread_atfork([] { promoter().mutex_.lock(); }, [] { promoter().mutex_.unlock(); },
+                     [] { promoter().after_fork_in_child(); });
+#endif
+  }
+
   ~Promoter() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -104,6 +119,15 @@ class Promoter {
   }
 
  private:
+  friend Promoter& promoter();
+
+  void after_fork_in_child() {
+    new (&worker_) std::thread();  // the parent's thread handle, not destroyed: nothing to join here
+    running_ = false;
+    queue_.clear();  // the parent's work; the child's own loads queue theirs
+    mutex_.unlock();
+  }
+
   void work() {
 #if defined(__linux__)
     // The lowest priority: on a machine whose cores all run inference it takes only idle time.
