@@ -54,12 +54,15 @@ class Tensor {
   // Whether 2 MiB pages are asked for at all (WINFER_HUGE_PAGES=0 turns them off; read once).
   static bool huge_pages_enabled();
   // A block for tensors moved into it (move_into), freed when the last of them goes: aligned to
-  // 2 MiB, nothing committed until written, in 4 KiB pages until its owner, once it has filled
-  // it, has it moved into 2 MiB pages (promote_to_huge_pages, engine/src/core/huge_page_promotion.h).
+  // 2 MiB, in 4 KiB pages until its owner, once it has filled it, has it moved into 2 MiB pages
+  // (promote_to_huge_pages, engine/src/core/huge_page_promotion.h). Nothing committed until
+  // written, or, with commit_now, all of it in one call (for a caller about to write all of it at
+  // once; not for tensors moved in one by one as their old storage is freed, whose peak would
+  // then hold them twice).
   // For weights that every run reads: a network's layers held in 4 KiB pages each (a few to
   // hundreds of pages per layer) cost a TLB walk per page per run, and in a VM each walk is a
   // two-level one.
-  static std::shared_ptr<void> allocate_block(size_t bytes);
+  static std::shared_ptr<void> allocate_block(size_t bytes, bool commit_now = false);
   // Once nothing writes its elements any more: its whole 2 MiB ranges moved into transparent
   // huge pages by a background thread (engine/src/core/huge_page_promotion.h), same addresses and
   // contents; nothing where huge pages are off (WINFER_HUGE_PAGES=0) or the storage is not aligned

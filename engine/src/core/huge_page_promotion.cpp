@@ -24,7 +24,7 @@
 namespace winfer {
 namespace {
 
-constexpr uintptr_t kHugePageBytes = uintptr_t(2) << 20;
+constexpr uintptr_t kPromotedPageBytes = uintptr_t(2) << 20;
 
 struct Range {
   std::weak_ptr<const void> owner;
@@ -35,8 +35,8 @@ struct Range {
 // Whether every 4 KiB page of the 2 MiB range at `at` is resident.
 bool fully_resident(uintptr_t at) {
   static const long page = ::sysconf(_SC_PAGESIZE) > 0 ? ::sysconf(_SC_PAGESIZE) : 4096;
-  std::vector<unsigned char> resident(kHugePageBytes / static_cast<uintptr_t>(page));
-  if (::mincore(reinterpret_cast<void*>(at), kHugePageBytes, resident.data()) != 0) return false;
+  std::vector<unsigned char> resident(kPromotedPageBytes / static_cast<uintptr_t>(page));
+  if (::mincore(reinterpret_cast<void*>(at), kPromotedPageBytes, resident.data()) != 0) return false;
   for (unsigned char r : resident) {
     if ((r & 1) == 0) return false;
   }
@@ -61,19 +61,20 @@ bool transparent_huge_pages_on() {
 // one mremap. Only for memory nobody writes any more: a write between the copy and the move
 // would be lost.
 void replace_with_huge_page(uintptr_t at) {
-  void* reserved = ::mmap(nullptr, 2 * kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* reserved = ::mmap(nullptr, 2 * kPromotedPageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (reserved == MAP_FAILED) return;
   const auto base = reinterpret_cast<uintptr_t>(reserved);
-  const uintptr_t fresh = (base + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  const uintptr_t fresh = (base + kPromotedPageBytes - 1) / kPromotedPageBytes * kPromotedPageBytes;
   if (fresh > base) ::munmap(reserved, fresh - base);
-  if (base + 2 * kHugePageBytes > fresh + kHugePageBytes)
-    ::munmap(reinterpret_cast<void*>(fresh + kHugePageBytes), base + 2 * kHugePageBytes - fresh - kHugePageBytes);
+  if (base + 2 * kPromotedPageBytes > fresh + kPromotedPageBytes)
+    ::munmap(reinterpret_cast<void*>(fresh + kPromotedPageBytes),
+             base + 2 * kPromotedPageBytes - fresh - kPromotedPageBytes);
   void* copy = reinterpret_cast<void*>(fresh);
-  ::madvise(copy, kHugePageBytes, MADV_HUGEPAGE);  // advice: may fail (then 4 KiB pages, same contents)
-  std::memcpy(copy, reinterpret_cast<const void*>(at), kHugePageBytes);
-  if (::mremap(copy, kHugePageBytes, kHugePageBytes, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(at)) ==
-      MAP_FAILED)
-    ::munmap(copy, kHugePageBytes);
+  ::madvise(copy, kPromotedPageBytes, MADV_HUGEPAGE);  // advice: may fail (then 4 KiB pages, same contents)
+  std::memcpy(copy, reinterpret_cast<const void*>(at), kPromotedPageBytes);
+  if (::mremap(copy, kPromotedPageBytes, kPromotedPageBytes, MREMAP_MAYMOVE | MREMAP_FIXED,
+               reinterpret_cast<void*>(at)) == MAP_FAILED)
+    ::munmap(copy, kPromotedPageBytes);
 }
 #endif
 
@@ -156,8 +157,8 @@ class Promoter {
 
   void promote(const Range& range) {
 #if defined(__linux__)
-    for (uintptr_t at = (range.begin + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-         at + kHugePageBytes <= range.end; at += kHugePageBytes) {
+    for (uintptr_t at = (range.begin + kPromotedPageBytes - 1) / kPromotedPageBytes * kPromotedPageBytes;
+         at + kPromotedPageBytes <= range.end; at += kPromotedPageBytes) {
       // Holding the owner for one range at a time: its memory cannot be freed (and reused)
       // under the copy, and an owner released meanwhile ends the work.
       const std::shared_ptr<const void> alive = range.owner.lock();
@@ -185,7 +186,7 @@ Promoter& promoter() {
 
 void promote_to_huge_pages(const std::shared_ptr<const void>& owner, const void* begin, size_t bytes) {
 #if defined(__linux__)
-  if (!Tensor::huge_pages_enabled() || !transparent_huge_pages_on() || bytes < kHugePageBytes) return;
+  if (!Tensor::huge_pages_enabled() || !transparent_huge_pages_on() || bytes < kPromotedPageBytes) return;
   const auto at = reinterpret_cast<uintptr_t>(begin);
   promoter().add(Range{owner, at, at + bytes});
 #else

@@ -77,9 +77,9 @@ AlignedToHugePage allocate_aligned_to_huge_page(size_t bytes) {
 // A large block's pages in one call (MADV_POPULATE_WRITE, Linux 5.14) rather than a fault per
 // 4 KiB page as the caller first writes them: a model's weights are most of what loading touches
 // first (ResNet-18's weights read into one block: load 43 -> 38 ms). Only for memory whose every
-// byte the caller writes (allocate_for_overwrite's contract, allocate's fill, a block of weights),
-// so nothing is committed that would not be anyway; an older kernel refuses the advice and the
-// first writes fault the pages in as before.
+// byte the caller writes right away (allocate_for_overwrite's contract, allocate's fill, a block
+// weights are read into), so nothing is committed that would not be anyway; an older kernel
+// refuses the advice and the first writes fault the pages in as before.
 void populate(void* raw, size_t bytes) {
 #if defined(__linux__)
   constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE, which older headers lack
@@ -130,10 +130,10 @@ void Tensor::promote_to_huge_pages() const {
 
 bool Tensor::huge_pages_enabled() { return huge_pages_wanted(); }
 
-std::shared_ptr<void> Tensor::allocate_block(size_t bytes) {
+std::shared_ptr<void> Tensor::allocate_block(size_t bytes, bool commit_now) {
   bytes = std::max((bytes + kAlignment - 1) / kAlignment * kAlignment, kAlignment);
   AlignedToHugePage aligned = allocate_aligned_to_huge_page(bytes);
-  populate(aligned.data, bytes);
+  if (commit_now) populate(aligned.data, bytes);
   return std::shared_ptr<void>(aligned.data, std::move(aligned.release));
 }
 
