@@ -177,14 +177,16 @@ TEST_CASE("thread pool: workers sleep on their own after a call, and at once whe
         std::this_thread::yield();
       CHECK(cpu::pool_sleeping_workers() == 1);
     }
-    // Told to rest, it sleeps at once: no CPU in the 20 ms after the call (a worker still
-    // spinning would use up to 0.2 ms).
+    // Told to rest, it sleeps at once: next to no CPU in the 20 ms after the call. A worker
+    // still spinning would use up to 0.2 ms; one that finds the flag and goes to sleep, a few
+    // microseconds natively, but once 0.094 ms in CI's main stage (ctest -j: it got its core late
+    // and ran its wake-up path inside the window), hence half the spin as the bound.
     for (int i = 0; i < 3; ++i) {
       call();
       cpu::rest_workers();
       const double spent = worker_cpu_ms_in_next_20ms();
       INFO("after rest_workers() the worker used " << spent << " ms of CPU");
-      CHECK(spent < 0.05);
+      CHECK(spent < 0.1);
     }
   }).join();
 }
