@@ -7,7 +7,9 @@ processes mislead here).
                    [--rounds 200] [--warmup 10] [--lib build/lib/libwinfer.so]
 
 SPEC is MODEL[,key=value...]: MODEL a YAML path or a zoo name (models/zoo/MODEL.yaml), keys
-conv (default im2win), fuse (1 or 0, default 1), threads (default --threads), lib (a
+conv (default im2win), pack (the algorithm the load packs for, LoadOptions::pack_for: default
+conv's, none = the session packs every layer, as for auto), fuse (1 or 0, default 1), threads
+(default --threads), lib (a
 libwinfer.so, default --lib: two builds side by side in one process, each library loaded on its
 own) and ipr (SessionOptions::images_per_run: 0 = the whole batch in one run; default: the
 engine's own choice). Every model gets random weights (seed 1),
@@ -70,11 +72,11 @@ def parse_spec(spec):
     path = model if model.endswith(".yaml") else os.path.join(ROOT, "models", "zoo", model + ".yaml")
     if not os.path.exists(path):
         raise SystemExit(f"model_ab: {spec}: no model file {path}")
-    options = {"conv": "im2win", "fuse": "1", "threads": "", "lib": "", "ipr": ""}
+    options = {"conv": "im2win", "fuse": "1", "threads": "", "lib": "", "ipr": "", "pack": ""}
     for pair in pairs:
         key, _, value = pair.partition("=")
         if key not in options or not value:
-            raise SystemExit(f"model_ab: {spec}: expected conv=NAME, fuse=0|1, threads=N, lib=PATH or ipr=N, got '{pair}'")
+            raise SystemExit(f"model_ab: {spec}: expected conv=NAME, fuse=0|1, threads=N, lib=PATH, ipr=N or pack=NAME|none, got '{pair}'")
         options[key] = value
     if options["fuse"] not in ("0", "1"):
         raise SystemExit(f"model_ab: {spec}: fuse must be 0 or 1")
@@ -84,8 +86,9 @@ def parse_spec(spec):
         raise SystemExit(f"model_ab: {spec}: no library {options['lib']}")
     if options["ipr"] and not options["ipr"].isdigit():
         raise SystemExit(f"model_ab: {spec}: ipr must be a number >= 0")
+    pack = options["pack"] or options["conv"]
     return (path, options["conv"], int(options["fuse"]), int(options["threads"] or 0), options["lib"],
-            int(options["ipr"]) if options["ipr"] else None)
+            int(options["ipr"]) if options["ipr"] else None, "" if pack == "none" else pack)
 
 
 def percentile(values, q):
@@ -137,12 +140,12 @@ def run(args, folder):
     calls, inputs, sessions = {}, {}, {}
     for copy in range(args.copies):
         for spec in (specs if copy % 2 == 0 else reversed(specs)):
-            path, conv, fuse, threads, lib, images_per_run = parse_spec(spec)
+            path, conv, fuse, threads, lib, images_per_run, pack = parse_spec(spec)
             lib = library_file(os.path.realpath(lib or args.lib), copy, distinct, folder, made)
             if lib not in libraries:
                 libraries[lib] = Winfer(lib)
             winfer = libraries[lib]
-            model = winfer.load(path, conv, fuse)
+            model = winfer.load(path, pack, fuse)
             count = winfer.input_count(model, args.batch)
             if count not in inputs:  # one input per size, the same for every configuration of it
                 x = (ctypes.c_float * count)()

@@ -101,11 +101,17 @@ class CpuSession : public SessionImpl {
   }
 
   // The weights the kernels packed for themselves (a model loaded without LoadOptions::pack_for
-  // or for another algorithm; "auto"'s choices), in one block of 2 MiB pages as the loader's.
+  // or for another algorithm; "auto"'s choices), in one block of 2 MiB pages as the loader's;
+  // whether that pays depends on all the weights a run reads, the model's that kernels read in
+  // place included.
   void gather_owned_weights() {
     std::vector<Tensor*> weights;
-    for (auto& kernel : kernels) kernel->for_each_owned_weight([&](Tensor& t) { weights.push_back(&t); });
-    gather_weights_in_huge_pages(weights);
+    size_t model_bytes = 0;
+    for (auto& kernel : kernels) {
+      kernel->for_each_owned_weight([&](Tensor& t) { weights.push_back(&t); });
+      model_bytes += kernel->shared_weight_bytes();
+    }
+    gather_weights_in_huge_pages(weights, nullptr, model_bytes);
   }
 
   // One node's kernel for the inferred shapes, with this convolution algorithm.

@@ -114,7 +114,8 @@ void FreeHeapPages::layer_packed() {
 
 void FreeHeapPages::loader_gone() { trim_heap(); }
 
-void gather_weights_in_huge_pages(const std::vector<Tensor*>& weights, const WeightBlock* read_into) {
+void gather_weights_in_huge_pages(const std::vector<Tensor*>& weights, const WeightBlock* read_into,
+                                  size_t also_read_bytes) {
   if (!Tensor::huge_pages_enabled()) return;
   constexpr size_t kHugePageBytes = size_t(2) << 20;
   std::vector<Tensor*> small;
@@ -126,7 +127,7 @@ void gather_weights_in_huge_pages(const std::vector<Tensor*>& weights, const Wei
     small.push_back(t);
     bytes += t->block_bytes();
   }
-  if (all_bytes < kGatherFromWeightBytes || bytes < kHugePageBytes) return;
+  if (all_bytes + also_read_bytes < kGatherFromWeightBytes || bytes < kHugePageBytes) return;
   const std::shared_ptr<void> block = Tensor::allocate_block(bytes);
   char* at = static_cast<char*>(block.get());
   FreeHeapPages heap;
