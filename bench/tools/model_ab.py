@@ -8,7 +8,7 @@ processes mislead here).
 
 SPEC is MODEL[,key=value...]: MODEL a YAML path or a zoo name (models/zoo/MODEL.yaml), keys
 conv (default im2win), pack (the algorithm the load packs for, LoadOptions::pack_for: default
-conv's, none = the session packs every layer, as for auto), fuse (1 or 0, default 1), threads
+conv's, none = the OIHW weights kept and every layer packed by the session), fuse (1 or 0, default 1), threads
 (default --threads), lib (a
 libwinfer.so, default --lib: two builds side by side in one process, each library loaded on its
 own) and ipr (SessionOptions::images_per_run: 0 = the whole batch in one run; default: the

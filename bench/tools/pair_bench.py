@@ -73,8 +73,8 @@ class Winfer:
         options.use_random_weights = 1
         options.random_seed = 1
         options.fuse = fuse
-        # "auto" packs per layer when the session picks (as `winfer bench --conv auto` does).
-        options.pack_for = b"" if pack_for == "auto" else pack_for.encode()
+        # "auto" as `winfer bench --conv auto` loads it: packed for the default, im2win.
+        options.pack_for = b"im2win" if pack_for == "auto" else pack_for.encode()
         model = ctypes.c_void_p()
         self.check(self.lib.winfer_model_load(yaml_path.encode(), ctypes.byref(options), ctypes.byref(model)),
                    f"loading {yaml_path}")

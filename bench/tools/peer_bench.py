@@ -554,8 +554,10 @@ def load_winfer(winfer, onnx_path, conv, threads, batch):
     winfer.lib.winfer_load_options_init(ctypes.byref(options))
     options.use_random_weights = 0
     options.fuse = 1
-    # Packed once at load for that algorithm, as `winfer bench --conv` does; "auto" packs per layer.
-    options.pack_for = b"" if conv == "auto" else conv.encode()
+    # Packed once at load for that algorithm, as `winfer bench --conv` does; "auto" as the CLI loads
+    # it (the default, im2win: its layers that keep im2win share the model's weights, the others
+    # pack from them; loading OIHW held every convolution's weights twice, session 44).
+    options.pack_for = b"im2win" if conv == "auto" else conv.encode()
     model = ctypes.c_void_p()
     winfer.check(winfer.lib.winfer_model_load(onnx_path.encode(), ctypes.byref(options), ctypes.byref(model)),
                  f"loading {onnx_path}")
