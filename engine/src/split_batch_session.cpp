@@ -18,7 +18,8 @@
 // 1.06x the time of these runs on the zoo's networks, and 1.3-1.4x in the minutes when the two
 // cores sat on different last-level caches (every layer then reads rows the other core wrote; a
 // lane reads only its own); the arena holds 2 images per thread whatever the batch. It declines where the runs would
-// cost what the whole batch does not: timing "auto" per lane, weights packed per session.
+// cost what the whole batch does not: timing "auto" in each of several lanes, weights packed by each of
+// several sessions.
 //
 // Inputs and outputs are not copied: each run reads its images from the caller's input and
 // writes its outputs straight into the caller's (views of them), which needs every graph output
@@ -302,7 +303,10 @@ int64_t automatic_images_per_run(const std::shared_ptr<const Model>& model, cons
   constexpr size_t kStreamedBytesForOneRun = size_t{16} << 20;  // beyond a last-level cache's share
   const int64_t batch = whole[0], threads = options.threads;
   if (options.device != "cpu" || batch < 2 || batch < threads || batch % threads != 0) return 0;
-  if (options.conv_algorithm == "auto") return 0;  // its timing would be repeated in every lane
+  // "auto" on several threads: its timing would be repeated in every lane. On one thread the
+  // runs are one session (ShuffleNetV2 at batch 8: auto's whole batch at once 1.03-1.09x the time of
+  // im2win's runs of 2, its channel shuffles 1.6-1.9x: a run's tensors stay in L2).
+  if (options.conv_algorithm == "auto" && threads > 1) return 0;
   const std::vector<bool> fixed = model->input_dim_fixed();
   if (!fixed.empty() && fixed[0]) return 0;
   constexpr int64_t kDefaultImagesPerRun = 2;  // the memory of 2 images per thread, whatever the batch
@@ -375,9 +379,12 @@ std::string runs_context(const Shape& whole, const Split& split) {
          std::to_string(split.lanes) + " side by side";
 }
 
-// Auto declines runs whose sessions pack weights of their own: every lane would hold a copy.
-bool auto_declines(const SessionOptions& asked, const MemoryReport& lane) {
-  return asked.images_per_run == SessionOptions::kImagesPerRunAuto && lane.session_weights_bytes > 0;
+// Auto declines runs whose sessions pack weights of their own where there are several: every
+// lane, and a rest's session, would hold a copy (one run's session alone holds what the whole
+// batch's would).
+bool auto_declines(const SessionOptions& asked, const MemoryReport& lane, const Split& split) {
+  return asked.images_per_run == SessionOptions::kImagesPerRunAuto && lane.session_weights_bytes > 0 &&
+         (split.lanes > 1 || split.rest > 0);
 }
 
 }  // namespace
@@ -390,7 +397,7 @@ Result<std::optional<MemoryReport>> plan_split_batch_session(std::shared_ptr<con
   const Split split = split_of(*split_as, whole);
   auto lane = plan_lane(std::move(model), *split_as, whole, split);
   if (!lane.ok()) return Status(lane.status()).with_context(runs_context(whole, split));
-  if (auto_declines(options, lane.value())) return std::optional<MemoryReport>();
+  if (auto_declines(options, lane.value(), split)) return std::optional<MemoryReport>();
   return std::optional<MemoryReport>(all_lanes(std::move(lane).value(), split.lanes));
 }
 
@@ -404,7 +411,7 @@ Result<bool> make_lanes_with_own_arenas(const std::shared_ptr<const Model>& mode
     auto made = create_cpu_session(model, part_options(options, whole, split.per_run, split.lane_threads));
     if (!made.ok()) return made.status();
     lane.part = std::move(made).value();
-    if (auto_declines(asked, lane.part->report)) return false;
+    if (auto_declines(asked, lane.part->report, split)) return false;
   }
   session->report = all_lanes(session->lanes_[0].part->report, split.lanes);
   return true;
@@ -418,7 +425,7 @@ Result<bool> make_lanes_on_one_block(const std::shared_ptr<const Model>& model, 
                                      SplitBatchSession* session) {
   auto plan = plan_lane(model, options, whole, split);
   if (!plan.ok()) return plan.status();
-  if (auto_declines(asked, plan.value())) return false;
+  if (auto_declines(asked, plan.value(), split)) return false;
   const size_t lane_bytes = round_to_alignment(plan.value().arena_bytes);
   const size_t bytes = lane_bytes * static_cast<size_t>(split.lanes);
   char* arena = static_cast<char*>(options.arena);

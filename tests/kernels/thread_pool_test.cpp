@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -179,15 +180,23 @@ TEST_CASE("thread pool: workers sleep on their own after a call, and at once whe
     }
     // Told to rest, it sleeps at once: next to no CPU in the 20 ms after the call. A worker
     // still spinning would use up to 0.2 ms; one that finds the flag and goes to sleep, a few
-    // microseconds natively, but once 0.094 ms in CI's main stage (ctest -j: it got its core late
-    // and ran its wake-up path inside the window), hence half the spin as the bound.
-    for (int i = 0; i < 3; ++i) {
+    // microseconds natively. But in a VM a thread's CPU clock also runs while the host holds its
+    // vCPU, and under ctest -j a worker that got its core late once read 0.094 ms (CI's main
+    // stage) and once more than 0.1 (here, session 44) for those few microseconds. So one call in
+    // nine may exceed half the spin; a worker that is not sent to sleep spins after about half the
+    // calls (rest_workers() made a no-op: 0.19-0.21 ms after 5 of 9, 0 after the others; the test
+    // failed in 6 runs of 6).
+    int over = 0;
+    std::string seen;
+    for (int i = 0; i < 9; ++i) {
       call();
       cpu::rest_workers();
       const double spent = worker_cpu_ms_in_next_20ms();
-      INFO("after rest_workers() the worker used " << spent << " ms of CPU");
-      CHECK(spent < 0.1);
+      over += spent >= 0.1 ? 1 : 0;
+      seen += (seen.empty() ? "" : ", ") + std::to_string(spent);
     }
+    INFO("after rest_workers() the worker used " << seen << " ms of CPU");
+    CHECK(over <= 1);
   }).join();
 }
 
