@@ -86,9 +86,9 @@ struct SessionOptions {
   // networks at batch 8 on 2 threads, 0.71-0.77x in the minutes when the two cores sat on
   // different last-level caches, 0.95-1.02x on one thread (docs/PERFORMANCE.md, sessions 29
   // and 30). Otherwise,
-  // and where runs do not apply (a batch-fixing model, an output without the batch first,
-  // conv_algorithm "auto", whose timing would be repeated per run's session, or kernels that pack
-  // weights of their own per session, which every lane would repeat), the whole batch at once.
+  // and where runs do not apply (a batch-fixing model, an output without the batch first, or
+  // on several threads conv_algorithm "auto", whose timing every lane would repeat, or kernels
+  // that pack weights of their own, which every lane would hold), the whole batch at once.
   static constexpr int64_t kImagesPerRunAuto = -1;
   int64_t images_per_run = kImagesPerRunAuto;
   // The whole input shape the session runs (NCHW, or [N,F]), e.g. {2, 3, 160, 224}: any batch
