@@ -108,6 +108,17 @@ void register_batch_sum() {
   CHECK(registered);
 }
 
+// small_net() loaded without packing (LoadOptions::pack_for ""): each session packs the weights
+// for its algorithm.
+std::shared_ptr<const winfer::Model> load_unpacked(const TempDir& dir) {
+  winfer::LoadOptions unpacked;
+  unpacked.random_weights_seed = kSeed;
+  unpacked.pack_for = "";
+  auto model = load_text(dir, small_net(), unpacked);
+  REQUIRE_MESSAGE(model.ok(), model.status().message());
+  return model.value();
+}
+
 }  // namespace
 
 TEST_CASE("images_per_run: the batch a few images at a time equals the whole batch in one run") {
@@ -308,21 +319,17 @@ TEST_CASE("images_per_run: the default keeps the whole batch where splitting doe
   whole_batch(model, tuned);
   // A model loaded without packing (LoadOptions::pack_for "") leaves each session to pack the
   // weights for its algorithm: every lane would hold a copy.
-  winfer::LoadOptions unpacked;
-  unpacked.random_weights_seed = kSeed;
-  unpacked.pack_for = "";
   TempDir dir;
-  auto oihw = load_text(dir, small_net(), unpacked);
-  REQUIRE(oihw.ok());
-  REQUIRE(create_ok(oihw.value(), options_for(1, 0, 1))->memory_report().session_weights_bytes > 0);
+  const auto oihw = load_unpacked(dir);
+  REQUIRE(create_ok(oihw, options_for(1, 0, 1))->memory_report().session_weights_bytes > 0);
   const winfer::SessionOptions packing = options_for(4, winfer::SessionOptions::kImagesPerRunAuto);
-  whole_batch(oihw.value(), packing);
-  auto planned = winfer::Session::plan(oihw.value(), packing);
+  whole_batch(oihw, packing);
+  auto planned = winfer::Session::plan(oihw, packing);
   REQUIRE(planned.ok());
   CHECK(planned.value().lanes == 1);
   // Asked for, the runs pack their own, and the report counts every lane's.
-  const size_t one_lane = create_ok(oihw.value(), options_for(2, 0, 1))->memory_report().session_weights_bytes;
-  CHECK(create_ok(oihw.value(), options_for(4, 2))->memory_report().session_weights_bytes == 2 * one_lane);
+  const size_t one_lane = create_ok(oihw, options_for(2, 0, 1))->memory_report().session_weights_bytes;
+  CHECK(create_ok(oihw, options_for(4, 2))->memory_report().session_weights_bytes == 2 * one_lane);
   // An output that mixes the images of the batch.
   register_batch_sum();
   const auto mixing =
@@ -351,16 +358,12 @@ TEST_CASE("images_per_run: on one thread the default runs of 2 apply to auto and
   whole_tuned.conv_algorithm = "auto";
   CHECK(relative_to_max(run_all(*session, input)[0], run_all(*create_ok(model, whole_tuned), input)[0]) <= 1e-4f);
 
-  winfer::LoadOptions unpacked;
-  unpacked.random_weights_seed = kSeed;
-  unpacked.pack_for = "";
   TempDir dir;
-  auto oihw = load_text(dir, small_net(), unpacked);
-  REQUIRE(oihw.ok());
-  auto packing = create_ok(oihw.value(), options_for(4, winfer::SessionOptions::kImagesPerRunAuto, 1));
+  const auto oihw = load_unpacked(dir);
+  auto packing = create_ok(oihw, options_for(4, winfer::SessionOptions::kImagesPerRunAuto, 1));
   CHECK(packing->memory_report().images_per_run == 2);
   CHECK(packing->memory_report().session_weights_bytes ==
-        create_ok(oihw.value(), options_for(4, 0, 1))->memory_report().session_weights_bytes);
+        create_ok(oihw, options_for(4, 0, 1))->memory_report().session_weights_bytes);
 }
 
 TEST_CASE("images_per_run: the default runs a thread's images at once where each run streams large weights") {
