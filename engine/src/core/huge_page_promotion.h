@@ -28,7 +28,8 @@ namespace winfer {
 // (not Linux).
 void promote_to_huge_pages(const std::shared_ptr<const void>& owner, const void* begin, size_t bytes);
 
-// Blocks until every queued range was handled (tests; a benchmark that wants the steady state).
+// Blocks until every queued range was handled (tests; a benchmark that wants the steady state;
+// a memory measurement whose baseline must not hold a model just released, process_memory.cpp).
 void wait_for_huge_page_promotion();
 
 }  // namespace winfer
