@@ -430,14 +430,27 @@ size_t Conv2dOp::kernel_workspace_bytes(const ConvAlgorithm& algorithm, const st
   const ConvParams p = params_for(inputs[0]);
   if (has_input_scale_) return plan_input_scale(algorithm, p).workspace_bytes;
   if (then_) {
-    const ConvParams q = then_->params_for(conv_output_shape(inputs[0]));
-    std::string note;
-    const ConvAlgorithm* second = choose_algorithm(q, &algorithm, /*may_decline=*/false, &note);
-    return second != nullptr ? ConvThenConv(algorithm, p, *second, q, BandSizing{threads}).workspace_bytes() : 0;
+    const auto absorbed = absorbed_conv(algorithm, inputs[0]);
+    return absorbed ? ConvThenConv(algorithm, p, *absorbed->algorithm, absorbed->params, BandSizing{threads})
+                          .workspace_bytes()
+                    : 0;
   }
   if (const auto pooling = pool_params(p, outputs[0]))
     return ConvPool(algorithm, p, *pooling, BandSizing{threads}).workspace_bytes();
   return algorithm.workspace_bytes(p);
+}
+
+std::optional<ConvCapability::AbsorbedConv> Conv2dOp::absorbed_conv(const ConvAlgorithm& algorithm,
+                                                                    const Shape& input) const {
+  if (!then_) return std::nullopt;
+  AbsorbedConv absorbed;
+  absorbed.op = then_.get();
+  absorbed.params = then_->params_for(conv_output_shape(input));
+  std::string note;
+  // As compile() chooses the second stage's algorithm for a session that runs `algorithm`.
+  absorbed.algorithm = choose_algorithm(absorbed.params, &algorithm, /*may_decline=*/false, &note);
+  if (absorbed.algorithm == nullptr) return std::nullopt;
+  return absorbed;
 }
 
 void Conv2dOp::for_each_weight(const std::function<void(Tensor&)>& f) {

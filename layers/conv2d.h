@@ -123,6 +123,7 @@ class Conv2dOp : public Op, public ConvCapability {
   // batch norm and activation): the op's output is then that convolution's.
   const Conv2dOp* then() const { return then_.get(); }
   size_t absorbed_conv_weight_bytes() const override { return then_ ? then_->weight_bytes() : 0; }
+  std::optional<AbsorbedConv> absorbed_conv(const ConvAlgorithm& algorithm, const Shape& input) const override;
   // The bytes of workspace this op's CPU kernel needs when its convolution runs `algorithm`:
   // the algorithm's own, or the band buffer and scratch of a fused pooling or depthwise (sized
   // for a session of `threads` threads).

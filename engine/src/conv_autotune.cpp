@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -17,6 +18,7 @@
 #include "engine/src/core/file_io.h"
 #include "engine/src/graph.h"
 #include "kernels/cpu/conv_algorithm.h"
+#include "kernels/cpu/conv_then_conv.h"
 #include "kernels/cpu/cpu_common.h"
 #include "winfer/log.h"
 
@@ -273,8 +275,9 @@ class TimingCache {
     return cache;
   }
 
-  static std::string key(const ConvParams& p, int threads, const std::string& algorithm) {
-    return std::string(isa_name()) + " threads=" + std::to_string(threads) + " " + p.to_string() + " " + algorithm;
+  // `layer`: the layer's shape (tuned_shape_text).
+  static std::string key(const std::string& layer, int threads, const std::string& algorithm) {
+    return std::string(isa_name()) + " threads=" + std::to_string(threads) + " " + layer + " " + algorithm;
   }
   // A time read from the file, or measured earlier in this session (a layer of the same shape).
   struct Entry {
@@ -342,14 +345,13 @@ double wall_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// One run of `algorithm` on the layer; milliseconds. With threads == 1 the thread's CPU time
-// (robust on a busy machine), else wall time (an OpenMP team's work is not on this thread's clock).
-double run_once(const ConvAlgorithm& algorithm, const ConvParams& p, const ConvCapability& op, const float* input,
-                const float* packed, float* output, void* workspace, int threads) {
+// Milliseconds of one call of `run`. With threads == 1 the thread's CPU time (robust on a busy
+// machine), else wall time (a team's work is not on this thread's clock).
+template <class Run>
+double time_once(int threads, const Run& run) {
   const bool cpu_clock = threads == 1;
   const double start = cpu_clock ? thread_cpu_ms() : wall_ms();
-  algorithm.run(p, input, packed, op.bias().empty() ? nullptr : op.bias().data(), output, workspace, op.activation(),
-                threads);
+  run();
   return (cpu_clock ? thread_cpu_ms() : wall_ms()) - start;
 }
 
@@ -360,11 +362,44 @@ Tensor allocate_bytes(size_t bytes, bool huge_pages = false) {
                           DType::kFloat32, huge_pages);
 }
 
+Tensor packed_for(const ConvAlgorithm& a, const ConvParams& p, const float* weight_oihw) {
+  Tensor packed = allocate_bytes(a.packed_weight_bytes(p), a.packed_weights_in_huge_pages());
+  a.pack_weights(p, weight_oihw, packed.data());
+  return packed;
+}
+
+// One candidate ready to run: its packed weights and workspace, and for a layer with an absorbed
+// convolution (ConvCapability::absorbed_conv) the pair as its kernel runs it, band by band, with
+// the second stage's algorithm and weights.
+struct PreparedCandidate {
+  Tensor packed, workspace;
+  std::optional<ConvThenConv> pair;
+  ConvStage second;
+};
+
+// One run of candidate `a` on the layer (or on its pair); milliseconds.
+double run_once(const ConvAlgorithm& a, const ConvParams& p, const ConvCapability& op, const PreparedCandidate& c,
+                const float* input, float* output, int threads) {
+  const float* bias = op.bias().empty() ? nullptr : op.bias().data();
+  void* workspace = c.workspace.empty() ? nullptr : const_cast<float*>(c.workspace.data());
+  if (c.pair) {
+    const ConvStage first{&a, c.packed.data(), bias, op.activation(), std::nullopt};
+    return time_once(threads, [&] { c.pair->run(input, first, c.second, output, workspace, threads); });
+  }
+  return time_once(threads,
+                   [&] { a.run(p, input, c.packed.data(), bias, output, workspace, op.activation(), threads); });
+}
+
 // Times every candidate whose time is not known yet, in rounds: each round runs every candidate
 // once, in turn, and each keeps its best run, so that a run slowed down by another process on a
-// busy machine does not decide. From the second round on, candidates more than 8x slower than
-// the best so far (the reference loops, typically) are not run again.
-void measure_layer(const ConvParams& p, const ConvCapability& op, const Tensor& weight,
+// busy machine does not decide. From the third round on, candidates more than 8x slower than
+// the best so far (the reference loops, typically) are not run again; not from the second: a
+// first call can pay a one-time cost (im2col's first loads OpenBLAS: 5 ms for a 0.02 ms
+// layer, which then stood as im2col's time). A layer that absorbed a
+// convolution is timed with it: the pair's second stage follows the first's algorithm
+// (RegNet's 1x1 -> grouped 3x3: the 1x1 alone timed indirect 0.9x im2win, the pair with its
+// grouped 3x3 indirect too ran 1.2-1.35x).
+void measure_layer(const ConvParams& p, const ConvCapability& op, const Shape& input_shape, const Tensor& weight,
                    const std::vector<const ConvAlgorithm*>& algorithms, const std::vector<bool>& known,
                    std::vector<ConvCandidate>* candidates, int threads, int repeats) {
   std::vector<size_t> todo;
@@ -372,22 +407,40 @@ void measure_layer(const ConvParams& p, const ConvCapability& op, const Tensor& 
     if (!known[c]) todo.push_back(c);
   }
   if (todo.empty()) return;
+  std::vector<PreparedCandidate> prepared(candidates->size());
+  std::map<const ConvAlgorithm*, Tensor> second_weights;  // per second-stage algorithm, packed once
+  int64_t output_floats = p.batch * p.out_h() * p.out_w() * p.out_channels;
+  for (size_t c : todo) {
+    const ConvAlgorithm& a = *algorithms[c];
+    PreparedCandidate& prep = prepared[c];
+    prep.packed = packed_for(a, p, weight.data());
+    const auto absorbed = op.absorbed_conv(a, input_shape);
+    if (!absorbed) {
+      if (a.workspace_bytes(p) > 0) prep.workspace = allocate_bytes(a.workspace_bytes(p));
+      continue;
+    }
+    const ConvParams& q = absorbed->params;
+    Tensor& second = second_weights[absorbed->algorithm];
+    if (second.empty()) {
+      auto oihw = absorbed->op->weight_oihw("auto");
+      if (!oihw.ok()) {  // timed alone
+        if (a.workspace_bytes(p) > 0) prep.workspace = allocate_bytes(a.workspace_bytes(p));
+        continue;
+      }
+      second = packed_for(*absorbed->algorithm, q, oihw.value().data());
+    }
+    prep.pair.emplace(a, p, *absorbed->algorithm, q, BandSizing{threads});
+    const Tensor& bias = absorbed->op->bias();
+    prep.second = ConvStage{absorbed->algorithm, second.data(), bias.empty() ? nullptr : bias.data(),
+                            absorbed->op->activation(), std::nullopt};
+    if (prep.pair->workspace_bytes() > 0) prep.workspace = allocate_bytes(prep.pair->workspace_bytes());
+    output_floats = std::max(output_floats, q.batch * q.out_h() * q.out_w() * q.out_channels);
+  }
   Tensor input = Tensor::allocate(Shape{p.batch * p.in_h * p.in_w * p.in_channels});
-  Tensor output = Tensor::allocate(Shape{p.batch * p.out_h() * p.out_w() * p.out_channels});
+  Tensor output = Tensor::allocate(Shape{output_floats});
   std::mt19937 rng(12345);
   std::uniform_real_distribution<float> uniform(-1.f, 1.f);
   for (int64_t i = 0; i < input.numel(); ++i) input.data()[i] = uniform(rng);
-
-  struct Prepared {
-    Tensor packed, workspace;
-  };
-  std::vector<Prepared> prepared(candidates->size());
-  for (size_t c : todo) {
-    const ConvAlgorithm& a = *algorithms[c];
-    prepared[c].packed = allocate_bytes(a.packed_weight_bytes(p), a.packed_weights_in_huge_pages());
-    a.pack_weights(p, weight.data(), prepared[c].packed.data());
-    if (a.workspace_bytes(p) > 0) prepared[c].workspace = allocate_bytes(a.workspace_bytes(p));
-  }
   std::vector<double> best(candidates->size(), std::numeric_limits<double>::infinity());
   double overall = std::numeric_limits<double>::infinity();
   // `repeats` rounds, and more (up to 3x as many) while this layer has taken under 30 ms: short
@@ -396,9 +449,8 @@ void measure_layer(const ConvParams& p, const ConvCapability& op, const Tensor& 
   const int rounds = std::max(1, repeats);
   for (int round = 0; round < rounds || (round < 3 * rounds && wall_ms() - started < 30.0); ++round) {
     for (size_t c : todo) {
-      if (round > 0 && best[c] > 8 * overall) continue;
-      const double ms = run_once(*algorithms[c], p, op, input.data(), prepared[c].packed.data(), output.data(),
-                                 prepared[c].workspace.empty() ? nullptr : prepared[c].workspace.data(), threads);
+      if (round > 1 && best[c] > 8 * overall) continue;
+      const double ms = run_once(*algorithms[c], p, op, prepared[c], input.data(), output.data(), threads);
       best[c] = std::min(best[c], ms);
       overall = std::min(overall, best[c]);
     }
@@ -431,6 +483,10 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
     std::vector<Shape> in_shapes, out_shapes;
     for (int t : node.inputs) in_shapes.push_back(shapes[t]);
     for (int t : node.outputs) out_shapes.push_back(shapes[t]);
+    // What is timed: the convolution, or the pair it heads (a different time for the same shape).
+    std::string shape_text = p.to_string();
+    if (const auto absorbed = op.absorbed_conv(*find_conv_algorithm("im2win"), in_shapes[0]))
+      shape_text += " then " + absorbed->params.to_string();
     ConvLayerCandidates layer;
     layer.layer = node.name;
     std::vector<const ConvAlgorithm*> supported;
@@ -442,7 +498,7 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
       // The kernel's: with a fused pooling's or depthwise convolution's bands.
       c.workspace_bytes = op.kernel_workspace_bytes(*a, in_shapes, out_shapes, options.threads);
       c.packed_weight_bytes = a->packed_weight_bytes(p);
-      const TimingCache::Entry* known = cache.find(TimingCache::key(p, options.threads, c.algorithm));
+      const TimingCache::Entry* known = cache.find(TimingCache::key(shape_text, options.threads, c.algorithm));
       const bool known_time = known != nullptr;
       if (known_time) {
         c.milliseconds = known->ms;
@@ -456,10 +512,11 @@ Result<ConvAutotuneResult> autotune_conv_layers(const Model& model, const std::v
       return internal_error(node.context(model.path()) + ": no convolution algorithm supports " + p.to_string());
     auto weight = op.weight_oihw("auto");
     if (!weight.ok()) return Status(weight.status()).with_context(node.context(model.path()));
-    measure_layer(p, op, weight.value(), supported, have, &layer.candidates, options.threads, options.repeats);
+    measure_layer(p, op, in_shapes[0], weight.value(), supported, have, &layer.candidates, options.threads,
+                  options.repeats);
     for (size_t c = 0; c < supported.size(); ++c) {
       if (!have[c]) {
-        cache.add(TimingCache::key(p, options.threads, layer.candidates[c].algorithm),
+        cache.add(TimingCache::key(shape_text, options.threads, layer.candidates[c].algorithm),
                   layer.candidates[c].milliseconds);
       }
     }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,18 @@ class ConvCapability {
   // The bytes of an absorbed depthwise convolution's weights (0 when none): they do not depend
   // on the algorithm chosen for this one.
   virtual size_t absorbed_conv_weight_bytes() const = 0;
+
+  // A grouped convolution (depthwise or not) this op absorbed, which its kernel runs after its
+  // own band by band (a 1x1 -> grouped pair, kernels/cpu/conv_then_conv.h): the absorbed op, its
+  // params for this op's `input` shape, and the algorithm it runs when this op runs `algorithm`
+  // (the same one where it can: RegNet's grouped 3x3 runs indirect when its 1x1 does). What
+  // "auto" times for this op is that pair. nullopt when nothing was absorbed.
+  struct AbsorbedConv {
+    const ConvCapability* op = nullptr;
+    ConvParams params;
+    const ConvAlgorithm* algorithm = nullptr;
+  };
+  virtual std::optional<AbsorbedConv> absorbed_conv(const ConvAlgorithm& algorithm, const Shape& input) const = 0;
 };
 
 }  // namespace winfer
