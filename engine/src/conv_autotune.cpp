@@ -392,13 +392,17 @@ double run_once(const ConvAlgorithm& a, const ConvParams& p, const ConvCapabilit
 
 // Times every candidate whose time is not known yet, in rounds: each round runs every candidate
 // once, in turn, and each keeps its best run, so that a run slowed down by another process on a
-// busy machine does not decide. From the third round on, candidates more than 8x slower than
-// the best so far (the reference loops, typically) are not run again; not from the second: a
-// first call can pay a one-time cost (im2col's first loads OpenBLAS: 5 ms for a 0.02 ms
-// layer, which then stood as im2col's time). A layer that absorbed a
+// busy machine does not decide. From the second round on, candidates more than 8x slower than
+// the best so far (the reference loops, typically) are not run again, except, once, those whose
+// first call took under kColdCallMs: a first call can pay a one-time cost of a few
+// milliseconds (im2col's first in a process loads OpenBLAS: 5 ms for a layer of 0.02, which then
+// stood as im2col's time), which makes a slow-looking call of more than kColdCallMs at most
+// 1.3x its true time; a second call of a truly slow candidate costs no more than that. A layer that absorbed a
 // convolution is timed with it: the pair's second stage follows the first's algorithm
 // (RegNet's 1x1 -> grouped 3x3: the 1x1 alone timed indirect 0.9x im2win, the pair with its
 // grouped 3x3 indirect too ran 1.2-1.35x).
+constexpr double kColdCallMs = 20;
+
 void measure_layer(const ConvParams& p, const ConvCapability& op, const Shape& input_shape, const Tensor& weight,
                    const std::vector<const ConvAlgorithm*>& algorithms, const std::vector<bool>& known,
                    std::vector<ConvCandidate>* candidates, int threads, int repeats) {
@@ -449,7 +453,7 @@ void measure_layer(const ConvParams& p, const ConvCapability& op, const Shape& i
   const int rounds = std::max(1, repeats);
   for (int round = 0; round < rounds || (round < 3 * rounds && wall_ms() - started < 30.0); ++round) {
     for (size_t c : todo) {
-      if (round > 1 && best[c] > 8 * overall) continue;
+      if (round > 0 && best[c] > 8 * overall && (round > 1 || best[c] >= kColdCallMs)) continue;
       const double ms = run_once(*algorithms[c], p, op, prepared[c], input.data(), output.data(), threads);
       best[c] = std::min(best[c], ms);
       overall = std::min(overall, best[c]);

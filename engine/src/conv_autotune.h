@@ -6,8 +6,9 @@
 //    packed weights) and a function giving the session's bytes for a choice. No timing, no
 //    graph: deterministic, so the budget logic is tested with made-up numbers.
 //  * autotune_conv_layers(): builds the candidates of a real session (timing each supported
-//    algorithm on the layer's shape, or reading the time from the cache file), plans the memory
-//    of each choice with the session's planner, and calls select_conv_algorithms().
+//    algorithm on the layer's shape, with the grouped convolution it absorbed where its kernel
+//    runs a pair, or reading the time from the cache file), plans the memory of each choice with
+//    the session's planner, and calls select_conv_algorithms().
 #pragma once
 
 #include <cstddef>

@@ -18,7 +18,8 @@ namespace {
 
 // Per candidate algorithm, the time "auto" measured for layer `layer` of `yaml`, in a session of
 // one thread that keeps its times in `cache`.
-std::map<std::string, double> candidate_ms(const std::string& yaml, const std::string& layer, const std::string& cache) {
+std::map<std::string, double> candidate_ms(const std::string& yaml, const std::string& layer,
+                                           const std::string& cache) {
   winfer::SessionOptions options;
   options.conv_algorithm = "auto";
   options.threads = 1;
