@@ -47,7 +47,10 @@ TEST_CASE("autotune: a 1x1 convolution that absorbed a grouped 3x3 is timed with
   const auto pair_ms = candidate_ms(pair, "pw", cache);  // the same 1x1's shape: not read from the cache
   REQUIRE(alone_ms.size() >= 2);
   REQUIRE(pair_ms.size() == alone_ms.size());
-  for (const auto& [algorithm, ms] : alone_ms) {
+  for (const auto& entry : alone_ms) {
+    // Named copies, not structured bindings: clang's C++17 cannot capture those in INFO's lambda.
+    const std::string algorithm = entry.first;
+    const double ms = entry.second;
     INFO(algorithm << ": 1x1 alone " << ms << " ms, with its grouped 3x3 " << pair_ms.at(algorithm) << " ms");
     CHECK(ms > 0);
     CHECK(pair_ms.at(algorithm) > 4 * ms);
