@@ -275,7 +275,7 @@ class TimingCache {
     return cache;
   }
 
-  // `layer`: the layer's shape (tuned_shape_text).
+  // `layer`: what was timed, the layer's shape (with " then " and its absorbed convolution's for a pair).
   static std::string key(const std::string& layer, int threads, const std::string& algorithm) {
     return std::string(isa_name()) + " threads=" + std::to_string(threads) + " " + layer + " " + algorithm;
   }
